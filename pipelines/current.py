@@ -1,0 +1,50 @@
+"""Which snapshot and which instances are current in a data directory.
+
+Each dataset folder under ``snapshots/`` holds content-addressed snapshots (a file or a folder
+named by the snapshot id) and a ``CURRENT`` file naming the one in use. Downstream steps (task
+instances, runs, ``medbench score``) read the pointer, so they always agree on the snapshot id
+that enters the run ids.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from warehouse.layout import DataDir
+
+
+@dataclass(frozen=True)
+class CurrentSnapshot:
+    dataset: str
+    snapshot_id: str
+    path: Path
+
+
+class NotMaterialised(RuntimeError):
+    """An upstream step has not been materialised in this data directory yet."""
+
+
+def set_current_snapshot(data: DataDir, dataset: str, path: Path) -> None:
+    folder = data.snapshots(dataset)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".CURRENT.{os.getpid()}"
+    tmp.write_text(Path(path).name + "\n")
+    os.replace(tmp, folder / "CURRENT")
+
+
+def current_snapshot(data: DataDir, dataset: str) -> CurrentSnapshot:
+    pointer = data.snapshots(dataset) / "CURRENT"
+    if not pointer.exists():
+        raise NotMaterialised(
+            f"no {dataset} snapshot in {data.root}: materialise the {dataset}_snapshot asset first "
+            f"(`medbench materialize --demo` for the demo data)"
+        )
+    name = pointer.read_text().strip()
+    path = data.snapshots(dataset) / name
+    return CurrentSnapshot(dataset=dataset, snapshot_id=Path(name).stem, path=path)
+
+
+def instances_path(data: DataDir, task_ref: str, snapshot_id: str, filename: str) -> Path:
+    return data.instances(task_ref) / snapshot_id / filename

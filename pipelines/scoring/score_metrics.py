@@ -1,0 +1,36 @@
+"""Metrics of a score task (vitaldb-ioh) from its predictions: AUROC with a cluster-bootstrap 95% CI
+over test subjects (replicates with one class are left out and counted), AUPRC and prevalence,
+plus the counts and ROC points the site draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.scoring.summary import ScoreSummary
+from pipelines.specs import BootstrapSpec
+from pipelines.stats.auroc import cluster_bootstrap, roc_points
+
+
+def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec) -> ScoreSummary:
+    scores = predictions.column("score").to_numpy().astype(np.float64)
+    labels = predictions.column("label").to_numpy().astype(np.int8)
+    subjects = predictions.column("subjectid").to_numpy()
+    cases = predictions.column("caseid").to_numpy()
+    if not np.isfinite(scores).all():
+        raise ValueError("scores contain NaN or infinity: every test window must be scored")
+    boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed)
+    metrics = [
+        ("auroc", boot.auroc, boot.ci_low, boot.ci_high),
+        ("auprc", boot.auprc, boot.auprc_ci_low, boot.auprc_ci_high),
+        ("prevalence", boot.prevalence, boot.prevalence_ci_low, boot.prevalence_ci_high),
+    ]
+    fpr, tpr = roc_points(scores, labels)
+    extras = {
+        "roc": {"fpr": [float(x) for x in fpr], "tpr": [float(y) for y in tpr]},
+        "counts": {"windows": int(len(scores)), "positives": int(labels.sum()),
+                   "cases": int(len(np.unique(cases))), "subjects": int(len(np.unique(subjects)))},
+        "bootstrap_dropped_replicates": int(boot.n_dropped),
+    }
+    return ScoreSummary(metrics=[(n, float(v), float(lo), float(hi)) for n, v, lo, hi in metrics],
+                        n=int(len(scores)), parse_rate=None, extras=extras)

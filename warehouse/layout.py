@@ -1,0 +1,112 @@
+"""Where everything lives inside one data directory (``MEDBENCH_DATA``).
+
+One place names every path so that the pipeline (writer), the API (reader) and analysts agree.
+A data directory holds either demo or real results, never both: its kind is recorded once in
+``KIND`` and every writer checks it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+DATA_ENV = "MEDBENCH_DATA"
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+RUN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
+
+
+class DataKindError(RuntimeError):
+    """Refusal to put demo results into a real data directory, or the reverse."""
+
+
+def data_root() -> Path:
+    return Path(os.environ.get(DATA_ENV) or DEFAULT_DATA_DIR).resolve()
+
+
+class DataDir:
+    def __init__(self, root: Path | str | None = None):
+        self.root = Path(root).resolve() if root else data_root()
+
+    # -- kind (demo | real) -----------------------------------------------------------
+    @property
+    def kind_file(self) -> Path:
+        return self.root / "KIND"
+
+    def kind(self) -> str | None:
+        return self.kind_file.read_text().strip() if self.kind_file.exists() else None
+
+    def claim(self, kind: str) -> None:
+        """Record the kind on first use; refuse to mix kinds afterwards."""
+        if kind not in ("demo", "real"):
+            raise ValueError(kind)
+        current = self.kind()
+        if current is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.kind_file.write_text(kind + "\n")
+        elif current != kind:
+            raise DataKindError(
+                f"{self.root} holds {current} results; refusing to materialise {kind} results into it. "
+                f"Use another data directory (set {DATA_ENV}=/some/other/dir) for {kind} results."
+            )
+
+    # -- inputs -------------------------------------------------------------------------
+    @property
+    def raw(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    def snapshots(self, dataset: str) -> Path:
+        return self.root / "snapshots" / dataset
+
+    def instances(self, task_ref: str) -> Path:
+        return self.root / "instances" / task_ref
+
+    def generations(self, key: str) -> Path:
+        return self.root / "generations" / f"{key}.jsonl"
+
+    @property
+    def models(self) -> Path:
+        return self.root / "models"
+
+    # -- results ------------------------------------------------------------------------
+    @property
+    def artifacts(self) -> Path:
+        return self.root / "artifacts"
+
+    def run_dir(self, run_id: str) -> Path:
+        if not RUN_ID_RE.match(run_id):
+            raise ValueError(f"not a run id: {run_id!r}")
+        return self.artifacts / run_id
+
+    def predictions_path(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "predictions.parquet"
+
+    def result_path(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "result.json"
+
+    # -- published warehouse ----------------------------------------------------------
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def pointer(self) -> Path:
+        """Text file naming the current published version (switched with os.replace)."""
+        return self.warehouse / "CURRENT"
+
+    @property
+    def duckdb_link(self) -> Path:
+        """``medbench.duckdb`` for analysts: a symlink to the current version's file."""
+        return self.root / "medbench.duckdb"
+
+    def version_file(self, version: str) -> Path:
+        return self.warehouse / f"medbench-{version}.duckdb"
+
+    # -- service state (never inside the warehouse) ------------------------------------
+    @property
+    def state(self) -> Path:
+        return self.root / "state"

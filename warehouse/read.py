@@ -1,0 +1,36 @@
+"""Read access to the current published version, for the API and for analysts' scripts.
+
+A reader resolves the pointer once and opens that version's immutable file read-only, so it
+keeps a consistent view for as long as it holds the connection, whatever is published meanwhile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from warehouse.layout import DataDir
+from warehouse.publish import current_version
+
+
+class NoWarehouse(RuntimeError):
+    """Nothing has been published in this data directory yet."""
+
+
+@dataclass
+class Snapshot:
+    version: str
+    con: duckdb.DuckDBPyConnection
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def open_current(data: DataDir | None = None) -> Snapshot:
+    data = data or DataDir()
+    version = current_version(data)
+    if version is None:
+        raise NoWarehouse(f"no published warehouse in {data.root}: run `medbench materialize --demo` first")
+    con = duckdb.connect(str(data.version_file(version)), read_only=True)
+    return Snapshot(version=version, con=con)
