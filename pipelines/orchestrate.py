@@ -112,8 +112,8 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             reason = not_runnable_reason(model)
             done = existing_result(data, ev.run_id) is not None
             if reason and not (done and not force):
-                report.outcomes.append(Outcome(ev.partition_key, "skipped", ev.run_id, f"not runnable here: {reason}"))
-                print(f"skipping {ev.partition_key}: not runnable here: {reason}", flush=True)
+                report.outcomes.append(Outcome(ev.partition_key, "skipped", ev.run_id, reason))
+                print(f"skipping {ev.partition_key}: {reason}", flush=True)
                 continue
             print(f"evaluating {ev.partition_key} (run {ev.run_id}){' [reuse]' if done and not force else ''}",
                   flush=True)

@@ -28,6 +28,7 @@ from pipelines.identity import code_revision, library_versions, run_id
 from pipelines.inputs import clinicalqa_items_path, ioh_windows_path
 from pipelines.models.base import PromptItem, Usage
 from pipelines.models.registry import max_new_tokens, text_generator, window_scorer
+from pipelines.scoring.summary import ScoreSummary
 from pipelines.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
 from warehouse.layout import DataDir
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions, decode_record, encode_record
@@ -182,11 +183,16 @@ def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> Re
     info = msgspec.json.decode(_run_info_path(data, ev.run_id).read_bytes(), type=RunInfo)
     predictions = pq.read_table(data.predictions_path(ev.run_id))
     if ev.task.kind == "choice":
-        from pipelines.scoring.choice_metrics import choice_metrics
+        from pipelines.scoring.choice import summarise_choice
 
-        categories = {r["instance_id"]: r["category"] for r in
-                      pq.read_table(clinicalqa_items_path(data, ev.task.ref), columns=["instance_id", "category"]).to_pylist()}
-        summary = choice_metrics(predictions, categories, ev.task.bootstrap)
+        items = pq.read_table(clinicalqa_items_path(data, ev.task.ref), columns=["instance_id", "category"])
+        category_of = dict(zip(items.column("instance_id").to_pylist(), items.column("category").to_pylist()))
+        scored = summarise_choice(predictions, [category_of[i] for i in predictions.column("instance_id").to_pylist()],
+                                  ev.task.bootstrap)
+        summary = ScoreSummary(
+            metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
+            extras={"by_category": [asdict(c) for c in scored.by_category], "parse_status": scored.status_counts},
+        )
         parser = ev.task.choice.parser if ev.task.choice else None
     else:
         from pipelines.scoring.score_metrics import score_metrics

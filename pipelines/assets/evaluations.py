@@ -42,7 +42,7 @@ def predictions(context: dg.AssetExecutionContext, medbench: MedbenchResource, c
     else:
         reason = not_runnable_reason(ev.model)
         if reason:
-            raise dg.Failure(description=f"{ev.model.slug} is not runnable on this machine: {reason}")
+            raise dg.Failure(description=f"{ev.model.slug}: {reason}")
         runs.make_predictions(ev, data, context.log.info)
     table = pq.read_table(data.predictions_path(ev.run_id))
     ids = table.column("instance_id").to_pylist()

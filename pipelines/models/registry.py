@@ -37,7 +37,7 @@ def max_new_tokens(model: ModelSpec, task: TaskSpec) -> int:
 def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGenerator:
     reason = not_runnable_reason(model)
     if reason:
-        raise NotRunnable(f"{model.slug} is not runnable here: {reason}")
+        raise NotRunnable(f"{model.slug}: {reason}")
     s = model.settings
     if model.backend == "rule":
         if s.get("rule") != "uniform_choice":

@@ -25,9 +25,8 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec) -> ScoreSumma
         ("auprc", boot.auprc, boot.auprc_ci_low, boot.auprc_ci_high),
         ("prevalence", boot.prevalence, boot.prevalence_ci_low, boot.prevalence_ci_high),
     ]
-    fpr, tpr = roc_points(scores, labels)
     extras = {
-        "roc": {"fpr": [float(x) for x in fpr], "tpr": [float(y) for y in tpr]},
+        "roc": roc_points(scores, labels),
         "counts": {"windows": int(len(scores)), "positives": int(labels.sum()),
                    "cases": int(len(np.unique(cases))), "subjects": int(len(np.unique(subjects)))},
         "bootstrap_dropped_replicates": int(boot.n_dropped),
