@@ -60,7 +60,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 PARSER_VERSION = "v1"
 
@@ -279,3 +279,16 @@ def parse_answer(text: str | None, options: Sequence[str] = DEFAULT_OPTIONS) -> 
     if bare is not None:
         return ParseResult(bare, "ok")
     return ParseResult(None, "no_answer")
+
+
+# Every parser version that results may name. A new version is added here (never by editing an
+# old one), and a task version selects it with `parser = "..."` in its spec, which changes the
+# task's spec hash and so makes new results from the stored raw outputs.
+PARSERS: dict[str, Callable[[str | None, Sequence[str]], ParseResult]] = {PARSER_VERSION: parse_answer}
+
+
+def parser_for(version: str) -> Callable[[str | None, Sequence[str]], ParseResult]:
+    try:
+        return PARSERS[version]
+    except KeyError:
+        raise ValueError(f"unknown answer parser {version!r}; known: {', '.join(sorted(PARSERS))}") from None

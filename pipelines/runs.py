@@ -136,7 +136,7 @@ def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     generator = text_generator(ev.model, ev.task, data)
     usage: Usage = generator.generate([PromptItem(r["instance_id"], r["prompt"]) for r in items], store, log)
     outputs = {iid: g.output for iid, g in store.load().items()}
-    table = predictions_table(items, outputs)
+    table = predictions_table(items, outputs, settings.options, settings.parser)
     sha = _write_parquet(data.predictions_path(ev.run_id), table)
     config = {
         "decoding": decoding, "prompt_hash": template_hash(settings), "parser": settings.parser,

@@ -148,8 +148,8 @@ def test_missing_output_is_an_error() -> None:
         score_choice(ITEMS, outputs, SETTINGS, BOOT)
 
 
-def test_other_parser_version_is_refused() -> None:
-    with pytest.raises(ScoringError, match="parser 'v2'"):
+def test_unknown_parser_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown answer parser 'v2'; known: v1"):
         score_choice(ITEMS, OUTPUTS, msgspec.structs.replace(SETTINGS, parser="v2"), BOOT)
 
 

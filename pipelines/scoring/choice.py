@@ -17,7 +17,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pipelines.parsing import DEFAULT_OPTIONS, PARSER_VERSION, parse_answer
+from pipelines.parsing import DEFAULT_OPTIONS, PARSER_VERSION, parser_for
 from pipelines.specs import BootstrapSpec, ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 
@@ -88,6 +88,7 @@ def predictions_table(
     items: pa.Table | Sequence[Mapping[str, Any]],
     outputs: Mapping[str, str],
     options: Sequence[str] = DEFAULT_OPTIONS,
+    parser: str = PARSER_VERSION,
 ) -> pa.Table:
     """The Predictions Parquet table (CONTRACT.md, choice tasks) in item order.
 
@@ -106,7 +107,8 @@ def predictions_table(
         shown = ", ".join(repr(i) for i in missing[:MAX_REPORTED]) + (", ..." if len(missing) > MAX_REPORTED else "")
         raise ScoringError(f"{len(missing)} of {len(ids)} items have no output (e.g. {shown})")
     opts = tuple(options)
-    parsed = [parse_answer(outputs[iid], opts) for iid in ids]
+    parse = parser_for(parser)
+    parsed = [parse(outputs[iid], opts) for iid in ids]
     predictions = [r.prediction for r in parsed]
     return pa.table(
         {
@@ -128,10 +130,8 @@ def score_choice(
     bootstrap: BootstrapSpec,
 ) -> ChoiceScore:
     """Parse, compare and summarise; ``items`` has instance_id, label and category per item."""
-    if settings.parser != PARSER_VERSION:
-        raise ScoringError(f"the task asks for parser {settings.parser!r}, this code implements {PARSER_VERSION!r}")
     _, _, categories = _item_columns(items, with_category=True)
-    return summarise_choice(predictions_table(items, outputs, settings.options), categories, bootstrap)
+    return summarise_choice(predictions_table(items, outputs, settings.options, settings.parser), categories, bootstrap)
 
 
 def summarise_choice(table: pa.Table, categories: Sequence[str], bootstrap: BootstrapSpec) -> ChoiceScore:
