@@ -1,0 +1,70 @@
+"""``create_app``: the read-only medbench service as one Litestar app.
+
+Wires the pieces together and nothing else: settings, the per-version tables, the reuse counter
+(flushed by a lifespan task), the routes, JSON errors everywhere, CORS for GET/HEAD from any
+origin. ``extra_route_handlers`` is the hook for the website: its handlers reach the same tables
+with ``api.service.service_of(request)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from litestar import Litestar
+from litestar.config.cors import CORSConfig
+from litestar.datastructures import State
+from litestar.types import ControllerRouterHandler
+
+from api.errors import EXCEPTION_HANDLERS
+from api.reuse import flush_every
+from api.routes import api_router
+from api.service import STATE_KEY, Service
+from api.settings import load_settings
+
+log = logging.getLogger(__name__)
+
+CORS = CORSConfig(
+    allow_origins=["*"],
+    allow_methods=["GET", "HEAD"],
+    allow_headers=["If-None-Match"],
+    expose_headers=["ETag", "X-Medbench-Warehouse", "Content-Length"],
+    max_age=86400,
+)
+
+
+def create_app(
+    data_dir: Path | None = None,
+    public_url: str | None = None,
+    reuse_flush_s: float = 1.0,
+    extra_route_handlers: Sequence[ControllerRouterHandler] = (),
+) -> Litestar:
+    service = Service.create(load_settings(data_dir, public_url, reuse_flush_s))
+
+    @contextlib.asynccontextmanager
+    async def keep_reuses(_: Litestar) -> AsyncIterator[None]:
+        flusher = asyncio.create_task(flush_every(service.reuses, service.settings.reuse_flush_s))
+        try:
+            yield
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            try:
+                service.reuses.flush()
+            except OSError as exc:
+                log.error("could not write the reuse store %s at shutdown: %s", service.reuses.path, exc)
+
+    return Litestar(
+        route_handlers=[api_router(service), *extra_route_handlers],
+        openapi_config=None,
+        exception_handlers=EXCEPTION_HANDLERS,
+        cors_config=CORS,
+        lifespan=[keep_reuses],
+        state=State({STATE_KEY: service}),
+        debug=False,
+    )
+

@@ -1,0 +1,133 @@
+"""Errors as CONTRACT.md defines them: ``{"error": code, "message": text}``, nothing else.
+
+Litestar answers routing failures, parameter validation failures and crashes with its own bodies
+(and the OpenAPI controller with HTML); the handlers here replace every one of them, so a client
+only ever sees the documented codes: ``task_not_found`` and ``run_not_found`` (404),
+``invalid_parameter`` (400), ``not_found`` (404, unknown path), ``method_not_allowed`` (405, with
+``Allow``), ``warehouse_unavailable`` (503, nothing published yet) and ``internal_error`` (500,
+never a stack trace).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from http import HTTPStatus
+from typing import Any
+
+from litestar import Request
+from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException, ValidationException
+from litestar.response import Response
+
+from api import schemas
+from api.responses import CACHE_ERROR, NO_WAREHOUSE, AsResponse, prepare, respond
+
+log = logging.getLogger(__name__)
+
+ALLOW = "GET, HEAD"
+VERSION_SCOPE_KEY = "medbench_version"  # set by the handler from the tables it answered from
+_MISSING_RE = re.compile(r"Missing required (\w+) parameter '([^']+)'")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def task_not_found(ref: str) -> ApiError:
+    return ApiError(404, "task_not_found", f"no task {ref!r} in this warehouse; GET /v1/tasks lists the tasks")
+
+
+def run_not_found(run_id: str, why: str = "no published result has this run id") -> ApiError:
+    return ApiError(404, "run_not_found", f"{run_id!r}: {why}")
+
+
+def invalid_parameter(message: str) -> ApiError:
+    return ApiError(400, "invalid_parameter", message)
+
+
+def warehouse_unavailable() -> ApiError:
+    return ApiError(
+        503,
+        "warehouse_unavailable",
+        "no warehouse has been published in this data directory yet: run `medbench materialize --demo` "
+        "(or `medbench demo`), then retry",
+    )
+
+
+def error_response(request: Request, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    version = request.scope.get(VERSION_SCOPE_KEY) or _current_version(request)
+    asgi = respond(
+        request.scope, prepare(schemas.Error(error=code, message=message)),
+        version=version, cache_control=CACHE_ERROR, status=status, extra_headers=headers,
+    )
+    return AsResponse(asgi)
+
+
+def _current_version(request: Request) -> str:
+    service = getattr(request.app.state, "medbench", None)
+    version = service.store.peek_version() if service is not None else None
+    return version or NO_WAREHOUSE
+
+
+def _validation_message(exc: ValidationException) -> str:
+    extra: Any = exc.extra
+    if isinstance(extra, list) and extra:
+        parts = []
+        for item in extra:
+            if isinstance(item, dict):
+                key = item.get("key") or "?"
+                source = item.get("source", "query")
+                parts.append(f"{getattr(source, 'value', source)} parameter {key!r}: {item.get('message', 'invalid value')}")
+        if parts:
+            return "; ".join(parts)
+    if missing := _MISSING_RE.search(str(exc.detail)):
+        return f"missing {missing.group(1)} parameter {missing.group(2)!r}"
+    return "invalid request parameters"
+
+
+def handle_api_error(request: Request, exc: ApiError) -> Response:
+    return error_response(request, exc.status, exc.code, exc.message)
+
+
+def handle_validation(request: Request, exc: ValidationException) -> Response:
+    return error_response(request, 400, "invalid_parameter", _validation_message(exc))
+
+
+def handle_not_found(request: Request, exc: NotFoundException) -> Response:
+    path = request.scope.get("path", "")
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    return error_response(request, 404, "not_found", f"nothing at {shown}; GET /v1/openapi.json lists the routes")
+
+
+def handle_method_not_allowed(request: Request, exc: MethodNotAllowedException) -> Response:
+    return error_response(
+        request, 405, "method_not_allowed", f"{request.method} is not allowed: this API is read-only ({ALLOW})",
+        headers={"allow": ALLOW},
+    )
+
+
+def handle_http_exception(request: Request, exc: HTTPException) -> Response:
+    status = exc.status_code
+    if status >= 500:
+        return handle_internal_error(request, exc)
+    code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_") if status in HTTPStatus._value2member_map_ else "http_error"
+    return error_response(request, status, code, str(exc.detail) or code)
+
+
+def handle_internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error answering %s %s", request.method, request.scope.get("path"), exc_info=exc)
+    return error_response(request, 500, "internal_error", "internal error; it has been logged")
+
+
+EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+    ApiError: handle_api_error,
+    ValidationException: handle_validation,
+    NotFoundException: handle_not_found,
+    MethodNotAllowedException: handle_method_not_allowed,
+    HTTPException: handle_http_exception,
+    Exception: handle_internal_error,
+}

@@ -1,0 +1,98 @@
+"""Turn published records into the contract's objects (Row, ResultSummary, Result, Task, ...).
+
+Kept apart from the routes so that the leaderboard, the listing, lookup and the website all show a
+result the same way, and apart from ``tables`` because the self-links (``url``,
+``predictions_url``, the BibTeX URL) depend on the base URL of each request.
+"""
+
+from __future__ import annotations
+
+from api import schemas
+from api.bibtex import result_bibtex
+from api.tables import Published, TaskEntry
+from warehouse.records import MetricValue, ModelRef
+
+
+def result_url(base: str, run_id: str) -> str:
+    return f"{base}/r/{run_id}"
+
+
+def predictions_url(base: str, run_id: str) -> str:
+    return f"{base}/artifacts/{run_id}/predictions.parquet"
+
+
+def model(ref: ModelRef) -> schemas.Model:
+    return schemas.Model(slug=ref.slug, name=ref.name, type=ref.type, provider=ref.provider)  # type: ignore[arg-type]
+
+
+def model_detail(ref: ModelRef) -> schemas.ModelDetail:
+    return schemas.ModelDetail(
+        slug=ref.slug, name=ref.name, type=ref.type, provider=ref.provider,  # type: ignore[arg-type]
+        provider_model_id=ref.provider_model_id, revision=ref.revision,
+        release_date=ref.release_date, knowledge_cutoff=ref.knowledge_cutoff,
+    )
+
+
+def metric(m: MetricValue) -> schemas.Metric:
+    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high)
+
+
+def row(p: Published, base: str, rank: int) -> schemas.Row:
+    r = p.record
+    return schemas.Row(
+        rank=rank, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
+        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination,
+    )
+
+
+def summary(p: Published, base: str) -> schemas.ResultSummary:
+    r = p.record
+    return schemas.ResultSummary(
+        run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
+        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination, superseded_by=p.superseded_by,
+    )
+
+
+def result(p: Published, base: str, dataset: schemas.Dataset | None) -> schemas.Result:
+    r = p.record
+    url = result_url(base, r.run_id)
+    return schemas.Result(
+        run_id=r.run_id, task=r.task, model=model_detail(r.model), tier=r.tier,  # type: ignore[arg-type]
+        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        url=url, demo=r.demo, contamination=r.contamination,
+        metrics=[metric(m) for m in r.metrics],
+        config=r.config,
+        versions=schemas.Versions(
+            task_spec_hash=r.versions.task_spec_hash, model_spec_hash=r.versions.model_spec_hash,
+            dataset_snapshot=r.versions.dataset_snapshot, parser=r.versions.parser,
+            code_revision=r.versions.code_revision, libraries=dict(r.versions.libraries),
+        ),
+        usage=schemas.Usage(
+            prompt_tokens=r.usage.prompt_tokens, completion_tokens=r.usage.completion_tokens,
+            wall_seconds=r.usage.wall_seconds, hardware=r.usage.hardware,
+        ),
+        price_table_date=r.price_table_date,
+        bibtex=result_bibtex(r, url, dataset.citation if dataset else None, dataset.doi if dataset else None),
+        predictions_url=predictions_url(base, r.run_id),
+        predictions_sha256=r.predictions_sha256,
+        superseded_by=p.superseded_by,
+        dataset=r.dataset,
+        extras=r.extras,
+    )
+
+
+def task(t: TaskEntry) -> schemas.Task:
+    return schemas.Task(
+        slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
+        preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
+    )
+
+
+def task_detail(t: TaskEntry) -> schemas.TaskDetail:
+    return schemas.TaskDetail(
+        slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
+        preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
+        description=t.description, spec=dict(t.spec),
+    )

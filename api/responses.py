@@ -1,0 +1,137 @@
+"""The one way a response leaves the API: a prepared body plus the headers CONTRACT.md requires.
+
+Every ``/v1`` and ``/artifacts`` answer carries ``X-Medbench-Warehouse``, a strong ``ETag`` (a hash
+of the exact bytes) and ``Cache-Control``; ``If-None-Match`` turns a match into a bodiless 304; a
+HEAD request gets the GET's headers (with its ``Content-Length``) and no body. Doing all of that
+here, on already encoded bytes, keeps the handlers small and lets hot routes reuse cached bodies
+(hash computed once) without going through Litestar's serialisation again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import msgspec
+from litestar.response import Response
+from litestar.response.base import ASGIResponse
+from litestar.types import Scope
+
+JSON = "application/json"
+PARQUET = "application/vnd.apache.parquet"
+WAREHOUSE_HEADER = "x-medbench-warehouse"
+NO_WAREHOUSE = "none"  # header value while nothing has been published
+CACHE_PUBLISHED = "public, max-age=60"  # data changes only when a new version is published
+CACHE_LIVE = "no-cache"  # counters and health change between publishes
+CACHE_ERROR = "no-cache"
+
+_HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+_ENCODER = msgspec.json.Encoder()
+
+
+class Prepared:
+    """Encoded body and its strong ETag, computed once and reusable across requests."""
+
+    __slots__ = ("body", "etag", "_etag_bytes", "_length")
+
+    def __init__(self, body: bytes):
+        self.body = body
+        self.etag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+        self._etag_bytes = self.etag.encode()
+        self._length = str(len(body)).encode()
+
+
+class Reply(ASGIResponse):
+    """A bare ASGI response from already encoded parts.
+
+    Litestar's ``ASGIResponse`` rebuilds a header mapping on every call, which costs as much as the
+    rest of a cached lookup; the hot routes answer with this instead. A fresh header list per reply
+    matters: the CORS middleware appends to it.
+    """
+
+    __slots__ = ("_status", "_headers", "_body")
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes = b""):
+        self._status = status
+        self._headers = headers
+        self._body = body
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self._status, "headers": self._headers})
+        await send({"type": "http.response.body", "body": self._body, "more_body": False})
+
+
+def prepare(value: Any) -> Prepared:
+    return Prepared(_ENCODER.encode(value))
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """One request header (``name`` in lower case) straight from the scope: cheaper than Request.headers."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """RFC 9110 If-None-Match: weak comparison against any listed tag, or ``*``."""
+    if not if_none_match:
+        return False
+    for candidate in if_none_match.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+def request_origin(scope: Scope) -> str:
+    """``scheme://host[:port]`` the request came to (plus any ASGI root path), for self-links."""
+    host = header(scope, b"host")
+    if not host or not _HOST_RE.match(host):
+        server = scope.get("server")
+        host = f"{server[0]}:{server[1]}" if server else "localhost"
+    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+
+
+def respond(
+    scope: Scope,
+    prepared: Prepared,
+    *,
+    version: str,
+    cache_control: str = CACHE_PUBLISHED,
+    status: int = 200,
+    media_type: str = JSON,
+    extra_headers: dict[str, str] | None = None,
+) -> Reply:
+    headers = [
+        (b"etag", prepared._etag_bytes),
+        (b"cache-control", cache_control.encode()),
+        (WAREHOUSE_HEADER.encode(), version.encode()),
+    ]
+    if extra_headers:
+        headers += [(name.encode("latin-1"), value.encode("latin-1")) for name, value in extra_headers.items()]
+    if status == 200 and etag_matches(header(scope, b"if-none-match"), prepared.etag):
+        return Reply(304, headers)
+    headers.append((b"content-type", media_type.encode()))
+    headers.append((b"content-length", prepared._length))
+    if scope["method"] == "HEAD":
+        return Reply(status, headers)
+    return Reply(status, headers, prepared.body)
+
+
+def not_modified(scope: Scope, etag: str) -> bool:
+    return etag_matches(header(scope, b"if-none-match"), etag)
+
+
+class AsResponse(Response):
+    """Hands a ready ASGIResponse to layers that insist on a Response (exception handlers)."""
+
+    __slots__ = ("_asgi",)
+
+    def __init__(self, asgi: ASGIResponse):
+        super().__init__(content=None)
+        self._asgi = asgi
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> ASGIResponse:  # type: ignore[override]
+        return self._asgi

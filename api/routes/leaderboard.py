@@ -1,0 +1,54 @@
+"""``GET /v1/leaderboard``: one task version's current results, ranked.
+
+Rows are the task's results not superseded (one per model), already sorted per version by
+``api.tables``; a request only filters by model type, cuts to ``limit`` and numbers the rows
+(1-based, no shared ranks, so a filtered board is ranked among the models it shows).
+"""
+
+from typing import Optional
+
+from litestar import Request
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import Parameter
+from litestar.response.base import ASGIResponse
+
+from api import render, schemas
+from api.errors import task_not_found
+from api.params import parse_task_ref
+from api.responses import prepare, respond
+from api.routing import read_only
+from api.service import Service
+
+
+def handlers(service: Service) -> list[HTTPRouteHandler]:
+    @read_only(
+        "/v1/leaderboard", operation_id="getLeaderboard", summary="Ranked rows for one task",
+        description="The task's current results (one per model), sorted by the primary metric descending, then "
+        "eval_date, then run_id; `rank` is the 1-based position in the returned list.",
+        body=schemas.Leaderboard,
+        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type", 404: "`task_not_found`"},
+    )
+    async def leaderboard(
+        request: Request,
+        task: str = Parameter(description="`slug@version`, or `slug` for the latest version."),
+        model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
+        limit: int = Parameter(default=100, ge=1, le=1000, description="At most this many rows."),
+    ) -> ASGIResponse:
+        tables = service.tables(request.scope)
+        base = service.base_url(request.scope)
+        key = ("leaderboard", task, model_type, limit, base)
+        prepared = tables.bodies.get(key)
+        if prepared is None:
+            slug, version = parse_task_ref(task)
+            entry = tables.find_task(slug, version)
+            if entry is None:
+                raise task_not_found(task.strip())
+            board = tables.leaderboards.get(entry.ref, ())
+            if model_type is not None:
+                board = tuple(p for p in board if p.record.model.type == model_type)
+            rows = [render.row(p, base, rank) for rank, p in enumerate(board[:limit], start=1)]
+            body = schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows)
+            prepared = tables.bodies.put(key, prepare(body))
+        return respond(request.scope, prepared, version=tables.version)
+
+    return leaderboard

@@ -1,0 +1,73 @@
+"""``GET /v1/lookup``: rule one, "look up before you run".
+
+``model`` is a slug or a provider model id; an id shared by several providers is refused with the
+slugs to choose from. An unknown model is simply ``not_evaluated``; an unknown task is an error.
+Several results for the pair: the newest not superseded (precomputed per version in
+``Tables.current``). This is the hottest route, so the encoded answer is memoised per version,
+parameters and base URL, and a repeat costs a dictionary lookup.
+"""
+
+from litestar import Request
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import Parameter
+from litestar.response.base import ASGIResponse
+
+from api import render, schemas
+from api.errors import invalid_parameter, task_not_found
+from api.params import parse_task_ref, require
+from api.responses import Prepared, prepare, respond
+from api.routing import read_only
+from api.service import Service
+from api.tables import Tables
+
+
+def _answer(tables: Tables, model: str, task: str, base: str) -> tuple[Prepared, bool]:
+    model, task = require(model, "model"), require(task, "task")
+    slug, version = parse_task_ref(task)
+    entry = tables.find_task(slug, version)
+    if entry is None:
+        raise task_not_found(task)
+    slugs = tables.resolve_model(model)
+    if len(slugs) > 1:
+        raise invalid_parameter(
+            f"model {model!r} is the provider model id of several models; use one of their slugs: {', '.join(slugs)}"
+        )
+    published = tables.current.get((slugs[0], entry.ref)) if slugs else None
+    if published is None:
+        return prepare(schemas.Lookup(status="not_evaluated", result=None)), False
+    dataset = tables.dataset_by_slug.get(published.record.dataset)
+    return prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset))), True
+
+
+def handlers(service: Service) -> list[HTTPRouteHandler]:
+    reuses = service.reuses
+
+    @read_only(
+        "/v1/lookup", operation_id="lookup", summary="Whether a model has been evaluated on a task",
+        description="`{\"status\": \"evaluated\", \"result\": Result}` or `{\"status\": \"not_evaluated\", \"result\": null}`. "
+        "With several results for the pair, the newest one not superseded.",
+        body=schemas.Lookup,
+        errors={
+            400: "`invalid_parameter`: missing parameter, or a provider model id shared by several models "
+            "(the message lists their slugs)",
+            404: "`task_not_found`",
+        },
+    )
+    async def lookup(
+        request: Request,
+        model: str = Parameter(description="Model slug (`provider/name`) or the provider's model id."),
+        task: str = Parameter(description="`slug@version`, or `slug` for the latest version."),
+    ) -> ASGIResponse:
+        scope = request.scope
+        tables = service.tables(scope)
+        base = service.base_url(scope)
+        key = ("lookup", model, task, base)
+        cached = tables.bodies.get(key)
+        if cached is None:
+            cached = tables.bodies.put(key, _answer(tables, model, task, base))
+        prepared, evaluated = cached
+        if evaluated and scope["method"] == "GET":
+            reuses.add()
+        return respond(scope, prepared, version=tables.version)
+
+    return lookup

@@ -1,0 +1,92 @@
+"""``GET /v1/results`` (filtered, paginated listing) and ``GET /v1/results/{run_id}`` (one full result).
+
+The listing holds every published result, superseded ones included (each summary says
+``superseded_by``), ordered by task, then current before superseded, then leaderboard order. All
+filters combine with AND; a filter naming nothing known matches nothing (an empty list, not an
+error). ``model`` matches a slug, or every model using that provider model id.
+"""
+
+from typing import Optional
+
+from litestar import Request
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath, Parameter
+from litestar.response.base import ASGIResponse
+
+from api import render, schemas
+from api.errors import run_not_found
+from api.params import parse_task_ref
+from api.responses import prepare, respond
+from api.routing import read_only
+from api.service import Service
+from api.tables import Published, Tables
+from warehouse.layout import RUN_ID_RE
+
+
+def _matching(
+    tables: Tables, dataset: str | None, task: str | None, model: str | None, model_type: str | None
+) -> list[Published]:
+    refs: set[str] | None = None
+    if task is not None:
+        slug, version = parse_task_ref(task)
+        entry = tables.find_task(slug, version)
+        refs = {entry.ref} if entry else set()
+    slugs = set(tables.resolve_model(model.strip())) if model is not None else None
+    return [
+        p for p in tables.listing
+        if (dataset is None or p.record.dataset == dataset)
+        and (refs is None or p.record.task in refs)
+        and (slugs is None or p.record.model.slug in slugs)
+        and (model_type is None or p.record.model.type == model_type)
+    ]
+
+
+def handlers(service: Service) -> list[HTTPRouteHandler]:
+    @read_only(
+        "/v1/results", operation_id="listResults", summary="Results matching all given filters",
+        description="Result summaries, filtered (all filters combine with AND) and paginated. "
+        "`task` accepts `slug@version` or `slug` (latest version); `model` a slug or a provider model id.",
+        body=schemas.ResultPage,
+        errors={400: "`invalid_parameter`"},
+    )
+    async def results(
+        request: Request,
+        dataset: Optional[str] = Parameter(default=None, description="Dataset slug."),
+        task: Optional[str] = Parameter(default=None, description="`slug@version`, or `slug` for the latest version."),
+        model: Optional[str] = Parameter(default=None, description="Model slug or provider model id."),
+        model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Model type."),
+        limit: int = Parameter(default=100, ge=1, le=1000, description="Page size."),
+        offset: int = Parameter(default=0, ge=0, description="Items to skip."),
+    ) -> ASGIResponse:
+        tables = service.tables(request.scope)
+        base = service.base_url(request.scope)
+        key = ("results", dataset, task, model, model_type, limit, offset, base)
+        prepared = tables.bodies.get(key)
+        if prepared is None:
+            matches = _matching(tables, dataset, task, model, model_type)
+            page = [render.summary(p, base) for p in matches[offset : offset + limit]]
+            body = schemas.ResultPage(results=page, total=len(matches), limit=limit, offset=offset)
+            prepared = tables.bodies.put(key, prepare(body))
+        return respond(request.scope, prepared, version=tables.version)
+
+    @read_only(
+        "/v1/results/{run_id:str}", operation_id="getResult", summary="One result",
+        description="All metrics with 95% CIs, configuration, versions, usage, cost, BibTeX and the predictions URL.",
+        body=schemas.Result,
+        errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)"},
+    )
+    async def result(request: Request, run_id: FromPath[str]) -> ASGIResponse:
+        tables = service.tables(request.scope)
+        if not RUN_ID_RE.match(run_id):
+            raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
+        published = tables.results.get(run_id)
+        if published is None:
+            raise run_not_found(run_id)
+        base = service.base_url(request.scope)
+        key = ("result", run_id, base)
+        prepared = tables.bodies.get(key) or tables.bodies.put(
+            key, prepare(render.result(published, base, tables.dataset_by_slug.get(published.record.dataset)))
+        )
+        return respond(request.scope, prepared, version=tables.version)
+
+    return [*results, *result]

@@ -1,0 +1,208 @@
+"""Every JSON body the API sends, as msgspec Structs named after CONTRACT.md's objects.
+
+One Struct per contract object keeps the field names, their order, their types and which of them
+may be null in one reviewable place; the OpenAPI document is generated from these same classes, so
+the document and the bodies cannot drift apart. Fields beyond CONTRACT.md are additions (allowed by
+the contract) and are marked as such.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+import msgspec
+
+ModelType = Literal["llm", "ml", "rule"]
+Tier = Literal["baseline", "official"]
+
+
+class Error(msgspec.Struct):
+    error: str
+    message: str
+
+
+class Model(msgspec.Struct):
+    """The model as shown in leaderboard rows and result summaries."""
+
+    slug: str
+    name: str
+    type: ModelType
+    provider: str
+
+
+class ModelDetail(msgspec.Struct):
+    """The model as shown in a full Result."""
+
+    slug: str
+    name: str
+    type: ModelType
+    provider: str
+    provider_model_id: str
+    revision: str
+    release_date: dt.date | None
+    knowledge_cutoff: dt.date | None
+
+
+class Metric(msgspec.Struct):
+    name: str
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+class Row(msgspec.Struct):
+    rank: int
+    run_id: str
+    task: str
+    model: Model
+    tier: Tier
+    metric: Metric
+    n: int
+    parse_rate: float | None
+    cost_usd: float
+    eval_date: dt.date
+    url: str
+    demo: bool
+    contamination: bool | None
+
+
+class ResultSummary(msgspec.Struct):
+    run_id: str
+    task: str
+    model: Model
+    tier: Tier
+    metric: Metric
+    n: int
+    parse_rate: float | None
+    cost_usd: float
+    eval_date: dt.date
+    url: str
+    demo: bool
+    contamination: bool | None
+    superseded_by: str | None  # addition: lets a listing tell current results from replaced ones
+
+
+class Versions(msgspec.Struct):
+    task_spec_hash: str
+    model_spec_hash: str
+    dataset_snapshot: str
+    parser: str | None
+    code_revision: str
+    libraries: dict[str, str]
+
+
+class Usage(msgspec.Struct):
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    wall_seconds: float
+    hardware: str
+
+
+class Result(msgspec.Struct):
+    run_id: str
+    task: str
+    model: ModelDetail
+    tier: Tier
+    metric: Metric
+    n: int
+    parse_rate: float | None
+    cost_usd: float
+    eval_date: dt.date
+    url: str
+    demo: bool
+    contamination: bool | None
+    metrics: list[Metric]
+    config: dict[str, Any]
+    versions: Versions
+    usage: Usage
+    price_table_date: dt.date
+    bibtex: str
+    predictions_url: str
+    predictions_sha256: str
+    superseded_by: str | None
+    dataset: str  # addition: the dataset slug to cite with this result
+    extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
+
+
+class Dataset(msgspec.Struct):
+    slug: str
+    name: str
+    license: str
+    license_url: str
+    citation: str
+    doi: str
+    public_since: dt.date
+    source: dict[str, Any]
+    description: str  # addition
+    snapshot_id: str | None  # addition: content hash of the snapshot the published results used
+
+
+class DatasetList(msgspec.Struct):
+    datasets: list[Dataset]
+
+
+class Task(msgspec.Struct):
+    slug: str
+    version: int
+    dataset: str
+    kind: str
+    primary_metric: str
+    preview: bool
+    n_results: int
+    spec_hash: str
+    ref: str  # addition: "slug@version", the form every `task` parameter accepts
+    title: str  # addition
+
+
+class TaskDetail(msgspec.Struct):
+    slug: str
+    version: int
+    dataset: str
+    kind: str
+    primary_metric: str
+    preview: bool
+    n_results: int
+    spec_hash: str
+    ref: str
+    title: str
+    description: str  # addition
+    spec: dict[str, Any]
+
+
+class TaskList(msgspec.Struct):
+    tasks: list[Task]
+
+
+class Leaderboard(msgspec.Struct):
+    task: str
+    metric: str
+    rows: list[Row]
+
+
+class ResultPage(msgspec.Struct):
+    results: list[ResultSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class Lookup(msgspec.Struct):
+    status: Literal["evaluated", "not_evaluated"]
+    result: Result | None
+
+
+class Stats(msgspec.Struct):
+    datasets: int
+    tasks: int
+    models: int
+    results: int
+    total_cost_usd: float
+    reuses: int
+    warehouse_version: str
+    demo: bool  # addition: whether this data directory holds demo results
+
+
+class Health(msgspec.Struct):
+    status: Literal["ok"]
+    warehouse_version: str

@@ -1,0 +1,297 @@
+"""The published warehouse held in memory, one immutable ``Tables`` object per version.
+
+A published version never changes, and its small tables (datasets, tasks, models, one record per
+result) fit in memory many times over. So the service reads a version once, read-only, closes the
+DuckDB connection straight away (it never holds the database), and answers every request from
+dictionaries and precomputed orderings: leaderboards, the lookup map, the result listing. When the
+``CURRENT`` pointer names a new version, ``TableStore`` builds the new ``Tables`` next to the old one
+and swaps one reference. A request takes that reference once at its start, so its headers and body
+come from the same version even if a swap happens while it runs. Encoded bodies are memoised on the
+``Tables`` object itself, so they are dropped together with their version.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import duckdb
+import msgspec
+
+from api import schemas
+from warehouse.layout import DataDir
+from warehouse.publish import current_version
+from warehouse.records import ResultRecord, decode_record
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """One published result: its record and the newer run that replaced it, if any."""
+
+    record: ResultRecord
+    superseded_by: str | None
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEntry:
+    slug: str
+    version: int
+    ref: str
+    dataset: str
+    kind: str
+    title: str
+    primary_metric: str
+    preview: bool
+    spec_hash: str
+    spec: Mapping[str, Any]
+    description: str
+    n_results: int
+
+
+class BodyCache:
+    """Encoded responses of one version keyed by (route, parameters, base URL); bounded, cleared when full."""
+
+    __slots__ = ("_entries", "_limit")
+
+    def __init__(self, limit: int):
+        self._entries: dict[tuple, Any] = {}
+        self._limit = limit
+
+    def get(self, key: tuple) -> Any:
+        return self._entries.get(key)
+
+    def put(self, key: tuple, value: Any) -> Any:
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        self._entries[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass(frozen=True)
+class Tables:
+    version: str
+    demo: bool
+    datasets: tuple[schemas.Dataset, ...]
+    dataset_by_slug: Mapping[str, schemas.Dataset]
+    tasks: tuple[TaskEntry, ...]  # by slug, then version
+    task_by_ref: Mapping[str, TaskEntry]
+    latest_task: Mapping[str, TaskEntry]  # slug -> highest version
+    model_count: int
+    model_slugs: Mapping[str, tuple[str, ...]]  # a slug, or else a provider model id -> the slugs it names
+    results: Mapping[str, Published]  # run_id -> result
+    listing: tuple[Published, ...]  # the order of /v1/results
+    leaderboards: Mapping[str, tuple[Published, ...]]  # task ref -> current results, best first
+    current: Mapping[tuple[str, str], Published]  # (model slug, task ref) -> the result lookup answers
+    total_cost_usd: float
+    bodies: BodyCache = field(compare=False)
+
+    def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
+        if version is None:
+            return self.latest_task.get(slug)
+        return self.task_by_ref.get(f"{slug}@{version}")
+
+    def resolve_model(self, ident: str) -> tuple[str, ...]:
+        """Slugs named by a model slug or a provider model id (several when providers share an id)."""
+        return self.model_slugs.get(ident, ())
+
+
+def _sort_value(value: float) -> float:
+    return value if not math.isnan(value) else -math.inf
+
+
+def leaderboard_key(p: Published) -> tuple:
+    """CONTRACT.md's order: metric value descending, then eval_date, then run_id."""
+    r = p.record
+    return (-_sort_value(r.primary.value), r.eval_date, r.run_id)
+
+
+def _freeze(value: dict) -> Mapping:
+    return MappingProxyType(value)
+
+
+def load_tables(data: DataDir, version: str, cache_entries: int = 4096) -> Tables:
+    """Read one published version (read-only, connection closed before returning) into a ``Tables``."""
+    con = duckdb.connect(str(data.version_file(version)), read_only=True)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        dataset_rows = con.execute(
+            "SELECT slug, name, license, license_url, citation, doi, public_since, description, source, snapshot_id "
+            "FROM datasets ORDER BY slug"
+        ).fetchall()
+        task_rows = con.execute(
+            "SELECT slug, version, ref, dataset, kind, title, primary_metric, preview, spec_hash, spec, description "
+            "FROM tasks ORDER BY slug, version"
+        ).fetchall()
+        model_rows = con.execute("SELECT slug, provider_model_id FROM models ORDER BY slug").fetchall()
+        result_rows = con.execute("SELECT record, superseded_by FROM results ORDER BY run_id").fetchall()
+    finally:
+        con.close()
+    return build_tables(version, meta, dataset_rows, task_rows, model_rows, result_rows, cache_entries)
+
+
+def build_tables(
+    version: str,
+    meta: dict[str, str],
+    dataset_rows: list[tuple],
+    task_rows: list[tuple],
+    model_rows: list[tuple],
+    result_rows: list[tuple],
+    cache_entries: int = 4096,
+) -> Tables:
+    datasets = tuple(
+        schemas.Dataset(
+            slug=slug, name=name, license=license_, license_url=license_url, citation=citation, doi=doi,
+            public_since=public_since, source=msgspec.json.decode(source) if source else {},
+            description=description or "", snapshot_id=snapshot_id,
+        )
+        for slug, name, license_, license_url, citation, doi, public_since, description, source, snapshot_id in dataset_rows
+    )
+    published = [Published(decode_record(record), superseded_by) for record, superseded_by in result_rows]
+    results = {p.run_id: p for p in published}
+
+    by_task: dict[str, list[Published]] = {}
+    for p in published:
+        by_task.setdefault(p.record.task, []).append(p)
+
+    tasks = tuple(
+        TaskEntry(
+            slug=slug, version=int(task_version), ref=ref, dataset=dataset, kind=kind, title=title or "",
+            primary_metric=primary_metric, preview=bool(preview), spec_hash=spec_hash,
+            spec=msgspec.json.decode(spec) if spec else {}, description=description or "",
+            n_results=len(by_task.get(ref, ())),
+        )
+        for slug, task_version, ref, dataset, kind, title, primary_metric, preview, spec_hash, spec, description in task_rows
+    )
+    latest: dict[str, TaskEntry] = {}
+    for t in tasks:
+        if t.slug not in latest or t.version > latest[t.slug].version:
+            latest[t.slug] = t
+
+    current = _current_results(published)
+    leaderboards = {
+        ref: tuple(sorted((p for (_, task), p in current.items() if task == ref), key=leaderboard_key))
+        for ref in by_task
+    }
+    listing = tuple(
+        sorted(
+            published,
+            key=lambda p: (p.record.task.partition("@")[0], int(p.record.task.partition("@")[2] or 0),
+                           p.superseded_by is not None, *leaderboard_key(p)),
+        )
+    )
+    return Tables(
+        version=version,
+        demo=meta.get("demo") == "true",
+        datasets=datasets,
+        dataset_by_slug=_freeze({d.slug: d for d in datasets}),
+        tasks=tasks,
+        task_by_ref=_freeze({t.ref: t for t in tasks}),
+        latest_task=_freeze(latest),
+        model_count=len(model_rows),
+        model_slugs=_freeze(_model_index(model_rows, published)),
+        results=_freeze(results),
+        listing=listing,
+        leaderboards=_freeze(leaderboards),
+        current=_freeze(current),
+        total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
+        bodies=BodyCache(cache_entries),
+    )
+
+
+def _current_results(published: list[Published]) -> dict[tuple[str, str], Published]:
+    """Per (model, task version): the newest result not superseded (the newest of all if every one is)."""
+    chosen: dict[tuple[str, str], Published] = {}
+    for p in published:
+        key = (p.record.model.slug, p.record.task)
+        best = chosen.get(key)
+        rank = (p.superseded_by is None, p.record.created_at, p.run_id)
+        if best is None or rank > (best.superseded_by is None, best.record.created_at, best.run_id):
+            chosen[key] = p
+    return chosen
+
+
+def _model_index(model_rows: list[tuple], published: list[Published]) -> dict[str, tuple[str, ...]]:
+    """Map every slug to itself and every provider model id to the slugs using it; a slug always wins."""
+    provider_ids: dict[str, set[str]] = {}
+    slugs: set[str] = set()
+    pairs = [(slug, pid) for slug, pid in model_rows] + [
+        (p.record.model.slug, p.record.model.provider_model_id) for p in published
+    ]
+    for slug, pid in pairs:
+        slugs.add(slug)
+        if pid:
+            provider_ids.setdefault(pid, set()).add(slug)
+    index: dict[str, tuple[str, ...]] = {pid: tuple(sorted(s)) for pid, s in provider_ids.items()}
+    index.update({slug: (slug,) for slug in slugs})
+    return index
+
+
+class TableStore:
+    """The current ``Tables``, re-checked against the pointer file at most every ``poll_s`` seconds.
+
+    The check runs lazily when a request asks for the tables, so no background task is needed and a
+    swap is visible to the first request after ``poll_s``. A version that fails to load (e.g. pruned
+    between reading the pointer and opening it) is logged and retried at the next check while the
+    previous version keeps being served.
+    """
+
+    def __init__(
+        self,
+        data: DataDir,
+        poll_s: float = 0.25,
+        cache_entries: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
+        loader: Callable[[DataDir, str, int], Tables] = load_tables,
+    ):
+        self.data = data
+        self.poll_s = poll_s
+        self.cache_entries = cache_entries
+        self._clock = clock
+        self._loader = loader
+        self._tables: Tables | None = None
+        self._next_check = -math.inf
+        self._lock = threading.Lock()
+
+    def current(self) -> Tables | None:
+        if self._clock() >= self._next_check:
+            self.refresh()
+        return self._tables
+
+    def peek_version(self) -> str | None:
+        """The version being served, without checking the pointer (for error headers)."""
+        tables = self._tables
+        return tables.version if tables is not None else None
+
+    def refresh(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # another thread is checking; keep serving what we have
+        try:
+            self._next_check = self._clock() + self.poll_s
+            version = current_version(self.data)
+            if version is None or (self._tables is not None and self._tables.version == version):
+                return
+            started = time.perf_counter()
+            try:
+                tables = self._loader(self.data, version, self.cache_entries)
+            except (duckdb.Error, OSError, msgspec.DecodeError, ValueError) as exc:
+                log.warning("could not load warehouse version %s (will retry): %s", version, exc)
+                return
+            self._tables = tables
+            log.info("serving warehouse version %s (loaded in %.3f s)", version, time.perf_counter() - started)
+        finally:
+            self._lock.release()

@@ -1,0 +1,28 @@
+"""``medbench serve [--host] [--port]``: serve the published warehouse (read-only JSON API + downloads).
+
+Only the parser is built at import time; uvicorn and Litestar are imported when the command runs,
+so other commands never pay for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve the published warehouse: the /v1 JSON API and predictions downloads",
+        description="Serve the data directory's published warehouse (MEDBENCH_DATA) read-only over HTTP. "
+        "Links in responses use MEDBENCH_PUBLIC_URL when set, else the address the request came to.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from api.server import serve
+
+    serve(host=args.host, port=args.port)
+    return 0
