@@ -50,38 +50,40 @@ def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGener
 
         return ReplayGenerator(Path(s["outputs"]).expanduser())
     tokens = max_new_tokens(model, task)
+    name = str(s.get("model", ""))
+    revision = None if name.startswith("builtin:") or Path(name).exists() else model.revision  # hub ids only
     if model.backend == "transformers":
         from pipelines.models.transformers_backend import TransformersGenerator
 
         return TransformersGenerator(
             model_path=resolve_model_path(s["model"], s, data), max_new_tokens=tokens,
-            batch_size=int(s.get("batch_size", 16)),
+            batch_size=int(s.get("batch_size", 16)), device=s.get("device", "auto"), dtype=s.get("dtype", "auto"),
+            revision=revision, num_threads=s.get("num_threads"), chat_template_kwargs=s.get("chat_template_kwargs"),
         )
     if model.backend == "vllm":
         from pipelines.models.vllm_backend import VllmGenerator
 
-        engine = {k: v for k, v in s.items() if k not in ("model", "max_new_tokens", "chunk_size", "seed")}
         return VllmGenerator(model=resolve_model_path(s["model"], s, data), max_new_tokens=tokens,
-                             chunk_size=int(s.get("chunk_size", 256)), engine_kwargs=engine)
+                             chunk_size=int(s.get("chunk_size", 256)), engine_kwargs=dict(s.get("engine", {})),
+                             revision=revision, chat_template_kwargs=s.get("chat_template_kwargs"))
     if model.backend == "openai":
+        from pipelines.models.availability import resolve_base_url
         from pipelines.models.openai_backend import OpenAIChatGenerator
 
         return OpenAIChatGenerator(
-            base_url=s["base_url"], model=s.get("model", model.provider_model_id), max_new_tokens=tokens,
+            base_url=resolve_base_url(s), model=s.get("model", model.provider_model_id), max_new_tokens=tokens,
             api_key_env=s.get("api_key_env"), concurrency=int(s.get("concurrency", 8)),
-            timeout_s=float(s.get("timeout_s", 120)),
+            timeout_s=float(s.get("timeout_s", 120)), max_retries=int(s.get("max_retries", 6)),
+            checkpoint_every=int(s.get("checkpoint_every", 32)), extra_body=s.get("extra_body"),
         )
     raise NotRunnable(f"{model.slug}: backend {model.backend!r} does not answer choice tasks")
 
 
 def resolve_model_path(name: str, settings: dict, data: DataDir) -> str:
     """``builtin:tiny-llama`` is built locally (seeded, no hub); anything else is passed through."""
-    if name == "builtin:tiny-llama":
-        from pipelines.models.tiny_llm import build_tiny_llm
+    from pipelines.models.tiny_llm import resolve_model_path as resolve
 
-        seed = int(settings.get("seed", 0))
-        return str(build_tiny_llm(data.models / f"tiny-llama-seed{seed}", seed=seed))
-    return name
+    return resolve(name, data.models, seed=int(settings.get("seed", 0)))
 
 
 def window_scorer(model: ModelSpec):

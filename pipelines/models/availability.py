@@ -1,0 +1,114 @@
+"""Whether a model backend can run on this machine, decided before any model is loaded.
+
+`medbench materialize` must skip a partition that cannot run here (no GPU, no optional extra,
+no API key) with a reason a maintainer can act on, instead of failing deep inside torch or an
+HTTP client. The checks look for modules without importing them, so asking is cheap and works
+in the base install, which has neither torch nor vllm.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from typing import Any
+
+TRANSFORMERS_EXTRA = "pip install -e .[transformers]"
+VLLM_EXTRA = "pip install -e .[vllm]"
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run on this machine; ``reason`` says why and what would fix it."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def check_backend(backend: str, settings: dict[str, Any]) -> str | None:
+    """A reason why ``backend`` with these spec settings cannot run here, or None if it can.
+
+    Only the language-model backends have machine requirements; any other backend returns None.
+    """
+    if backend == "transformers":
+        return _check_transformers(settings)
+    if backend == "vllm":
+        return _check_vllm(settings)
+    if backend == "openai":
+        return _check_openai(settings)
+    return None
+
+
+def require_backend(backend: str, settings: dict[str, Any]) -> None:
+    reason = check_backend(backend, settings)
+    if reason is not None:
+        raise BackendUnavailable(reason)
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _check_transformers(settings: dict[str, Any]) -> str | None:
+    missing = [m for m in ("torch", "transformers", "tokenizers") if not _has_module(m)]
+    if missing:
+        return f"not runnable here: needs the transformers extra ({TRANSFORMERS_EXTRA}); missing {', '.join(missing)}"
+    if str(settings.get("device", "auto")).startswith("cuda") and _cuda_device_count() == 0:
+        return "not runnable here: the spec asks for device 'cuda' and this machine has no CUDA GPU"
+    return None
+
+
+def _check_vllm(settings: dict[str, Any]) -> str | None:
+    if not _has_module("vllm"):
+        return f"not runnable here: needs vllm ({VLLM_EXTRA}) and an NVIDIA GPU"
+    if _is_vllm_cpu_build():
+        return None
+    engine = settings.get("engine") or {}
+    needed = int(engine.get("tensor_parallel_size", 1)) * int(engine.get("pipeline_parallel_size", 1))
+    have = _cuda_device_count()
+    if have == 0:
+        return "not runnable here: vllm needs an NVIDIA GPU and this machine has none (the CPU build is vllm-cpu)"
+    if have < needed:
+        return (
+            f"not runnable here: the spec's tensor x pipeline parallelism needs {needed} GPUs, this machine has {have}"
+        )
+    return None
+
+
+def _check_openai(settings: dict[str, Any]) -> str | None:
+    if not resolve_base_url(settings):
+        env = settings.get("base_url_env")
+        where = f"environment variable {env} is unset" if env else "the spec sets neither base_url nor base_url_env"
+        return f"not runnable here: no server URL for the openai backend ({where})"
+    key_env = settings.get("api_key_env")
+    if key_env and not os.environ.get(key_env):
+        return f"not runnable here: the API key variable {key_env} is not set"
+    return None
+
+
+def resolve_base_url(settings: dict[str, Any]) -> str | None:
+    """The server URL of an openai-backend spec: ``base_url``, else the variable ``base_url_env``
+    names (so a maintainer points the same spec at their own server without editing it)."""
+    if settings.get("base_url"):
+        return str(settings["base_url"])
+    env = settings.get("base_url_env")
+    return (os.environ.get(env) or None) if env else None
+
+
+def _is_vllm_cpu_build() -> bool:
+    try:
+        importlib.metadata.distribution("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _cuda_device_count() -> int:
+    if not _has_module("torch"):
+        return 0
+    import torch  # only reached when torch is installed; vllm and the transformers extra bring it
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
