@@ -150,7 +150,7 @@ def _score_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     from pipelines.tasks.vitaldb_ioh import read_windows
 
     started = time.monotonic()
-    scorer = window_scorer(ev.model)
+    scorer = window_scorer(ev.model, ev.task)
     path = ioh_windows_path(data, ev.task.ref)
     train_meta, train_x = read_windows(path, split="train")
     val_meta, val_x = read_windows(path, split="validation")
@@ -172,7 +172,8 @@ def _score_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     wall = time.monotonic() - started
     usage = Usage(wall_seconds=wall, device_seconds=wall)
     config = {"backend": ev.model.backend, "backend_settings": ev.model.settings,
-              "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": ev.task.bootstrap.seed}
+              "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": ev.task.bootstrap.seed,
+              "fitted": scorer.describe()}
     return RunInfo(usage=asdict(usage), config=config, generation_key=None, predictions_sha256=sha)
 
 

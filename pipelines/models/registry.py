@@ -86,9 +86,9 @@ def resolve_model_path(name: str, settings: dict, data: DataDir) -> str:
     return resolve(name, data.models, seed=int(settings.get("seed", 0)))
 
 
-def window_scorer(model: ModelSpec):
+def window_scorer(model: ModelSpec, task: TaskSpec):
     if model.backend not in ("rule", "sklearn"):
         raise NotRunnable(f"{model.slug}: backend {model.backend!r} does not score windows")
     from pipelines.models.ioh_baselines import make_window_scorer
 
-    return make_window_scorer(dict(model.settings))
+    return make_window_scorer(dict(model.settings), task.ioh)
