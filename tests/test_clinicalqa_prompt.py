@@ -18,7 +18,7 @@ from pipelines.tasks.clinicalqa import (
     template_hash,
 )
 
-SAMPLE = Path("/work/shared/samples/clinicalqa-sample.jsonl")
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "clinicalqa-sample.jsonl"
 
 
 @pytest.fixture(scope="module")

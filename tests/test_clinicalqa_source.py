@@ -32,7 +32,7 @@ from pipelines.sources.clinicalqa import (
 from pipelines.specs import load_specs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = Path("/work/shared/samples/clinicalqa-sample.jsonl")
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "clinicalqa-sample.jsonl"
 REPO_ID = "snuh/ClinicalQA"
 PARQUET_NAME = "data/train-00000-of-00001.parquet"
 
