@@ -139,13 +139,5 @@ def materialise_ioh_windows(specs: Specs, data: DataDir, task_ref: str, log: Log
     out = ioh_windows_path(data, task.ref)
     out.parent.mkdir(parents=True, exist_ok=True)
     summary = build_windows(snap.path, task.ioh, out, log=log)
-    return Materialised(snap.snapshot_id, out, summary.n_windows, summary_details(summary))
+    return Materialised(snap.snapshot_id, out, summary.n_windows, summary.as_dict())
 
-
-def summary_details(summary) -> dict:
-    """A WindowsSummary as plain values (for asset metadata and checks)."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(summary):
-        return dataclasses.asdict(summary)
-    return dict(vars(summary))

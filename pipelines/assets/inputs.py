@@ -6,6 +6,7 @@ otherwise do by eye: row counts as the spec says, no subject in two splits, a sa
 
 
 import dagster as dg
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines import inputs
@@ -70,7 +71,7 @@ def vitaldb_ioh_windows(context: dg.AssetExecutionContext, medbench: MedbenchRes
         labels = table.column("label").to_numpy()
         prevalence = float(labels.mean()) if len(labels) else 0.0
         prevalence_ok.append(PREVALENCE_RANGE[0] <= prevalence <= PREVALENCE_RANGE[1])
-        test = table.filter(_equals(table, "split", "test")).column("label").to_numpy()
+        test = table.filter(pc.equal(table.column("split"), "test")).column("label").to_numpy()
         both.append(bool(len(test)) and 0 < test.sum() < len(test))
         meta[f"{task.ref} windows"] = m.rows
         meta[f"{task.ref} prevalence"] = round(prevalence, 4)
@@ -84,9 +85,3 @@ def vitaldb_ioh_windows(context: dg.AssetExecutionContext, medbench: MedbenchRes
             dg.AssetCheckResult(check_name="both_classes_in_test", passed=all(both)),
         ],
     )
-
-
-def _equals(table, column: str, value: str):
-    import pyarrow.compute as pc
-
-    return pc.equal(table.column(column), value)
