@@ -81,3 +81,21 @@ def test_usage_error_exits_2(tmp_path):
 def test_fresh_data_dir_reproduces_run_ids_and_metrics(demo_data, tmp_path):
     run_medbench("materialize", "--demo", data=tmp_path)
     assert results_table(tmp_path) == results_table(demo_data)
+
+
+def test_tiny_llm_runs_end_to_end_through_transformers(demo_data):
+    """The transformers backend, on the built-in tiny Llama, lands in the warehouse with usage and cost."""
+    snap = open_current(DataDir(demo_data))
+    try:
+        (record,) = snap.con.execute(
+            "SELECT record FROM results WHERE model_slug = 'medbench/tiny-llama' AND task = 'clinicalqa@0'").fetchone()
+    finally:
+        snap.close()
+    r = json.loads(record)
+    assert r["model"]["type"] == "llm" and r["n"] == 1045
+    assert 0.0 <= r["parse_rate"] <= 1.0
+    assert r["usage"]["prompt_tokens"] > 1045 and 0 < r["usage"]["completion_tokens"] <= 16 * 1045
+    assert r["usage"]["hardware"].startswith("cpu")
+    assert r["cost_usd"] > 0 and r["price_table_date"] == "2026-11-01"
+    assert r["config"]["decoding"] == {"max_new_tokens": 16, "temperature": 0.0}
+    assert r["generation_key"] and r["versions"]["parser"] == "v1"
