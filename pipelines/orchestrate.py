@@ -15,6 +15,8 @@ from pipelines.specs import ModelSpec, Specs, TaskSpec, load_specs
 from warehouse.layout import DataDir, DataKindError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The CLI shows Dagster's INFO lines (our progress and results), not its DEBUG event stream.
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 INPUT_ASSETS = {"clinicalqa": ["clinicalqa_snapshot", "clinicalqa_items"],
                 "vitaldb": ["vitaldb_snapshot", "vitaldb_ioh_windows"]}
 
@@ -103,7 +105,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
         selection = [a for d in datasets for a in INPUT_ASSETS[d]]
         print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
         result = dg.materialize(ASSETS, selection=selection, instance=instance, resources=resources,
-                                raise_on_error=False, tags={"medbench/cli": "materialize"})
+                                raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
         if not result.success:
             report.errors.append(f"inputs failed: {_failure(result)}")
             return report
@@ -121,7 +123,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             result = dg.materialize(
                 ASSETS, selection=["predictions", "metrics"], partition_key=ev.partition_key, instance=instance,
                 resources=resources, raise_on_error=False,
-                run_config={"ops": {"predictions": {"config": config}, "metrics": {"config": config}}},
+                run_config={**QUIET_LOGS, "ops": {"predictions": {"config": config}, "metrics": {"config": config}}},
                 tags={"medbench/cli": "materialize"},
             )
             if not result.success:
@@ -133,7 +135,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             report.outcomes.append(Outcome(ev.partition_key, status, ev.run_id,
                                            f"{p.name} {p.value:.4f} [{p.ci_low:.4f}, {p.ci_high:.4f}]"))
         result = dg.materialize(ASSETS, selection=["published_warehouse"], instance=instance, resources=resources,
-                                raise_on_error=False, tags={"medbench/cli": "materialize"})
+                                raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
         if not result.success:
             report.errors.append(f"publish failed: {_failure(result)}")
             return report
