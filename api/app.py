@@ -2,8 +2,8 @@
 
 Wires the pieces together and nothing else: settings, the per-version tables, the reuse counter
 (flushed by a lifespan task), the routes, JSON errors everywhere, CORS for GET/HEAD from any
-origin. ``extra_route_handlers`` is the hook for the website: its handlers reach the same tables
-with ``api.service.service_of(request)``.
+origin, and the website (``api.site``) unless ``extra_route_handlers`` says otherwise: its handlers
+reach the same tables with ``api.service.service_of(request)``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from api.reuse import flush_every
 from api.routes import api_router
 from api.service import STATE_KEY, Service
 from api.settings import load_settings
+from api.site import site_route_handlers
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,11 @@ def create_app(
     data_dir: Path | None = None,
     public_url: str | None = None,
     reuse_flush_s: float = 1.0,
-    extra_route_handlers: Sequence[ControllerRouterHandler] = (),
+    extra_route_handlers: Sequence[ControllerRouterHandler] | None = None,
 ) -> Litestar:
+    """The app; ``extra_route_handlers`` defaults to the website (``()`` serves the API alone)."""
+    if extra_route_handlers is None:
+        extra_route_handlers = site_route_handlers()
     service = Service.create(load_settings(data_dir, public_url, reuse_flush_s))
 
     @contextlib.asynccontextmanager

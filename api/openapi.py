@@ -25,7 +25,44 @@ DESCRIPTION = (
 )
 
 
+# Sent with every response of every documented route (api.responses.respond and the artifacts route),
+# errors included. Litestar can only document headers of a success response, so they are added here.
+RESPONSE_HEADERS = {
+    "X-Medbench-Warehouse": "The published warehouse version the response was answered from (`none` before any).",
+    "ETag": "Strong validator of the body; send it back in `If-None-Match` to get a bodiless 304.",
+    "Cache-Control": "How long the response may be reused.",
+}
+
+
 def build_document(router: Router) -> dict[str, Any]:
     config = OpenAPIConfig(title=TITLE, version=API_VERSION, description=DESCRIPTION, servers=[Server(url="/")])
     schema_only = Litestar(route_handlers=[router], openapi_config=config)
-    return schema_only.openapi_schema.to_schema()
+    document = schema_only.openapi_schema.to_schema()
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter["in"] == "query":
+                    parameter["schema"] = without_null(parameter["schema"])
+            for response in operation["responses"].values():
+                response["headers"] = {
+                    name: {"description": text, "required": True, "schema": {"type": "string"}}
+                    for name, text in RESPONSE_HEADERS.items()
+                }
+    return document
+
+
+def without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of an optional text query parameter without the ``null`` Litestar adds for ``Optional``.
+
+    A query string cannot carry a JSON null: an absent parameter is simply left out, and the text
+    ``null`` given to a text parameter is that text (a dataset named "null"). Only for number and
+    enum parameters does the server read the text ``null`` as null (msgspec's lax conversion), so
+    those keep it in the document.
+    """
+    options = schema.get("oneOf")
+    if not options or len(options) != 2 or {"type": "null"} not in options:
+        return schema
+    (other,) = [option for option in options if option != {"type": "null"}]
+    if other.get("type") != "string" or "enum" in other:
+        return schema
+    return {**other, **{key: value for key, value in schema.items() if key != "oneOf"}}

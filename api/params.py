@@ -1,16 +1,47 @@
-"""Parsing the request parameters that name things: ``task`` (``slug`` or ``slug@version``).
+"""The request parameters that name things: ``task`` (``slug`` or ``slug@version``) and ``model``.
 
 Parameters are only ever compared with keys of in-memory indexes (never put into SQL or paths), so
 parsing is about giving a clear ``invalid_parameter`` for malformed input rather than about safety.
+Their declarations live here too, so that what the OpenAPI document promises (a ``pattern``) is
+exactly what the server accepts: Litestar validates the same pattern it documents.
+
+The framework is lenient where a client deserves an error: of a parameter given twice it silently
+keeps the last value, and percent-encoded bytes that are not UTF-8 become U+FFFD. ``query_guard``
+refuses both, for the parameters a route declares, before the handler runs.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from litestar import Request
+from litestar.openapi.spec import Example
+from litestar.params import Parameter
 
 from api.errors import invalid_parameter
 
 _VERSION_RE = re.compile(r"[0-9]{1,9}")
+# What ``parse_task_ref`` accepts, for the OpenAPI document (Litestar validates it as well): a slug
+# that is not blank and has no '@', then optionally '@' and a whole number; blanks around are dropped.
+TASK_REF_PATTERN = r"^\s*[^@\s][^@]*(@[0-9]{1,9}\s*)?$"
+TASK_DESCRIPTION = "`slug@version`, or `slug` for the latest version."
+# Answers are memoised per parameter values; names longer than this (made up, never published) are not.
+MAX_CACHED_PARAMETER_CHARS = 512
+
+
+def task_parameter(required: bool = True) -> Any:
+    """The ``task`` query parameter as every route declares it (documented and validated alike)."""
+    extra = {} if required else {"default": None}
+    return Parameter(description=TASK_DESCRIPTION, pattern=TASK_REF_PATTERN,
+                     examples=[Example(value="clinicalqa@0")], **extra)
+
+
+def model_parameter(description: str) -> Any:
+    """A required model name: anything but blank (slugs and provider model ids have no fixed form)."""
+    return Parameter(description=description, pattern=r"\S", examples=[Example(value="medbench/random")])
 
 
 def parse_task_ref(text: str, name: str = "task") -> tuple[str, int | None]:
@@ -31,3 +62,35 @@ def require(value: str | None, name: str) -> str:
     if value is None or not value.strip():
         raise invalid_parameter(f"missing query parameter {name!r}")
     return value.strip()
+
+
+def check_query(query_string: bytes, declared: Collection[str]) -> None:
+    """``invalid_parameter`` for a declared parameter given twice or not UTF-8 once percent-decoded."""
+    seen: set[str] = set()
+    for pair in query_string.split(b"&"):
+        raw_key, _, raw_value = pair.partition(b"=")
+        try:
+            key = unquote_to_bytes(raw_key.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # not a parameter this route declares
+        if key not in declared:
+            continue
+        if key in seen:
+            raise invalid_parameter(f"query parameter {key!r} is given more than once; give it once")
+        seen.add(key)
+        try:
+            unquote_to_bytes(raw_value.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            raise invalid_parameter(f"query parameter {key!r} is not UTF-8 text once percent-decoded") from None
+
+
+def query_guard(declared: Collection[str]) -> Callable[[Request], Awaitable[None]]:
+    """A ``before_request`` hook applying ``check_query`` to the route's own query parameters."""
+    names = frozenset(declared)
+
+    async def guard(request: Request) -> None:
+        query_string = request.scope["query_string"]
+        if query_string:
+            check_query(query_string, names)
+
+    return guard

@@ -26,6 +26,7 @@ CACHE_PUBLISHED = "public, max-age=60"  # data changes only when a new version i
 CACHE_LIVE = "no-cache"  # counters and health change between publishes
 CACHE_ERROR = "no-cache"
 
+MAX_HOST_CHARS = 261  # a 253-character DNS name and ":65535"
 _HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
 _ENCODER = msgspec.json.Encoder()
 
@@ -88,7 +89,8 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 def request_origin(scope: Scope) -> str:
     """``scheme://host[:port]`` the request came to (plus any ASGI root path), for self-links."""
     host = header(scope, b"host")
-    if not host or not _HOST_RE.match(host):
+    # bounded: the origin ends up in cached bodies, so a huge Host header must not be multiplied in memory
+    if not host or len(host) > MAX_HOST_CHARS or not _HOST_RE.match(host):
         server = scope.get("server")
         host = f"{server[0]}:{server[1]}" if server else "localhost"
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")

@@ -4,11 +4,14 @@ Litestar's ``@get`` answers only GET, and its ``@head`` refuses handlers that re
 contract wants HEAD for every GET (same headers, no body: ``api.responses.respond`` drops the body)
 and 405 for every other method, OPTIONS included (CORS preflights are answered earlier, by the CORS
 middleware). Only the GET is documented in OpenAPI. The OPTIONS handler must be registered first
-(Litestar adds its own to a path registered without one).
+(Litestar adds its own to a path registered without one). GET and HEAD both refuse a declared
+query parameter given twice or not UTF-8 before the handler runs (``api.params.query_guard``).
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +22,9 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
 
 from api import schemas
+from api.params import query_guard
+
+_PATH_PARAM_RE = re.compile(r"{(\w+)(?::\w+)?}")
 
 
 async def _refuse_options() -> None:
@@ -51,10 +57,18 @@ def read_only(
     }
 
     def decorate(fn: Callable[..., Any]) -> list[HTTPRouteHandler]:
+        declared = _query_parameters(path, fn)
+        guard = query_guard(declared) if declared else None
         return [  # OPTIONS first: a path registered without one gets Litestar's automatic OPTIONS handler
             route(path, http_method=[HttpMethod.OPTIONS], include_in_schema=False)(_refuse_options),
-            get(path, operation_id=operation_id, summary=summary, description=description, responses=responses)(fn),
-            route(path, http_method=[HttpMethod.HEAD], include_in_schema=False)(fn),
+            get(path, operation_id=operation_id, summary=summary, description=description, responses=responses,
+                before_request=guard)(fn),
+            route(path, http_method=[HttpMethod.HEAD], include_in_schema=False, before_request=guard)(fn),
         ]
 
     return decorate
+
+
+def _query_parameters(path: str, fn: Callable[..., Any]) -> set[str]:
+    """The handler's parameters that come from the query string (all but ``request`` and path parameters)."""
+    return set(inspect.signature(fn).parameters) - {"request", *_PATH_PARAM_RE.findall(path)}

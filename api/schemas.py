@@ -206,3 +206,25 @@ class Stats(msgspec.Struct):
 class Health(msgspec.Struct):
     status: Literal["ok"]
     warehouse_version: str
+
+
+class Compare(msgspec.Struct):
+    """``GET /v1/compare``: a paired comparison of two results of one task on their shared items."""
+
+    a: str
+    b: str
+    task: str
+    metric: str
+    n_shared: int
+    difference: float  # metric(a) - metric(b) on the shared items
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+    value_a: float  # addition: metric(a) on the shared items
+    value_b: float  # addition
+    replicates: int  # addition: bootstrap replicates (the task's own setting)
+    seed: int  # addition
+    dropped_replicates: int  # addition: AUROC replicates left out for holding one class only
+    a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
+    b_only_correct: int | None  # addition: ... with only b right

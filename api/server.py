@@ -7,8 +7,12 @@ from what is actually published (a real task, model and run id), so a first-time
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from api.tables import Tables
+
+if TYPE_CHECKING:
+    from litestar import Litestar
 
 
 def display_base(host: str, port: int) -> str:
@@ -51,9 +55,8 @@ def banner(base: str, tables: Tables | None, data_root: Path) -> str:
     return "\n".join(lines)
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None, public_url: str | None = None) -> None:
-    import uvicorn
-
+def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None, public_url: str | None = None,
+          access_log: bool = False) -> None:
     from api.app import create_app
     from api.service import service_of
 
@@ -61,4 +64,18 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
     service = service_of(app)
     base = service.settings.public_url or display_base(host, port)
     print(banner(base, service.store.current(), service.settings.data.root), flush=True)
-    uvicorn.run(app, host=host, port=port, workers=1, log_level="info")
+    run_app(app, host, port, access_log=access_log)
+
+
+def run_app(app: Litestar, host: str, port: int, access_log: bool = False) -> None:
+    """uvicorn as the service runs: one worker, and JSON even for requests the HTTP parser refuses.
+
+    uvicorn's line per request is off by default (errors and warnings are still logged): it is about a
+    third of the cost of a cached answer (``bench.api_load --access-log`` measures it); a reverse proxy
+    in front usually keeps the access log anyway. ``medbench serve --access-log`` turns it on.
+    """
+    import uvicorn
+
+    from api.http_protocol import JsonErrorsHttpProtocol
+
+    uvicorn.run(app, host=host, port=port, workers=1, log_level="info", access_log=access_log, http=JsonErrorsHttpProtocol)

@@ -12,6 +12,7 @@ come from the same version even if a swap happens while it runs. Encoded bodies 
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import threading
@@ -60,6 +61,22 @@ class TaskEntry:
     n_results: int
 
 
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """A model of the published ``models`` table (the website lists them, evaluated or not)."""
+
+    slug: str
+    name: str
+    type: str
+    provider: str
+    provider_model_id: str
+    revision: str
+    release_date: dt.date | None
+    knowledge_cutoff: dt.date | None
+    backend: str
+    description: str
+
+
 class BodyCache:
     """Encoded responses of one version keyed by (route, parameters, base URL); bounded, cleared when full."""
 
@@ -92,6 +109,7 @@ class Tables:
     task_by_ref: Mapping[str, TaskEntry]
     latest_task: Mapping[str, TaskEntry]  # slug -> highest version
     model_count: int
+    models: tuple[ModelEntry, ...]  # by slug
     model_slugs: Mapping[str, tuple[str, ...]]  # a slug, or else a provider model id -> the slugs it names
     results: Mapping[str, Published]  # run_id -> result
     listing: tuple[Published, ...]  # the order of /v1/results
@@ -137,7 +155,10 @@ def load_tables(data: DataDir, version: str, cache_entries: int = 4096) -> Table
             "SELECT slug, version, ref, dataset, kind, title, primary_metric, preview, spec_hash, spec, description "
             "FROM tasks ORDER BY slug, version"
         ).fetchall()
-        model_rows = con.execute("SELECT slug, provider_model_id FROM models ORDER BY slug").fetchall()
+        model_rows = con.execute(
+            "SELECT slug, provider_model_id, name, type, provider, revision, release_date, knowledge_cutoff, backend, "
+            "description FROM models ORDER BY slug"
+        ).fetchall()
         result_rows = con.execute("SELECT record, superseded_by FROM results ORDER BY run_id").fetchall()
     finally:
         con.close()
@@ -149,7 +170,8 @@ def build_tables(
     meta: dict[str, str],
     dataset_rows: list[tuple],
     task_rows: list[tuple],
-    model_rows: list[tuple],
+    model_rows: list[tuple],  # slug, provider_model_id, name, type, provider, revision, release_date,
+    # knowledge_cutoff, backend, description (the SELECT of load_tables)
     result_rows: list[tuple],
     cache_entries: int = 4096,
 ) -> Tables:
@@ -203,6 +225,12 @@ def build_tables(
         task_by_ref=_freeze({t.ref: t for t in tasks}),
         latest_task=_freeze(latest),
         model_count=len(model_rows),
+        models=tuple(
+            ModelEntry(slug=slug, name=name or slug, type=type_ or "", provider=provider or "", provider_model_id=pid or "",
+                       revision=revision or "", release_date=release_date, knowledge_cutoff=knowledge_cutoff,
+                       backend=backend or "", description=description or "")
+            for slug, pid, name, type_, provider, revision, release_date, knowledge_cutoff, backend, description in model_rows
+        ),
         model_slugs=_freeze(_model_index(model_rows, published)),
         results=_freeze(results),
         listing=listing,
@@ -229,7 +257,7 @@ def _model_index(model_rows: list[tuple], published: list[Published]) -> dict[st
     """Map every slug to itself and every provider model id to the slugs using it; a slug always wins."""
     provider_ids: dict[str, set[str]] = {}
     slugs: set[str] = set()
-    pairs = [(slug, pid) for slug, pid in model_rows] + [
+    pairs = [(row[0], row[1]) for row in model_rows] + [
         (p.record.model.slug, p.record.model.provider_model_id) for p in published
     ]
     for slug, pid in pairs:

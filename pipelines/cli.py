@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module under ``pipelines.commands`` exposing
 ``add_parser(subparsers)`` (which sets ``func``) and importing anything heavy only inside its
-``run``: a client command such as ``medbench lookup`` must not pay for importing Dagster.
+``run``: a client command such as ``medbench lookup`` must not pay for importing Dagster. One
+module may register several subcommands (``client`` registers all the read-only API commands).
 Exit codes follow CONTRACT.md (argparse's own usage errors exit 2).
 """
 
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-COMMANDS = ["materialize", "serve", "demo", "score"]
+COMMANDS = ["materialize", "serve", "demo", "score", "client", "eval", "reproduce"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `medbench leaderboard ... | head` closed our stdout: not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

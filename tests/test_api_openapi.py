@@ -22,6 +22,7 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "openapi.json"
 CONTRACT_PATHS = {
     "/v1/datasets", "/v1/tasks", "/v1/tasks/{slug}", "/v1/leaderboard", "/v1/results", "/v1/results/{run_id}",
     "/v1/lookup", "/v1/stats", "/v1/openapi.json", "/artifacts/{run_id}/predictions.parquet", "/healthz",
+    "/v1/compare",  # issue 8: paired comparison of two results
 }
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from litestar import Router
 
-from api.routes import artifacts, datasets, health, leaderboard, lookup, openapi, results, stats, tasks
+from api.routes import artifacts, compare, datasets, health, leaderboard, lookup, openapi, results, stats, tasks
 from api.service import Service
 
-RESOURCES = (datasets, tasks, leaderboard, results, lookup, stats, openapi, artifacts, health)
+RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, stats, openapi, artifacts, health)
 
 
 def api_router(service: Service) -> Router:

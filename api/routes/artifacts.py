@@ -1,11 +1,13 @@
 """``GET /artifacts/{run_id}/predictions.parquet``: the per-item predictions of one published run.
 
-The run id is checked against its pattern before it is used to build a path, and only runs of the
-served version are answered, so no request can reach any other file. The file is streamed from
+The run id is checked against its pattern before it is used to build a path, only runs of the
+served version are answered, and the file is served only if its real path (symlinks resolved) is
+inside the artifacts folder, so no request can reach any other file. The file is streamed from
 ``DataDir.predictions_path``; its ETag is the published ``predictions_sha256``. A completed GET
 (or a 304 revalidation) counts as a reuse, a HEAD does not (see ``api.reuse``).
 """
 
+import logging
 import os
 
 from litestar import Request
@@ -20,6 +22,8 @@ from api.responses import CACHE_PUBLISHED, PARQUET, WAREHOUSE_HEADER, not_modifi
 from api.routing import read_only
 from api.service import Service
 from warehouse.layout import RUN_ID_RE
+
+log = logging.getLogger(__name__)
 
 
 def handlers(service: Service) -> list[HTTPRouteHandler]:
@@ -42,11 +46,15 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         published = tables.results.get(run_id)
         if published is None:
             raise run_not_found(run_id)
-        path = data.predictions_path(run_id)
         try:
+            # resolved, so that a symlink planted in the data directory cannot lead outside the artifacts
+            path = data.predictions_path(run_id).resolve(strict=True)
             stat = os.stat(path)
-        except FileNotFoundError:
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
             raise run_not_found(run_id, "its predictions file is missing from the data directory") from None
+        if not path.is_relative_to(data.artifacts.resolve()):
+            log.warning("refusing the predictions file of %s: it resolves outside %s", run_id, data.artifacts)
+            raise run_not_found(run_id, "its predictions file is not inside the artifacts folder")
         etag = f'"{published.record.predictions_sha256}"'
         headers = {"etag": etag, "cache-control": CACHE_PUBLISHED, WAREHOUSE_HEADER: tables.version}
         is_get = scope["method"] == "GET"

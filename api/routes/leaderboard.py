@@ -14,7 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from api import render, schemas
 from api.errors import task_not_found
-from api.params import parse_task_ref
+from api.params import parse_task_ref, task_parameter
 from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
@@ -30,7 +30,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def leaderboard(
         request: Request,
-        task: str = Parameter(description="`slug@version`, or `slug` for the latest version."),
+        task: str = task_parameter(),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
         limit: int = Parameter(default=100, ge=1, le=1000, description="At most this many rows."),
     ) -> ASGIResponse:

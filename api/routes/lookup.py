@@ -9,12 +9,11 @@ parameters and base URL, and a repeat costs a dictionary lookup.
 
 from litestar import Request
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
 from api import render, schemas
 from api.errors import invalid_parameter, task_not_found
-from api.params import parse_task_ref, require
+from api.params import MAX_CACHED_PARAMETER_CHARS, model_parameter, parse_task_ref, require, task_parameter
 from api.responses import Prepared, prepare, respond
 from api.routing import read_only
 from api.service import Service
@@ -55,8 +54,8 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def lookup(
         request: Request,
-        model: str = Parameter(description="Model slug (`provider/name`) or the provider's model id."),
-        task: str = Parameter(description="`slug@version`, or `slug` for the latest version."),
+        model: str = model_parameter("Model slug (`provider/name`) or the provider's model id."),
+        task: str = task_parameter(),
     ) -> ASGIResponse:
         scope = request.scope
         tables = service.tables(scope)
@@ -64,7 +63,9 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         key = ("lookup", model, task, base)
         cached = tables.bodies.get(key)
         if cached is None:
-            cached = tables.bodies.put(key, _answer(tables, model, task, base))
+            cached = _answer(tables, model, task, base)
+            if len(model) + len(task) <= MAX_CACHED_PARAMETER_CHARS:  # no memory for made-up megabyte names
+                tables.bodies.put(key, cached)
         prepared, evaluated = cached
         if evaluated and scope["method"] == "GET":
             reuses.add()

@@ -15,7 +15,7 @@ from litestar.response.base import ASGIResponse
 
 from api import render, schemas
 from api.errors import run_not_found
-from api.params import parse_task_ref
+from api.params import MAX_CACHED_PARAMETER_CHARS, parse_task_ref, task_parameter
 from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
@@ -52,7 +52,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     async def results(
         request: Request,
         dataset: Optional[str] = Parameter(default=None, description="Dataset slug."),
-        task: Optional[str] = Parameter(default=None, description="`slug@version`, or `slug` for the latest version."),
+        task: Optional[str] = task_parameter(required=False),
         model: Optional[str] = Parameter(default=None, description="Model slug or provider model id."),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Model type."),
         limit: int = Parameter(default=100, ge=1, le=1000, description="Page size."),
@@ -66,7 +66,9 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             matches = _matching(tables, dataset, task, model, model_type)
             page = [render.summary(p, base) for p in matches[offset : offset + limit]]
             body = schemas.ResultPage(results=page, total=len(matches), limit=limit, offset=offset)
-            prepared = tables.bodies.put(key, prepare(body))
+            prepared = prepare(body)
+            if sum(len(text or "") for text in (dataset, task, model)) <= MAX_CACHED_PARAMETER_CHARS:
+                tables.bodies.put(key, prepared)  # no memory for made-up megabyte names
         return respond(request.scope, prepared, version=tables.version)
 
     @read_only(

@@ -18,11 +18,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--access-log", action="store_true",
+                        help="log one line per request (off by default: it costs about a third of the throughput)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from api.server import serve
 
-    serve(host=args.host, port=args.port)
+    serve(host=args.host, port=args.port, access_log=args.access_log)
     return 0

@@ -1,0 +1,118 @@
+"""``GET /v1/compare?a=RUN_ID&b=RUN_ID``: is result a better than result b on the same items?
+
+The statistics are in ``api.compare``; this module checks the two ids (malformed or unknown:
+``run_not_found``; missing, or results of different task versions: ``invalid_parameter``), reads
+the two predictions files of the served version and memoises the answer with that version's
+bodies, so a repeat costs a dictionary lookup and a new publish starts afresh. The bootstrap runs
+in a worker thread: at full scale an AUROC comparison takes seconds and must not stall other
+requests. The website's compare page calls ``comparison`` too, so both show the same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+import anyio.to_thread
+from litestar import Request
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import Parameter
+from litestar.response.base import ASGIResponse
+
+from api import schemas
+from api.compare import ComparisonError, compare_files
+from api.errors import invalid_parameter, run_not_found
+from api.params import require
+from api.responses import prepare, respond
+from api.routing import read_only
+from api.service import Service
+from api.tables import Published, Tables, TaskEntry
+from warehouse.layout import RUN_ID_RE, DataDir
+
+DEFAULT_REPLICATES = 2000  # for a task spec without bootstrap settings
+DEFAULT_SEED = 0
+
+
+def _published(tables: Tables, run_id: str) -> Published:
+    if not RUN_ID_RE.match(run_id):
+        raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
+    published = tables.results.get(run_id)
+    if published is None:
+        raise run_not_found(run_id)
+    return published
+
+
+def check_pair(tables: Tables, a: str | None, b: str | None) -> tuple[Published, Published, TaskEntry]:
+    """The two results and their task, or the error a client should see."""
+    a, b = require(a, "a"), require(b, "b")
+    first, second = _published(tables, a), _published(tables, b)
+    if first.record.task != second.record.task:
+        raise invalid_parameter(
+            f"{a} is a result of {first.record.task} and {b} of {second.record.task}: "
+            "only results of the same task version can be compared"
+        )
+    task = tables.task_by_ref.get(first.record.task)
+    if task is None:
+        raise invalid_parameter(f"task {first.record.task} of these results is not in this warehouse")
+    return first, second, task
+
+
+def _compute(data: DataDir, first: Published, second: Published, task: TaskEntry) -> schemas.Compare:
+    bootstrap = task.spec.get("bootstrap") or {}
+    replicates = int(bootstrap.get("replicates", DEFAULT_REPLICATES))
+    seed = int(bootstrap.get("seed", DEFAULT_SEED))
+    paths = []
+    for p in (first, second):
+        path = data.predictions_path(p.run_id)
+        if not os.path.exists(path):
+            raise run_not_found(p.run_id, "its predictions file is missing from the data directory")
+        paths.append(path)
+    try:
+        c = compare_files(task.kind, paths[0], paths[1], replicates, seed)
+    except ComparisonError as exc:
+        raise invalid_parameter(f"cannot compare {first.run_id} with {second.run_id}: {exc}") from None
+    return schemas.Compare(
+        a=first.run_id, b=second.run_id, task=task.ref, metric=c.metric, n_shared=c.n_shared,
+        difference=c.difference, ci_low=c.ci_low, ci_high=c.ci_high, p_value=c.p_value, method=c.method,
+        value_a=c.value_a, value_b=c.value_b, replicates=c.replicates, seed=c.seed,
+        dropped_replicates=c.dropped_replicates, a_only_correct=c.a_only_correct, b_only_correct=c.b_only_correct,
+    )
+
+
+async def comparison(service: Service, tables: Tables, a: str | None, b: str | None) -> schemas.Compare:
+    """The comparison of a with b in ``tables``' version, computed once per (version, a, b)."""
+    first, second, task = check_pair(tables, a, b)
+    key = ("compare", first.run_id, second.run_id)
+    cached = tables.bodies.get(key)
+    if cached is None:
+        computed = await anyio.to_thread.run_sync(partial(_compute, service.settings.data, first, second, task))
+        cached = tables.bodies.put(key, computed)
+    return cached
+
+
+def handlers(service: Service) -> list[HTTPRouteHandler]:
+    @read_only(
+        "/v1/compare", operation_id="compare", summary="Paired comparison of two results of one task",
+        description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
+        "`difference` is metric(a) - metric(b) there, with a 95% paired bootstrap interval (over items for "
+        "accuracy; over subjects, a cluster bootstrap, for AUROC) and a two-sided p-value (exact McNemar test "
+        "for accuracy; the bootstrap p-value matching the interval for AUROC). Seed and replicates are the "
+        "task's own bootstrap settings.",
+        body=schemas.Compare,
+        errors={
+            400: "`invalid_parameter`: a or b missing, results of different task versions, nothing comparable",
+            404: "`run_not_found` (also for a malformed run id)",
+        },
+    )
+    async def compare(
+        request: Request,
+        a: str = Parameter(description="Run id of the first result."),
+        b: str = Parameter(description="Run id of the second result (same task version)."),
+    ) -> ASGIResponse:
+        tables = service.tables(request.scope)
+        body = await comparison(service, tables, a, b)
+        key = ("compare-body", body.a, body.b)
+        prepared = tables.bodies.get(key) or tables.bodies.put(key, prepare(body))
+        return respond(request.scope, prepared, version=tables.version)
+
+    return compare

@@ -1,0 +1,99 @@
+"""Rendering pages: one Jinja2 environment (autoescaped), the number formats, and the HTML reply.
+
+Every page goes through ``page_reply``, which adds what every API answer carries
+(``X-Medbench-Warehouse``, a strong ``ETag``, ``Cache-Control``, HEAD and 304 handling) by reusing
+``api.responses.respond``; HTML differs from JSON only in its media type. Formats live here, not in
+templates, so that a number reads the same on every page (three decimals for scores, dollars for
+cost, "unknown" for a null).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from litestar.types import Scope
+
+from api.responses import Prepared, Reply, respond
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC = Path(__file__).resolve().parent / "static"
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
+CACHE_PAGE = "no-cache"  # pages show live counters (reuses); revalidation is cheap with the ETag
+
+
+def score(value: float | None, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def usd(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return "$0"
+    if abs(value) < 0.0001:
+        return "< $0.0001"
+    return f"${value:,.2f}" if abs(value) >= 0.01 else f"${value:.4f}"
+
+
+def contamination(value: bool | None) -> str:
+    return {True: "possible", False: "no"}.get(value, "unknown")  # type: ignore[arg-type]
+
+
+def p_value(value: float) -> str:
+    """``p = 0.0123``, or ``p < 0.0001`` for smaller values."""
+    if not math.isfinite(value):
+        return "p n/a"
+    if value < 0.0001:
+        return "p < 0.0001"
+    return f"p = {value:.4f}"
+
+
+def date(value: dt.date | str | None) -> str:
+    if value is None:
+        return "unknown"
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
+def pretty_json(value: Any, indent: int = 0) -> str:
+    """Indented JSON with sorted keys, but a list of plain values on one line (configs stay short)."""
+    pad, inner = "  " * indent, "  " * (indent + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {pretty_json(v, indent + 1)}"
+                 for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(f"{inner}{pretty_json(v, indent + 1)}" for v in value) + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html"], default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(score=score, usd=usd, contamination=contamination, p_value=p_value, date=date,
+                       pretty_json=pretty_json)
+    return env
+
+
+ENV = _environment()
+
+
+def render(template: str, **context: Any) -> str:
+    return ENV.get_template(template).render(**context)
+
+
+def page_reply(scope: Scope, body: str, *, version: str, status: int = 200, media_type: str = HTML) -> Reply:
+    return respond(scope, Prepared(body.encode("utf-8")), version=version, cache_control=CACHE_PAGE,
+                   status=status, media_type=media_type)

@@ -1,0 +1,196 @@
+"""What each page shows, built from the served ``Tables`` (the same objects ``/v1`` answers from).
+
+Plain functions from tables to template contexts, kept apart from the routes so they can be read
+(and tested) without HTTP. A page never reads the warehouse itself: there is one data path, and a
+page and its JSON twin always come from the same version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from markupsafe import Markup
+
+from api import render, schemas
+from api.site import svg
+from api.tables import Published, Tables, TaskEntry
+
+MODEL_TYPES = ("llm", "ml", "rule")
+MAX_ROWS = 100  # rows a leaderboard page shows (the JSON twin pages through the rest); keeps pages small
+CHANCE_AUROC = 0.5
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    rank: int
+    row: schemas.Row
+    bar: Markup
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    task: TaskEntry
+    leader: Published | None
+    n_current: int
+
+
+def query(path: str, **params: Any) -> str:
+    kept = {k: v for k, v in params.items() if v is not None and v != ""}
+    return f"{path}?{urlencode(kept, safe='@/')}" if kept else path
+
+
+def reference_line(task: TaskEntry) -> float | None:
+    """Where chance lies on the primary metric: 0.5 AUROC, 1/options accuracy."""
+    if task.primary_metric == "auroc":
+        return CHANCE_AUROC
+    options = (task.spec.get("choice") or {}).get("options")
+    if task.primary_metric == "accuracy" and options:
+        return 1.0 / len(options)
+    return None
+
+
+def home(tables: Tables) -> list[TaskSummary]:
+    out = []
+    for task in tables.tasks:
+        board = tables.leaderboards.get(task.ref, ())
+        out.append(TaskSummary(task=task, leader=board[0] if board else None, n_current=len(board)))
+    return out
+
+
+def numbers(tables: Tables, reuses: int) -> schemas.Stats:
+    """The home page's counts: exactly ``/v1/stats``."""
+    return schemas.Stats(
+        datasets=len(tables.datasets), tasks=len(tables.tasks), models=tables.model_count, results=len(tables.results),
+        total_cost_usd=tables.total_cost_usd, reuses=reuses, warehouse_version=tables.version, demo=tables.demo,
+    )
+
+
+def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: str) -> dict[str, Any]:
+    board = tables.leaderboards.get(task.ref, ())
+    if model_type is not None:
+        board = tuple(p for p in board if p.record.model.type == model_type)
+    shown = board[:MAX_ROWS]
+    scale = svg.interval_scale([p.record.primary.ci_low for p in shown], [p.record.primary.ci_high for p in shown])
+    reference = reference_line(task)
+    rows = []
+    for rank, p in enumerate(shown, start=1):
+        m = p.record.primary
+        rows.append(BoardRow(rank=rank, row=render.row(p, base, rank),
+                             bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
+    return {"rows": rows, "total": len(board), "axis": svg.scale_axis(scale), "reference": reference,
+            "truncated": len(board) > len(shown)}
+
+
+def task_versions(tables: Tables, slug: str) -> list[TaskEntry]:
+    return [t for t in tables.tasks if t.slug == slug]
+
+
+def same_task_results(tables: Tables, published: Published) -> list[Published]:
+    """Other results of the same task version, current ones first (the "compare with" choices)."""
+    return [p for p in tables.listing if p.record.task == published.record.task and p.run_id != published.run_id]
+
+
+def result_picture(result: schemas.Result) -> tuple[str, Markup] | None:
+    """The picture that fits the task: the ROC curve (score tasks), accuracy by category (choice tasks)."""
+    extras = result.extras or {}
+    roc = extras.get("roc")
+    if isinstance(roc, dict) and roc.get("fpr") and roc.get("tpr"):
+        auroc = next((m.value for m in result.metrics if m.name == "auroc"), None)
+        return "ROC curve on the test windows", svg.roc_curve(roc["fpr"], roc["tpr"], auroc)
+    categories = extras.get("by_category")
+    if isinstance(categories, list) and categories and all(isinstance(c, dict) for c in categories):
+        return "Accuracy by category, with 95% intervals", svg.category_bars(categories)
+    return None
+
+
+def models(tables: Tables) -> list[dict[str, Any]]:
+    """Every model of the warehouse with its current results (models known only from results too)."""
+    by_slug: dict[str, list[Published]] = {}
+    for (slug, _), p in sorted(tables.current.items()):
+        by_slug.setdefault(slug, []).append(p)
+    out = []
+    seen = set()
+    for m in tables.models:
+        seen.add(m.slug)
+        out.append({"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
+                    "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
+                    "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
+                    "results": by_slug.get(m.slug, [])})
+    for slug, results in sorted(by_slug.items()):
+        if slug not in seen:
+            ref = results[0].record.model
+            out.append({"slug": slug, "name": ref.name, "type": ref.type, "provider": ref.provider,
+                        "provider_model_id": ref.provider_model_id, "revision": ref.revision,
+                        "release_date": ref.release_date, "knowledge_cutoff": ref.knowledge_cutoff, "backend": "",
+                        "description": "", "results": results})
+    return out
+
+
+def agent_examples(tables: Tables, base: str) -> dict[str, Any]:
+    """Live examples for agents: a real task, model and run id of this warehouse."""
+    task = next((t for t in tables.tasks if tables.leaderboards.get(t.ref)), tables.tasks[0] if tables.tasks else None)
+    top = tables.leaderboards.get(task.ref, ())[0].record if task and tables.leaderboards.get(task.ref) else None
+    model = None
+    if top is not None:
+        pid = top.model.provider_model_id
+        model = pid if pid and tables.resolve_model(pid) == (top.model.slug,) else top.model.slug
+    other = None
+    if task is not None and top is not None:
+        other = next((p.run_id for p in tables.leaderboards.get(task.ref, ())[1:]), None)
+    examples: list[tuple[str, str, str]] = [
+        ("GET /v1/datasets", f"{base}/v1/datasets", "Datasets with license, license URL and citation"),
+        ("GET /v1/tasks", f"{base}/v1/tasks", "Tasks: slug, version, dataset, kind, primary metric, preview flag"),
+    ]
+    if task is not None:
+        examples += [
+            ("GET /v1/tasks/{slug}", f"{base}/v1/tasks/{task.slug}", "The full task specification"),
+            ("GET /v1/leaderboard", f"{base}/v1/leaderboard?task={task.ref}", "Ranked rows for one task"),
+            ("GET /v1/results", f"{base}/v1/results?task={task.ref}", "Results matching all given filters"),
+        ]
+    if top is not None:
+        examples += [
+            ("GET /v1/lookup", f"{base}/v1/lookup?model={model}&task={task.ref}",
+             "Rule one: whether a model has been evaluated on a task"),
+            ("GET /v1/results/{run_id}", f"{base}/v1/results/{top.run_id}",
+             "One result: metrics with 95% CIs, versions, configuration, cost, BibTeX"),
+            ("GET /artifacts/{run_id}/predictions.parquet", f"{base}/artifacts/{top.run_id}/predictions.parquet",
+             "Per-item predictions (Parquet)"),
+        ]
+        if other is not None:
+            examples.append(("GET /v1/compare", f"{base}/v1/compare?a={top.run_id}&b={other}",
+                             "Paired comparison of two results of one task on their shared items"))
+    examples += [
+        ("GET /v1/stats", f"{base}/v1/stats", "Counts, total cost, number of reuses"),
+        ("GET /v1/openapi.json", f"{base}/v1/openapi.json", "The OpenAPI 3.1 document of every route"),
+    ]
+    return {"task": task, "model": model, "top": top, "examples": examples,
+            "lookup_url": f"{base}/v1/lookup?model={model}&task={task.ref}" if top is not None and task else None}
+
+
+def comparison_context(tables: Tables, body: schemas.Compare) -> dict[str, Any]:
+    a, b = tables.results[body.a], tables.results[body.b]
+    both_right = both_wrong = None
+    if body.a_only_correct is not None and body.b_only_correct is not None:
+        both_right = round(body.value_a * body.n_shared) - body.a_only_correct
+        both_wrong = body.n_shared - both_right - body.a_only_correct - body.b_only_correct
+    if body.ci_low > 0:
+        verdict = "a"
+    elif body.ci_high < 0:
+        verdict = "b"
+    else:
+        verdict = "none"
+    return {"c": body, "a": a, "b": b, "both_right": both_right, "both_wrong": both_wrong, "verdict": verdict,
+            "picture": svg.difference_bar(body.difference, body.ci_low, body.ci_high)}
+
+
+def compare_choices(tables: Tables) -> list[tuple[TaskEntry, Sequence[Published]]]:
+    """Results grouped by task version, for the compare form."""
+    out = []
+    for task in tables.tasks:
+        results = [p for p in tables.listing if p.record.task == task.ref]
+        if results:
+            out.append((task, results))
+    return out

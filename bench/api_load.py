@@ -1,0 +1,259 @@
+"""Benchmark: the read-only API under wrk, against Datasette on the same data and against a trivial route.
+
+One uvicorn worker each, on loopback, ``wrk`` with 50 connections, ``--duration`` seconds per route
+after a warm-up, cycling through every model's lookup, both leaderboards and every run's result:
+
+- ours: ``medbench``'s app exactly as ``medbench serve`` runs it, plus one bench-only route,
+  ``/bench/const``, answering a constant JSON object: the framework's ceiling on this machine;
+- Datasette (``datasette serve -i``) on an immutable SQLite copy of the same published tables, with a
+  canned query per route (see ``bench._datasette``).
+
+Targets (issue 4): lookup and leaderboard >= 15x Datasette's requests/s; lookup >= 0.7x the trivial
+route; p99 <= 20 ms on our routes. The data is a synthetic warehouse of a few hundred results in a
+scratch data directory, so the reuses the benchmark's lookups count go to its own store.
+``--soak SECONDS`` instead loads our routes for that long and prints the server's resident memory
+at the start and the end (target: growth under 10%).
+
+    python -m bench.api_load [--duration 10] [--warmup 3] [--smoke] [--soak 600] [--access-log]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from litestar import Litestar, get
+
+from bench import _datasette
+from bench._api_warehouse import CHOICE_TASK, SCORE_TASK, publish_synthetic
+from bench._servers import Running, free_port, running
+from bench._wrk import WrkResult, run_wrk
+from warehouse.publish import Catalog
+
+MODELS = {"full": 150, "smoke": 4}
+CONNECTIONS = 50
+TARGET_VS_DATASETTE, TARGET_VS_CEILING, TARGET_P99_MS, TARGET_SOAK_GROWTH = 15.0, 0.7, 20.0, 0.10
+CONST_PATH = "/bench/const"
+ROUTES = ("lookup", "leaderboard", "result")
+MIB = 1024 * 1024
+
+
+# ---- the server under test: the deployed app plus one constant route -------------------------
+
+@get(CONST_PATH)
+async def const() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+def bench_app(data_dir: Path) -> Litestar:
+    from api.app import create_app
+
+    app = create_app(data_dir)  # exactly the app `medbench serve` runs, website included
+    app.register(const)  # bench-only: never part of the production routes
+    return app
+
+
+def serve(port: int, data_dir: Path, access_log: bool) -> None:
+    from api.server import run_app
+
+    run_app(bench_app(data_dir), "127.0.0.1", port, access_log=access_log)
+
+
+@contextlib.contextmanager
+def our_server(data_dir: Path, log: Path | None, access_log: bool) -> Iterator[Running]:
+    port = free_port()
+    command = [sys.executable, "-m", "bench.api_load", "--serve", str(port), str(data_dir)]
+    command += ["--access-log"] if access_log else []
+    with running(command, port, "/healthz", log) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def datasette_server(duckdb_file: Path, work: Path) -> Iterator[Running]:
+    database, metadata = work / f"{_datasette.DATABASE}.db", work / "metadata.json"
+    _datasette.sqlite_copy(duckdb_file, database)
+    _datasette.write_metadata(metadata)
+    port = free_port()
+    with running(_datasette.command(database, metadata, port), port, "/-/versions.json", work / "datasette.log") as server:
+        yield server
+
+
+# ---- what is requested --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Paths:
+    ours: dict[str, list[str]]
+    datasette: dict[str, list[str]]
+
+
+def request_paths(catalog: Catalog) -> Paths:
+    pairs = sorted({(r.model.slug, r.task) for r in catalog.results})
+    run_ids = sorted(r.run_id for r in catalog.results)
+    tasks = [CHOICE_TASK, SCORE_TASK]
+    ours = {
+        "lookup": [f"/v1/lookup?model={model}&task={task}" for model, task in pairs],
+        "leaderboard": [f"/v1/leaderboard?task={task}" for task in tasks],
+        "result": [f"/v1/results/{run_id}" for run_id in run_ids],
+    }
+    datasette = {
+        "lookup": [_datasette.lookup_path(model, task) for model, task in pairs],
+        "leaderboard": [_datasette.leaderboard_path(task) for task in tasks],
+        "result": [_datasette.result_path(run_id) for run_id in run_ids],
+    }
+    return Paths(ours, datasette)
+
+
+def check_same_answers(ours: Running, datasette: Running, paths: Paths) -> str:
+    """Both servers must give the same results for the routes measured, or the comparison means nothing."""
+    with httpx.Client(base_url=ours.base, timeout=30) as a, httpx.Client(base_url=datasette.base, timeout=30) as b:
+        lookups = list(zip(paths.ours["lookup"], paths.datasette["lookup"], strict=True))[::7]
+        for mine, theirs in lookups:
+            expected = a.get(mine).json()["result"]["run_id"]
+            (row,) = b.get(theirs).raise_for_status().json()
+            assert json.loads(row["record"])["run_id"] == expected, (mine, theirs)
+        for mine, theirs in zip(paths.ours["leaderboard"], paths.datasette["leaderboard"], strict=True):
+            board = b.get(theirs).raise_for_status().json()
+            assert [r["run_id"] for r in a.get(mine).json()["rows"]] == [r["run_id"] for r in board], (mine, theirs)
+        results = list(zip(paths.ours["result"], paths.datasette["result"], strict=True))[::11]
+        for mine, theirs in results:
+            (row,) = b.get(theirs).raise_for_status().json()
+            assert a.get(mine).json()["run_id"] == row["run_id"]
+    return f"{len(lookups)} lookups, {len(paths.ours['leaderboard'])} leaderboards and {len(results)} results"
+
+
+# ---- measuring and reporting ------------------------------------------------------------------
+
+def measure(base: str, paths: list[str], seconds: float, warmup: float, work: Path, label: str) -> WrkResult:
+    if warmup > 0:
+        run_wrk(base, paths, warmup, CONNECTIONS, work, label)
+    result = run_wrk(base, paths, seconds, CONNECTIONS, work, label)
+    if not result.clean:
+        raise RuntimeError(f"{label}: {result.non_2xx} non-2xx responses and {result.socket_errors} socket errors")
+    return result
+
+
+def _cell(r: WrkResult) -> str:
+    return f"{r.requests_per_s:9.0f} {r.p50_ms:7.2f} ms {r.p99_ms:7.2f} ms"
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def report(ours: dict[str, WrkResult], theirs: dict[str, WrkResult]) -> list[str]:
+    lines = [f"{'route':<12} {'medbench req/s':>14} {'p50':>10} {'p99':>10} | {'datasette req/s':>15} {'p50':>10} "
+             f"{'p99':>10} | medbench/datasette"]
+    for route in ROUTES:
+        ratio = ours[route].requests_per_s / theirs[route].requests_per_s
+        lines.append(f"{route:<12} {_cell(ours[route]):>36} | {_cell(theirs[route]):>37} | {ratio:8.1f}x")
+    lines.append(f"{'const':<12} {_cell(ours['const']):>36} | {'(trivial route on our server: the framework ceiling)':>37}")
+    vs_ceiling = ours["lookup"].requests_per_s / ours["const"].requests_per_s
+    lines.append(f"lookup vs the trivial route: {vs_ceiling:.2f}x; leaderboard vs the trivial route: "
+                 f"{ours['leaderboard'].requests_per_s / ours['const'].requests_per_s:.2f}x; "
+                 f"result vs the trivial route: {ours['result'].requests_per_s / ours['const'].requests_per_s:.2f}x")
+    lookup_x = ours["lookup"].requests_per_s / theirs["lookup"].requests_per_s
+    board_x = ours["leaderboard"].requests_per_s / theirs["leaderboard"].requests_per_s
+    worst_p99 = max(ours[route].p99_ms for route in ROUTES)
+    lines.append(
+        f"targets: lookup >= {TARGET_VS_DATASETTE:.0f}x datasette: {_verdict(lookup_x >= TARGET_VS_DATASETTE)} "
+        f"({lookup_x:.1f}x); "
+        f"leaderboard >= {TARGET_VS_DATASETTE:.0f}x datasette: {_verdict(board_x >= TARGET_VS_DATASETTE)} ({board_x:.1f}x); "
+        f"lookup >= {TARGET_VS_CEILING}x trivial route: {_verdict(vs_ceiling >= TARGET_VS_CEILING)} ({vs_ceiling:.2f}x); "
+        f"p99 <= {TARGET_P99_MS:.0f} ms: {_verdict(worst_p99 <= TARGET_P99_MS)} (worst {worst_p99:.2f} ms)"
+    )
+    return lines
+
+
+def reuses_line(server: Running, data_root: Path) -> str:
+    counted = httpx.get(f"{server.base}/v1/stats").json()["reuses"]
+    return f"reuses counted during the run: {counted:,} (scratch store {data_root / 'state' / 'reuses.json'})"
+
+
+def compare(args: argparse.Namespace, work: Path) -> None:
+    data, catalog, version = publish_synthetic(work / "data", args.models)
+    paths = request_paths(catalog)
+    print(f"api_load: {len(catalog.results)} results ({len(catalog.models)} models x 2 tasks, every tenth with a "
+          f"superseded run), warehouse {version}", flush=True)
+    print(f"wrk 1 thread x {CONNECTIONS} connections on loopback, {args.duration:g} s per route after "
+          f"{args.warmup:g} s warm-up; one uvicorn worker per server, {access_log_words(args)}; paths cycle over "
+          f"{len(paths.ours['lookup'])} lookups, {len(paths.ours['leaderboard'])} leaderboards, "
+          f"{len(paths.ours['result'])} results", flush=True)
+    with (
+        our_server(data.root, work / "medbench.log", args.access_log) as ours,
+        datasette_server(data.version_file(version), work) as theirs,
+    ):
+        print(f"same answers from both servers on {check_same_answers(ours, theirs, paths)}", flush=True)
+        mine: dict[str, WrkResult] = {}
+        for route in ROUTES:
+            mine[route] = measure(ours.base, paths.ours[route], args.duration, args.warmup, work, f"ours-{route}")
+        mine["const"] = measure(ours.base, [CONST_PATH], args.duration, args.warmup, work, "ours-const")
+        reuses = reuses_line(ours, data.root)
+        theirs_results = {
+            route: measure(theirs.base, paths.datasette[route], args.duration, args.warmup, work, f"datasette-{route}")
+            for route in ROUTES
+        }
+    for line in report(mine, theirs_results):
+        print(line, flush=True)
+    print(reuses, flush=True)
+
+
+def soak(args: argparse.Namespace, work: Path) -> None:
+    data, catalog, version = publish_synthetic(work / "data", args.models)
+    paths = request_paths(catalog)
+    mixed = [p for route in ROUTES for p in paths.ours[route]]
+    print(f"soak: {args.soak:g} s at {CONNECTIONS} connections over {len(mixed)} lookup, leaderboard and result paths "
+          f"({len(catalog.results)} results, warehouse {version}; {access_log_words(args)})", flush=True)
+    with our_server(data.root, None, args.access_log) as ours:  # no log file: ten minutes of access log is only noise
+        launched = ours.rss_bytes()
+        run_wrk(ours.base, mixed, max(args.warmup, 10.0), CONNECTIONS, work, "soak-warmup")
+        start = ours.rss_bytes()
+        started = time.monotonic()
+        result = run_wrk(ours.base, mixed, args.soak, CONNECTIONS, work, "soak")
+        end = ours.rss_bytes()
+        elapsed = time.monotonic() - started
+        reuses = reuses_line(ours, data.root)
+    growth = (end - start) / start
+    print(f"soak load: {result.requests:,} requests in {elapsed:.0f} s, {result.requests_per_s:.0f} req/s, "
+          f"p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms, {result.non_2xx} non-2xx, "
+          f"{result.socket_errors} socket errors")
+    print(f"server RSS: {launched / MIB:.1f} MiB before any request, {start / MIB:.1f} MiB at start (after warm-up), "
+          f"{end / MIB:.1f} MiB at end: growth {growth:+.1%} (target < {TARGET_SOAK_GROWTH:.0%}: "
+          f"{_verdict(growth < TARGET_SOAK_GROWTH and result.clean)})")
+    print(reuses, flush=True)
+
+
+def access_log_words(args: argparse.Namespace) -> str:
+    return "medbench as `medbench serve` runs it" + (" with --access-log" if args.access_log else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, help="seconds of measured load per route (default 10; 2 with --smoke)")
+    parser.add_argument("--warmup", type=float, help="seconds of unmeasured load before each (default 3; 0 with --smoke)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny warehouse, 2 s per route, no warm-up (CI)")
+    parser.add_argument("--soak", type=float, metavar="SECONDS", help="load our routes this long; print memory at start and end")
+    parser.add_argument("--access-log", dest="access_log", action="store_true",
+                        help="turn on uvicorn's line per request on our server, as `medbench serve --access-log` does")
+    parser.add_argument("--serve", nargs=2, metavar=("PORT", "DATA_DIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(int(args.serve[0]), Path(args.serve[1]), args.access_log)
+        return 0
+    args.models = MODELS["smoke" if args.smoke else "full"]
+    args.duration = args.duration if args.duration is not None else (2.0 if args.smoke else 10.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.0 if args.smoke else 3.0)
+    with tempfile.TemporaryDirectory(prefix="bench-api-load-") as scratch:
+        (soak if args.soak else compare)(args, Path(scratch))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
