@@ -66,7 +66,7 @@ def free_port() -> int:
 def test_serve_answers_over_http_and_flushes_reuses_on_exit(own_data: tuple[Path, str]) -> None:
     root, version = own_data
     port = free_port()
-    code = f"import argparse; from pipelines.commands.serve import run; run(argparse.Namespace(host='127.0.0.1', port={port}))"
+    code = f"import argparse; from pipelines.commands.serve import run; run(argparse.Namespace(host='127.0.0.1', port={port}, access_log=False))"
     env = {**os.environ, "MEDBENCH_DATA": str(root), "PYTHONPATH": str(ROOT)}
     env.pop("MEDBENCH_PUBLIC_URL", None)
     server = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
