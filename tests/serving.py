@@ -8,10 +8,6 @@ end-to-end tests, which also need the server to notice new publishes by itself).
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,14 +15,10 @@ from pathlib import Path
 
 import httpx
 
+from bench._servers import LOOPBACK, free_port
+from live_server import live_api
+
 REPO = Path(__file__).resolve().parent.parent
-LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
 
 
 def closed_port() -> int:
@@ -68,21 +60,7 @@ def serve_in_thread(data_root: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def serve_process(data_root: Path, log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    port = free_port()
-    full_env = {**os.environ, "MEDBENCH_DATA": str(data_root), "MEDBENCH_PUBLIC_URL": "", "PYTHONUNBUFFERED": "1",
-                **(env or {})}
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--host", LOOPBACK, "--port", str(port)],
-                                cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
-        base = f"http://{LOOPBACK}:{port}"
-        try:
-            _wait_until_up(f"{base}/healthz", 60, lambda: proc.poll() is None)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def serve_process(data_root: Path, log_path: Path) -> Iterator[str]:
+    """``medbench serve`` in its own process (``live_server.live_api``), yielding its base URL."""
+    with live_api(data_root, log_path) as server:
+        yield server.base
