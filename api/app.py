@@ -3,7 +3,8 @@
 Wires the pieces together and nothing else: settings, the per-version tables, the reuse counter
 (flushed by a lifespan task), the routes, JSON errors everywhere, CORS for GET/HEAD from any
 origin, and the website (``api.site``) unless ``extra_route_handlers`` says otherwise: its handlers
-reach the same tables with ``api.service.service_of(request)``.
+reach the same tables with ``api.service.service_of(request)``. The one addition to Litestar is
+``MedbenchApp.__call__``: repeats of answered hot requests are replayed before routing (``api.answer_cache``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pathlib import Path
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
-from litestar.types import ControllerRouterHandler
+from litestar.types import ControllerRouterHandler, Receive, Scope, Send
 
 from api.errors import EXCEPTION_HANDLERS
+from api.answer_cache import KEY_SCOPE_KEY, replay_key
+from api.responses import respond
 from api.reuse import flush_every
 from api.routes import api_router
 from api.service import STATE_KEY, Service
@@ -37,12 +40,33 @@ CORS = CORSConfig(
 )
 
 
+class MedbenchApp(Litestar):
+    """Litestar, except that a request answered before in this version is replayed without routing."""
+
+    medbench: Service  # set by create_app; also in app.state for handlers added later
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+        key = replay_key(scope)
+        if key is not None:
+            service = self.medbench
+            tables = service.store.current()
+            if tables is not None:
+                answer = tables.bodies.get(key)
+                if answer is not None:
+                    if answer.counts_reuse and scope["method"] == "GET":
+                        service.reuses.add()
+                    await respond(scope, answer.prepared, version=tables.version)(scope, receive, send)
+                    return
+                scope[KEY_SCOPE_KEY] = key  # type: ignore[literal-required]  # the handler may store its answer
+        await super().__call__(scope, receive, send)  # type: ignore[arg-type]
+
+
 def create_app(
     data_dir: Path | None = None,
     public_url: str | None = None,
     reuse_flush_s: float = 1.0,
     extra_route_handlers: Sequence[ControllerRouterHandler] | None = None,
-) -> Litestar:
+) -> MedbenchApp:
     """The app; ``extra_route_handlers`` defaults to the website (``()`` serves the API alone)."""
     if extra_route_handlers is None:
         extra_route_handlers = site_route_handlers()
@@ -62,7 +86,7 @@ def create_app(
             except OSError as exc:
                 log.error("could not write the reuse store %s at shutdown: %s", service.reuses.path, exc)
 
-    return Litestar(
+    app = MedbenchApp(
         route_handlers=[api_router(service), *extra_route_handlers],
         openapi_config=None,
         exception_handlers=EXCEPTION_HANDLERS,
@@ -71,4 +95,6 @@ def create_app(
         state=State({STATE_KEY: service}),
         debug=False,
     )
+    app.medbench = service
+    return app
 

@@ -14,6 +14,7 @@ from litestar.connection import ASGIConnection
 from litestar.types import Scope
 
 from api.errors import VERSION_SCOPE_KEY, warehouse_unavailable
+from api.answer_cache import KEY_SCOPE_KEY, Answer
 from api.responses import Prepared, request_origin
 from api.reuse import STORE_NAME, ReuseCounter
 from api.settings import Settings
@@ -44,6 +45,12 @@ class Service:
 
     def base_url(self, scope: Scope) -> str:
         return self.settings.public_url or request_origin(scope)
+
+    def answered(self, scope: Scope, tables: Tables, prepared: Prepared, counts_reuse: bool = False) -> None:
+        """A handler's 200 answer, kept for replay (``api.answer_cache``) in the version it came from."""
+        key = scope.get(KEY_SCOPE_KEY)
+        if key is not None:
+            tables.bodies.put(key, Answer(prepared, counts_reuse))
 
 
 def service_of(source: ASGIConnection | Litestar) -> Service:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,13 +53,14 @@ def wrk_path() -> str:
 
 
 def run_wrk(base: str, paths: list[str], seconds: float, connections: int, work: Path, label: str,
-            threads: int = 1) -> WrkResult:
-    """``seconds`` of load on ``base`` cycling through ``paths``; ``label`` names the path list file."""
+            threads: int = 1, headers: Sequence[str] = ()) -> WrkResult:
+    """``seconds`` of load on ``base`` cycling through ``paths``; ``label`` names the path list file;
+    ``headers`` (``"Name: value"``) go with every request."""
     script, listing = work / "rotate.lua", work / f"paths-{label}.txt"
     script.write_text(ROTATE_LUA)
     listing.write_text("\n".join(paths) + "\n")
     command = [wrk_path(), f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
-               "--timeout", "10s", "-s", str(script), base + paths[0], "--", str(listing)]
+               "--timeout", "10s", *(f"-H{h}" for h in headers), "-s", str(script), base + paths[0], "--", str(listing)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120)
     if done.returncode != 0:
         raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")

@@ -3,8 +3,14 @@
 One uvicorn worker each, on loopback, ``wrk`` with 50 connections, ``--duration`` seconds per route
 after a warm-up, cycling through every model's lookup, both leaderboards and every run's result:
 
-- ours: ``medbench``'s app exactly as ``medbench serve`` runs it, plus one bench-only route,
-  ``/bench/const``, answering a constant JSON object: the framework's ceiling on this machine;
+- ours: ``medbench``'s app exactly as ``medbench serve`` runs it, plus two bench-only constant
+  JSON answers: ``/bench/const``, a Litestar route (the framework's ceiling, the issue's "trivial
+  route"), and ``/bench/bare``, a bare ASGI callable in front of the app (uvicorn's own ceiling on
+  this machine: no framework code at all). Repeated lookups, leaderboards and results are answered
+  by the app's answer cache before Litestar routes them (``api.answer_cache``), which is why they can
+  run faster than the trivial Litestar route; the bare answer bounds what any Python route can do.
+  The same lookups with an ``Origin`` header (``lookup-cors``) always go through Litestar (CORS
+  headers are the framework's): what a lookup costs without the answer cache;
 - Datasette (``datasette serve -i``) on an immutable SQLite copy of the same published tables, with a
   canned query per route (see ``bench._datasette``).
 
@@ -28,6 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from litestar import Litestar, get
@@ -42,6 +49,11 @@ MODELS = {"full": 150, "smoke": 4}
 CONNECTIONS = 50
 TARGET_VS_DATASETTE, TARGET_VS_CEILING, TARGET_P99_MS, TARGET_SOAK_GROWTH = 15.0, 0.7, 20.0, 0.10
 CONST_PATH = "/bench/const"
+BARE_PATH = "/bench/bare"
+CROSS_ORIGIN = "Origin: https://bench.example"  # CORS answers never come from the answer cache
+BARE_BODY = b'{"status":"ok"}'
+BARE_START = {"type": "http.response.start", "status": 200,
+              "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(BARE_BODY)).encode())]}
 ROUTES = ("lookup", "leaderboard", "result")
 MIB = 1024 * 1024
 
@@ -61,10 +73,23 @@ def bench_app(data_dir: Path) -> Litestar:
     return app
 
 
+def with_bare_answer(app: Litestar) -> Any:
+    """The app behind one bench-only bare ASGI answer: uvicorn's ceiling, measured on the same server."""
+
+    async def bench_server(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == BARE_PATH:
+            await send(BARE_START)
+            await send({"type": "http.response.body", "body": BARE_BODY})
+            return
+        await app(scope, receive, send)
+
+    return bench_server
+
+
 def serve(port: int, data_dir: Path, access_log: bool) -> None:
     from api.server import run_app
 
-    run_app(bench_app(data_dir), "127.0.0.1", port, access_log=access_log)
+    run_app(with_bare_answer(bench_app(data_dir)), "127.0.0.1", port, access_log=access_log)
 
 
 @contextlib.contextmanager
@@ -131,10 +156,11 @@ def check_same_answers(ours: Running, datasette: Running, paths: Paths) -> str:
 
 # ---- measuring and reporting ------------------------------------------------------------------
 
-def measure(base: str, paths: list[str], seconds: float, warmup: float, work: Path, label: str) -> WrkResult:
+def measure(base: str, paths: list[str], seconds: float, warmup: float, work: Path, label: str,
+            headers: tuple[str, ...] = ()) -> WrkResult:
     if warmup > 0:
-        run_wrk(base, paths, warmup, CONNECTIONS, work, label)
-    result = run_wrk(base, paths, seconds, CONNECTIONS, work, label)
+        run_wrk(base, paths, warmup, CONNECTIONS, work, label, headers=headers)
+    result = run_wrk(base, paths, seconds, CONNECTIONS, work, label, headers=headers)
     if not result.clean:
         raise RuntimeError(f"{label}: {result.non_2xx} non-2xx responses and {result.socket_errors} socket errors")
     return result
@@ -154,11 +180,15 @@ def report(ours: dict[str, WrkResult], theirs: dict[str, WrkResult]) -> list[str
     for route in ROUTES:
         ratio = ours[route].requests_per_s / theirs[route].requests_per_s
         lines.append(f"{route:<12} {_cell(ours[route]):>36} | {_cell(theirs[route]):>37} | {ratio:8.1f}x")
-    lines.append(f"{'const':<12} {_cell(ours['const']):>36} | {'(trivial route on our server: the framework ceiling)':>37}")
+    cors_x = ours["lookup-cors"].requests_per_s / theirs["lookup"].requests_per_s
+    lines.append(f"{'lookup-cors':<12} {_cell(ours['lookup-cors']):>36} | (with an Origin header: every request through "
+                 f"Litestar, no answer cache) {cors_x:.1f}x datasette's lookup")
+    lines.append(f"{'const':<12} {_cell(ours['const']):>36} | (trivial Litestar route on our server: the framework ceiling)")
+    lines.append(f"{'bare':<12} {_cell(ours['bare']):>36} | (bare ASGI answer on our server: uvicorn's ceiling)")
     vs_ceiling = ours["lookup"].requests_per_s / ours["const"].requests_per_s
-    lines.append(f"lookup vs the trivial route: {vs_ceiling:.2f}x; leaderboard vs the trivial route: "
-                 f"{ours['leaderboard'].requests_per_s / ours['const'].requests_per_s:.2f}x; "
-                 f"result vs the trivial route: {ours['result'].requests_per_s / ours['const'].requests_per_s:.2f}x")
+    for reference, words in (("const", "the trivial route"), ("bare", "the bare ASGI answer")):
+        lines.append("; ".join(f"{route} vs {words}: {ours[route].requests_per_s / ours[reference].requests_per_s:.2f}x"
+                               for route in ROUTES))
     lookup_x = ours["lookup"].requests_per_s / theirs["lookup"].requests_per_s
     board_x = ours["leaderboard"].requests_per_s / theirs["leaderboard"].requests_per_s
     worst_p99 = max(ours[route].p99_ms for route in ROUTES)
@@ -194,7 +224,10 @@ def compare(args: argparse.Namespace, work: Path) -> None:
         mine: dict[str, WrkResult] = {}
         for route in ROUTES:
             mine[route] = measure(ours.base, paths.ours[route], args.duration, args.warmup, work, f"ours-{route}")
+        mine["lookup-cors"] = measure(ours.base, paths.ours["lookup"], args.duration, args.warmup, work,
+                                      "ours-lookup-cors", headers=(CROSS_ORIGIN,))
         mine["const"] = measure(ours.base, [CONST_PATH], args.duration, args.warmup, work, "ours-const")
+        mine["bare"] = measure(ours.base, [BARE_PATH], args.duration, args.warmup, work, "ours-bare")
         reuses = reuses_line(ours, data.root)
         theirs_results = {
             route: measure(theirs.base, paths.datasette[route], args.duration, args.warmup, work, f"datasette-{route}")

@@ -49,9 +49,12 @@ def test_smoke_run_prints_every_line(capsys: pytest.CaptureFixture[str]) -> None
     number = r"\s+\d+\s+[\d.]+ ms\s+[\d.]+ ms"
     for route in ("lookup", "leaderboard", "result"):
         assert re.search(rf"^{route}{number} \|{number} \|\s+[\d.]+x$", out, re.M), out
-    assert re.search(rf"^const{number} \| \(trivial route", out, re.M), out
-    assert re.search(r"^lookup vs the trivial route: [\d.]+x; leaderboard vs the trivial route: [\d.]+x; "
-                     r"result vs the trivial route: [\d.]+x$", out, re.M), out
+    assert re.search(rf"^lookup-cors{number} \| \(with an Origin header: .*\) [\d.]+x datasette's lookup$", out, re.M), out
+    assert re.search(rf"^const{number} \| \(trivial Litestar route", out, re.M), out
+    assert re.search(rf"^bare{number} \| \(bare ASGI answer", out, re.M), out
+    for words in ("the trivial route", "the bare ASGI answer"):
+        assert re.search(rf"^lookup vs {words}: [\d.]+x; leaderboard vs {words}: [\d.]+x; "
+                         rf"result vs {words}: [\d.]+x$", out, re.M), out
     assert re.search(r"^targets: lookup >= 15x datasette: (met|NOT met) \([\d.]+x\); leaderboard >= 15x datasette: "
                      r"(met|NOT met) .*p99 <= 20 ms: (met|NOT met) \(worst [\d.]+ ms\)$", out, re.M), out
     counted = re.search(r"^reuses counted during the run: ([\d,]+) \(scratch store (.+)\)$", out, re.M)

@@ -49,6 +49,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             rows = [render.row(p, base, rank) for rank, p in enumerate(board[:limit], start=1)]
             body = schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows)
             prepared = tables.bodies.put(key, prepare(body))
+        service.answered(request.scope, tables, prepared)
         return respond(request.scope, prepared, version=tables.version)
 
     return leaderboard

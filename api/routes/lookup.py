@@ -4,7 +4,7 @@
 slugs to choose from. An unknown model is simply ``not_evaluated``; an unknown task is an error.
 Several results for the pair: the newest not superseded (precomputed per version in
 ``Tables.current``). This is the hottest route, so the encoded answer is memoised per version,
-parameters and base URL, and a repeat costs a dictionary lookup.
+parameters and base URL, and the exact request is kept for replay before routing (``api.answer_cache``).
 """
 
 from litestar import Request
@@ -67,6 +67,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             if len(model) + len(task) <= MAX_CACHED_PARAMETER_CHARS:  # no memory for made-up megabyte names
                 tables.bodies.put(key, cached)
         prepared, evaluated = cached
+        service.answered(scope, tables, prepared, counts_reuse=evaluated)
         if evaluated and scope["method"] == "GET":
             reuses.add()
         return respond(scope, prepared, version=tables.version)

@@ -69,6 +69,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             prepared = prepare(body)
             if sum(len(text or "") for text in (dataset, task, model)) <= MAX_CACHED_PARAMETER_CHARS:
                 tables.bodies.put(key, prepared)  # no memory for made-up megabyte names
+        service.answered(request.scope, tables, prepared)
         return respond(request.scope, prepared, version=tables.version)
 
     @read_only(
@@ -89,6 +90,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         prepared = tables.bodies.get(key) or tables.bodies.put(
             key, prepare(render.result(published, base, tables.dataset_by_slug.get(published.record.dataset)))
         )
+        service.answered(request.scope, tables, prepared)
         return respond(request.scope, prepared, version=tables.version)
 
     return [*results, *result]
