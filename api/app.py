@@ -20,8 +20,8 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.types import ControllerRouterHandler, Receive, Scope, Send
 
-from api.errors import EXCEPTION_HANDLERS
 from api.answer_cache import KEY_SCOPE_KEY, replay_key
+from api.errors import EXCEPTION_HANDLERS
 from api.responses import respond
 from api.reuse import flush_every
 from api.routes import api_router
