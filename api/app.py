@@ -22,7 +22,6 @@ from litestar.types import ControllerRouterHandler, Receive, Scope, Send
 
 from api.answer_cache import KEY_SCOPE_KEY, replay_key
 from api.errors import EXCEPTION_HANDLERS
-from api.responses import respond
 from api.reuse import flush_every
 from api.routes import api_router
 from api.service import STATE_KEY, Service
@@ -53,9 +52,7 @@ class MedbenchApp(Litestar):
             if tables is not None:
                 answer = tables.bodies.get(key)
                 if answer is not None:
-                    if answer.counts_reuse and scope["method"] == "GET":
-                        service.reuses.add()
-                    await respond(scope, answer.prepared, version=tables.version)(scope, receive, send)
+                    await service.reply(scope, tables, answer)(scope, receive, send)
                     return
                 scope[KEY_SCOPE_KEY] = key  # type: ignore[literal-required]  # the handler may store its answer
         await super().__call__(scope, receive, send)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from litestar.types import Scope
 
 from api.errors import VERSION_SCOPE_KEY, warehouse_unavailable
 from api.answer_cache import KEY_SCOPE_KEY, Answer
-from api.responses import Prepared, request_origin
+from api.responses import Prepared, Reply, request_origin, respond
 from api.reuse import STORE_NAME, ReuseCounter
 from api.settings import Settings
 from api.tables import Tables, TableStore
@@ -46,11 +46,18 @@ class Service:
     def base_url(self, scope: Scope) -> str:
         return self.settings.public_url or request_origin(scope)
 
-    def answered(self, scope: Scope, tables: Tables, prepared: Prepared, counts_reuse: bool = False) -> None:
+    def answered(self, scope: Scope, tables: Tables, answer: Answer | Prepared) -> None:
         """A handler's 200 answer, kept for replay (``api.answer_cache``) in the version it came from."""
         key = scope.get(KEY_SCOPE_KEY)
         if key is not None:
-            tables.bodies.put(key, Answer(prepared, counts_reuse))
+            tables.bodies.put(key, answer if isinstance(answer, Answer) else Answer(answer))
+
+    def reply(self, scope: Scope, tables: Tables, answer: Answer) -> Reply:
+        """An answer as it leaves, from the handler or from the answer cache: a GET of a lookup that
+        found a result counts as a reuse (a 304 revalidation too; HEAD never)."""
+        if answer.counts_reuse and scope["method"] == "GET":
+            self.reuses.add()
+        return respond(scope, answer.prepared, version=tables.version)
 
 
 def service_of(source: ASGIConnection | Litestar) -> Service:

@@ -12,15 +12,16 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
 from api import render, schemas
+from api.answer_cache import Answer
 from api.errors import invalid_parameter, task_not_found
 from api.params import MAX_CACHED_PARAMETER_CHARS, model_parameter, parse_task_ref, require, task_parameter
-from api.responses import Prepared, prepare, respond
+from api.responses import prepare
 from api.routing import read_only
 from api.service import Service
 from api.tables import Tables
 
 
-def _answer(tables: Tables, model: str, task: str, base: str) -> tuple[Prepared, bool]:
+def _answer(tables: Tables, model: str, task: str, base: str) -> Answer:
     model, task = require(model, "model"), require(task, "task")
     slug, version = parse_task_ref(task)
     entry = tables.find_task(slug, version)
@@ -33,14 +34,13 @@ def _answer(tables: Tables, model: str, task: str, base: str) -> tuple[Prepared,
         )
     published = tables.current.get((slugs[0], entry.ref)) if slugs else None
     if published is None:
-        return prepare(schemas.Lookup(status="not_evaluated", result=None)), False
+        return Answer(prepare(schemas.Lookup(status="not_evaluated", result=None)))
     dataset = tables.dataset_by_slug.get(published.record.dataset)
-    return prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset))), True
+    evaluated = prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset)))
+    return Answer(evaluated, counts_reuse=True)
 
 
 def handlers(service: Service) -> list[HTTPRouteHandler]:
-    reuses = service.reuses
-
     @read_only(
         "/v1/lookup", operation_id="lookup", summary="Whether a model has been evaluated on a task",
         description="`{\"status\": \"evaluated\", \"result\": Result}` or `{\"status\": \"not_evaluated\", \"result\": null}`. "
@@ -61,15 +61,12 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         tables = service.tables(scope)
         base = service.base_url(scope)
         key = ("lookup", model, task, base)
-        cached = tables.bodies.get(key)
-        if cached is None:
-            cached = _answer(tables, model, task, base)
+        answer = tables.bodies.get(key)
+        if answer is None:
+            answer = _answer(tables, model, task, base)
             if len(model) + len(task) <= MAX_CACHED_PARAMETER_CHARS:  # no memory for made-up megabyte names
-                tables.bodies.put(key, cached)
-        prepared, evaluated = cached
-        service.answered(scope, tables, prepared, counts_reuse=evaluated)
-        if evaluated and scope["method"] == "GET":
-            reuses.add()
-        return respond(scope, prepared, version=tables.version)
+                tables.bodies.put(key, answer)
+        service.answered(scope, tables, answer)
+        return service.reply(scope, tables, answer)
 
     return lookup
