@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,12 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.atomic import atomic_write_bytes
 from pipelines.costs import cost_usd
 from pipelines.current import current_snapshot
 from pipelines.generations import GenerationStore, generation_key
 from pipelines.identity import code_revision, library_versions, run_id
 from pipelines.inputs import clinicalqa_items_path, ioh_windows_path
-from pipelines.models.base import PromptItem, Usage
+from pipelines.models.base import Usage
 from pipelines.models.registry import max_new_tokens, text_generator, window_scorer
 from pipelines.scoring.summary import ScoreSummary
 from pipelines.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
@@ -73,21 +73,11 @@ def existing_result(data: DataDir, run: str) -> ResultRecord | None:
     return decode_record(path.read_bytes()) if path.exists() else None
 
 
-def _atomic_write_bytes(path: Path, payload: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(payload)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _write_parquet(path: Path, table: pa.Table) -> str:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     payload = sink.getvalue().to_pybytes()
-    _atomic_write_bytes(path, payload)
+    atomic_write_bytes(path, payload)
     return hashlib.sha256(payload).hexdigest()
 
 
@@ -112,17 +102,17 @@ def make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
         info = _choice_predictions(ev, data, log)
     else:
         info = _score_predictions(ev, data, log)
-    _atomic_write_bytes(_run_info_path(data, ev.run_id), msgspec.json.encode(info))
+    atomic_write_bytes(_run_info_path(data, ev.run_id), msgspec.json.encode(info))
     return info
 
 
 def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     from pipelines.scoring.choice import predictions_table
-    from pipelines.tasks.clinicalqa import template_hash
+    from pipelines.tasks.clinicalqa import prompt_items, template_hash
 
     settings = ev.task.choice
     assert settings is not None
-    items = pq.read_table(clinicalqa_items_path(data, ev.task.ref)).to_pylist()
+    items = pq.read_table(clinicalqa_items_path(data, ev.task.ref))
     decoding = {"max_new_tokens": max_new_tokens(ev.model, ev.task), "temperature": settings.temperature}
     key = generation_key({
         "model": ev.model.slug, "revision": ev.model.revision, "backend": ev.model.backend,
@@ -134,7 +124,7 @@ def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     if already:
         log(f"{ev.partition_key}: {already}/{len(items)} outputs already stored under generation {key}; resuming")
     generator = text_generator(ev.model, ev.task, data)
-    usage: Usage = generator.generate([PromptItem(r["instance_id"], r["prompt"]) for r in items], store, log)
+    usage: Usage = generator.generate(prompt_items(items), store, log)
     outputs = {iid: g.output for iid, g in store.load().items()}
     table = predictions_table(items, outputs, settings.options, settings.parser)
     sha = _write_parquet(data.predictions_path(ev.run_id), table)
@@ -215,7 +205,7 @@ def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> Re
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras,
     )
-    _atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
+    atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "
         f"[{record.primary.ci_low:.4f}, {record.primary.ci_high:.4f}] (run {ev.run_id})")
     return record

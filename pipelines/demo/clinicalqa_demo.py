@@ -16,8 +16,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.parsing import DEFAULT_OPTIONS as LETTERS
+
 DEMO_SOURCE = "medbench-demo (synthetic)"
-LETTERS = ("A", "B", "C", "D", "E")
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence, get_args
 
 import numpy as np
 import pyarrow as pa
 
-from pipelines.parsing import DEFAULT_OPTIONS, PARSER_VERSION, parser_for
+from pipelines.parsing import DEFAULT_OPTIONS, PARSER_VERSION, ParseStatus, parser_for
 from pipelines.specs import BootstrapSpec, ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 
@@ -31,7 +31,7 @@ PREDICTIONS_SCHEMA = pa.schema(
         ("raw_output", pa.string()),
     ]
 )
-PARSE_STATUSES = ("ok", "no_answer", "ambiguous", "empty")
+PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
 MAX_REPORTED = 5
 
 

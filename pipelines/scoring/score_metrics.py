@@ -20,16 +20,11 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec) -> ScoreSumma
     if not np.isfinite(scores).all():
         raise ValueError("scores contain NaN or infinity: every test window must be scored")
     boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed)
-    metrics = [
-        ("auroc", boot.auroc, boot.ci_low, boot.ci_high),
-        ("auprc", boot.auprc, boot.auprc_ci_low, boot.auprc_ci_high),
-        ("prevalence", boot.prevalence, boot.prevalence_ci_low, boot.prevalence_ci_high),
-    ]
     extras = {
         "roc": roc_points(scores, labels),
         "counts": {"windows": int(len(scores)), "positives": int(labels.sum()),
                    "cases": int(len(np.unique(cases))), "subjects": int(len(np.unique(subjects)))},
         "bootstrap_dropped_replicates": int(boot.n_dropped),
     }
-    return ScoreSummary(metrics=[(n, float(v), float(lo), float(hi)) for n, v, lo, hi in metrics],
-                        n=int(len(scores)), parse_rate=None, extras=extras)
+    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"])) for m in boot.metrics()]
+    return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=extras)

@@ -27,10 +27,12 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.atomic import atomic_write_bytes
+from pipelines.inputs import CLINICALQA_SOURCE_ENV
+from pipelines.parsing import DEFAULT_OPTIONS as ANSWER_LETTERS
 from pipelines.specs import DatasetSpec
 
-OPTION_KEYS: tuple[str, ...] = ("option_A", "option_B", "option_C", "option_D", "option_E")
-ANSWER_LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")
+OPTION_KEYS: tuple[str, ...] = tuple(f"option_{letter}" for letter in ANSWER_LETTERS)
 TEXT_FIELDS: tuple[str, ...] = (
     "chief_complaint",
     "purpose",
@@ -69,7 +71,6 @@ SCHEMA = pa.schema(
     ]
 )
 MAX_REPORTED_ERRORS = 20
-SOURCE_ENV = "MEDBENCH_CLINICALQA_SOURCE"  # read by the caller; named here for error messages
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _COMMIT_LIKE = re.compile(r"[0-9a-f]{7,40}")
 
@@ -247,7 +248,7 @@ def _read_local(path: Path, split: str, log: Log) -> list[_SourceRow]:
         return _parquet_rows(files)
     if not path.is_file():
         raise ClinicalqaDataError(
-            f"{path}: no such file (MEDBENCH_CLINICALQA_SOURCE must name a .parquet or .jsonl file)"
+            f"{path}: no such file ({CLINICALQA_SOURCE_ENV} must name a .parquet or .jsonl file)"
         )
     suffix = path.suffix.lower()
     log(f"clinicalqa: reading local file {path}")
@@ -330,7 +331,7 @@ def _download(spec: DatasetSpec, cache_dir: Path | None, log: Log) -> list[_Sour
     except Exception as exc:  # noqa: BLE001 - every hub failure gets the same advice
         raise ClinicalqaDownloadError(
             f"could not fetch {where}: {type(exc).__name__}: {_first_line(exc)}. To use a local copy instead, set "
-            f"{SOURCE_ENV} to a .parquet or .jsonl file in the dataset's schema."
+            f"{CLINICALQA_SOURCE_ENV} to a .parquet or .jsonl file in the dataset's schema."
         ) from exc
     return _parquet_rows(paths)
 
@@ -397,7 +398,7 @@ def _reuse_pinned_download(spec: DatasetSpec, out_dir: Path, expected_rows: int,
 
 def _remember_pinned_download(spec: DatasetSpec, out_dir: Path, snapshot: ClinicalqaSnapshot) -> None:
     if _COMMIT_LIKE.fullmatch(spec.source.revision):
-        _atomic_write_bytes(_pin_file(spec, out_dir), snapshot.path.name.encode("utf-8"))
+        atomic_write_bytes(_pin_file(spec, out_dir), snapshot.path.name.encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- writing
@@ -412,10 +413,3 @@ def _write_snapshot(rows: list[dict[str, Any]], out_dir: Path) -> ClinicalqaSnap
         pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
         os.replace(tmp, path)
     return ClinicalqaSnapshot(snapshot_id=snapshot_id, path=path, n_rows=len(rows))
-
-
-def _atomic_write_bytes(path: Path, payload: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(payload)
-    os.replace(tmp, path)

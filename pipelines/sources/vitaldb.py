@@ -24,7 +24,7 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -37,8 +37,6 @@ import pyarrow.parquet as pq
 
 from pipelines.progress import Progress
 
-DEFAULT_SOURCE = "https://api.vitaldb.net"
-SOURCE_ENV = "MEDBENCH_VITALDB_SOURCE"
 DEFAULT_TRACK = "Solar8000/ART_MBP"
 SNAPSHOT_FORMAT = "vitaldb-snapshot/1"
 _NULLS = ["", "nan", "NaN", "-nan", "-nan(ind)", "nan(ind)"]
@@ -438,9 +436,3 @@ def open_vitaldb_snapshot(snapshot_dir: Path) -> SnapshotTables:
         tracks=pl.read_parquet(snapshot_dir / "tracks.parquet"),
         readings=pl.read_parquet(snapshot_dir / "readings.parquet"),
     )
-
-
-def snapshot_info_dict(snapshot: VitaldbSnapshot) -> dict:
-    out = asdict(snapshot)
-    out["dir"] = str(snapshot.dir)
-    return out
