@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from api import schemas
 from api.bibtex import result_bibtex
-from api.tables import Published, TaskEntry
+from api.tables import Published, Tables, TaskEntry
 from warehouse.records import MetricValue, ModelRef
 
 
@@ -80,6 +80,14 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None) -> schemas.
         superseded_by=p.superseded_by,
         dataset=r.dataset,
         extras=r.extras,
+    )
+
+
+def stats(tables: Tables, reuses: int) -> schemas.Stats:
+    """The counts of ``/v1/stats`` (the home and about pages show the same object)."""
+    return schemas.Stats(
+        datasets=len(tables.datasets), tasks=len(tables.tasks), models=tables.model_count, results=len(tables.results),
+        total_cost_usd=tables.total_cost_usd, reuses=reuses, warehouse_version=tables.version, demo=tables.demo,
     )
 
 

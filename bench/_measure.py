@@ -12,6 +12,7 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -22,14 +23,18 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment, the repository first on ``PYTHONPATH``, then ``extra`` (for every child)."""
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **(extra or {})}
+
+
 def run_child(module: str, payload: dict) -> dict:
     """Run ``python -m module --child '<json>'`` and return the JSON object it prints last."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     done = subprocess.run(
         [sys.executable, "-m", module, "--child", json.dumps(payload)],
         cwd=REPO_ROOT,
-        env=env,
+        env=child_env(),
         capture_output=True,
         text=True,
     )

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from bench._measure import REPO_ROOT, child_env
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -69,13 +70,11 @@ def running(
     start_timeout_s: float = 120.0,
 ) -> Iterator[Running]:
     """Start ``command`` (which must listen on ``port``), wait for ``ready_path`` to answer, stop it on exit."""
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-                **(env or {})}
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path or os.devnull, "wb") as log:
-        process = subprocess.Popen(list(command), cwd=REPO_ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(list(command), cwd=REPO_ROOT, env=child_env(env), stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     server = Running(process=process, base=f"http://{LOOPBACK}:{port}", port=port, log_path=log_path)
     try:
         _wait_ready(server, ready_path, start_timeout_s)

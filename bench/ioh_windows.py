@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
 import tempfile
 import time
@@ -189,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     scale = SCALES[args.scale]
     settings = _settings()
-    work = Path(tempfile.mkdtemp(prefix="bench-ioh-windows-"))
-    try:
+    with tempfile.TemporaryDirectory(prefix="bench-ioh-windows-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
         t0 = time.perf_counter()
         snapshot = synthetic_snapshot(work / "snapshots", scale["cases"], scale["hours"])
         print(f"ioh_windows (scale {args.scale}): synthetic snapshot of {snapshot.n_cases:,} cases, "
@@ -225,8 +224,6 @@ def main(argv: list[str] | None = None) -> int:
         targets = f">= {TARGET_RATIO}x, < {TARGET_SECONDS:.0f} s, < {TARGET_PEAK_GIB:.0f} GiB peak"
         print(f"ratio: {ratio:,.0f}x faster than the per-window pandas reference "
               f"(targets at full scale: {targets}: {verdict})")  # fmt: skip
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -4,7 +4,7 @@ from litestar import Request
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
-from api import schemas
+from api import render, schemas
 from api.responses import CACHE_LIVE, prepare, respond
 from api.routing import read_only
 from api.service import Service
@@ -18,11 +18,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def stats(request: Request) -> ASGIResponse:
         tables = service.tables(request.scope)
-        body = schemas.Stats(
-            datasets=len(tables.datasets), tasks=len(tables.tasks), models=tables.model_count,
-            results=len(tables.results), total_cost_usd=tables.total_cost_usd, reuses=service.reuses.count,
-            warehouse_version=tables.version, demo=tables.demo,
-        )
+        body = render.stats(tables, service.reuses.count)
         return respond(request.scope, prepare(body), version=tables.version, cache_control=CACHE_LIVE)
 
     return stats

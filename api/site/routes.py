@@ -22,7 +22,7 @@ from litestar.response import Response
 from litestar.response.base import ASGIResponse
 
 from api import render
-from api.errors import ApiError, task_not_found
+from api.errors import ApiError, invalid_parameter, task_not_found
 from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
 from api.routes.compare import comparison
@@ -36,14 +36,6 @@ from warehouse.layout import RUN_ID_RE
 log = logging.getLogger(__name__)
 
 CSS_PATH = "/static/site.css"
-
-
-class PageNotFound(Exception):
-    """An unknown run or task on a site route: an HTML 404."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 def _common(request: Request, tables: Tables | None, *, title: str, twin: str | None, nav: str = "") -> dict[str, Any]:
@@ -67,10 +59,6 @@ def _error_page(request: Request, status: int, heading: str, message: str) -> Re
     body = render_template("error.html", **_common(request, tables, title=heading, twin=None),
                            status=status, heading=heading, message=message)
     return AsResponse(page_reply(request.scope, body, version=tables.version if tables else NO_WAREHOUSE, status=status))
-
-
-def _on_not_found(request: Request, exc: PageNotFound) -> Response:
-    return _error_page(request, 404, "Not found", exc.message)
 
 
 def _on_api_error(request: Request, exc: ApiError) -> Response:
@@ -105,7 +93,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         service = service_of(request)
         tables = service.tables(request.scope)
         return _page(request, tables, "index.html", title="medbench", twin="/v1/stats", nav="home",
-                     summaries=views.home(tables), numbers=views.numbers(tables, service.reuses.count))
+                     summaries=views.home(tables), numbers=render.stats(tables, service.reuses.count))
 
     @_page_route("/tasks/{slug:str}")
     async def task(
@@ -120,10 +108,10 @@ def _handlers() -> list[HTTPRouteHandler]:
         wanted = version if version is not None else ref_version
         entry = tables.find_task(name, wanted)
         if entry is None:
-            raise PageNotFound(task_not_found(name if wanted is None else f"{name}@{wanted}").message)
+            raise task_not_found(name if wanted is None else f"{name}@{wanted}")
         model_type = model_type or None
         if model_type is not None and model_type not in views.MODEL_TYPES:
-            raise ApiError(400, "invalid_parameter", f"model_type must be one of {', '.join(views.MODEL_TYPES)}")
+            raise invalid_parameter(f"model_type must be one of {', '.join(views.MODEL_TYPES)}")
         base = service.base_url(request.scope)
         twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type)
         return _page(
@@ -139,7 +127,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         tables = service.tables(request.scope)
         published = tables.results.get(run_id) if RUN_ID_RE.match(run_id) else None
         if published is None:
-            raise PageNotFound(f"no published result has the run id {run_id[:40]!r}")
+            raise ApiError(404, "run_not_found", f"no published result has the run id {run_id[:40]!r}")
         base = service.base_url(request.scope)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
         full = render.result(published, base, dataset)
@@ -169,7 +157,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         service = service_of(request)
         tables = service.tables(request.scope)
         return _page(request, tables, "about.html", title="About", twin="/v1/stats", nav="about",
-                     numbers=views.numbers(tables, service.reuses.count))
+                     numbers=render.stats(tables, service.reuses.count))
 
     @_page_route("/agents")
     async def agents(request: Request) -> ASGIResponse:
@@ -200,12 +188,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         if a is None or b is None:
             return _page(request, tables, "compare.html", title="Compare two results", twin=None, nav="compare",
                          choices=views.compare_choices(tables), picked_a=a, picked_b=b, cmp=None)
-        try:
-            body = await comparison(service, tables, a, b)
-        except ApiError as exc:
-            if exc.code == "run_not_found":
-                raise PageNotFound(exc.message) from None
-            raise
+        body = await comparison(service, tables, a, b)
         return _page(request, tables, "compare.html", title="Compare two results",
                      twin=views.query("/v1/compare", a=a, b=b), nav="compare", choices=views.compare_choices(tables),
                      picked_a=a, picked_b=b, cmp=views.comparison_context(tables, body))
@@ -227,7 +210,6 @@ def site_route_handlers() -> list[Router]:
         "/",
         route_handlers=_handlers(),
         exception_handlers={
-            PageNotFound: _on_not_found,
             ApiError: _on_api_error,
             ValidationException: _on_validation,
             Exception: _on_crash,

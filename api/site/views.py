@@ -7,18 +7,21 @@ page and its JSON twin always come from the same version.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import msgspec
 from markupsafe import Markup
 
 from api import render, schemas
 from api.site import svg
-from api.tables import Published, Tables, TaskEntry
+from api.tables import ModelEntry, Published, Tables, TaskEntry
 
-MODEL_TYPES = ("llm", "ml", "rule")
+MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
 MAX_ROWS = 100  # rows a leaderboard page shows (the JSON twin pages through the rest); keeps pages small
 CHANCE_AUROC = 0.5
 
@@ -58,14 +61,6 @@ def home(tables: Tables) -> list[TaskSummary]:
         board = tables.leaderboards.get(task.ref, ())
         out.append(TaskSummary(task=task, leader=board[0] if board else None, n_current=len(board)))
     return out
-
-
-def numbers(tables: Tables, reuses: int) -> schemas.Stats:
-    """The home page's counts: exactly ``/v1/stats``."""
-    return schemas.Stats(
-        datasets=len(tables.datasets), tasks=len(tables.tasks), models=tables.model_count, results=len(tables.results),
-        total_cost_usd=tables.total_cost_usd, reuses=reuses, warehouse_version=tables.version, demo=tables.demo,
-    )
 
 
 def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: str) -> dict[str, Any]:
@@ -115,31 +110,26 @@ def models(tables: Tables) -> list[dict[str, Any]]:
     seen = set()
     for m in tables.models:
         seen.add(m.slug)
-        out.append({"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
-                    "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
-                    "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
-                    "results": by_slug.get(m.slug, [])})
+        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, [])})
     for slug, results in sorted(by_slug.items()):
         if slug not in seen:
-            ref = results[0].record.model
-            out.append({"slug": slug, "name": ref.name, "type": ref.type, "provider": ref.provider,
-                        "provider_model_id": ref.provider_model_id, "revision": ref.revision,
-                        "release_date": ref.release_date, "knowledge_cutoff": ref.knowledge_cutoff, "backend": "",
-                        "description": "", "results": results})
+            m = ModelEntry(**msgspec.structs.asdict(results[0].record.model), backend="", description="")
+            out.append({**dataclasses.asdict(m), "results": results})
     return out
 
 
 def agent_examples(tables: Tables, base: str) -> dict[str, Any]:
     """Live examples for agents: a real task, model and run id of this warehouse."""
     task = next((t for t in tables.tasks if tables.leaderboards.get(t.ref)), tables.tasks[0] if tables.tasks else None)
-    top = tables.leaderboards.get(task.ref, ())[0].record if task and tables.leaderboards.get(task.ref) else None
-    model = None
-    if top is not None:
+    board = tables.leaderboards.get(task.ref, ()) if task is not None else ()
+    top = board[0].record if board else None
+    other = next((p.run_id for p in board[1:]), None)
+    model: str | None = None
+    lookup_url: str | None = None
+    if task is not None and top is not None:
         pid = top.model.provider_model_id
         model = pid if pid and tables.resolve_model(pid) == (top.model.slug,) else top.model.slug
-    other = None
-    if task is not None and top is not None:
-        other = next((p.run_id for p in tables.leaderboards.get(task.ref, ())[1:]), None)
+        lookup_url = f"{base}/v1/lookup?model={model}&task={task.ref}"
     examples: list[tuple[str, str, str]] = [
         ("GET /v1/datasets", f"{base}/v1/datasets", "Datasets with license, license URL and citation"),
         ("GET /v1/tasks", f"{base}/v1/tasks", "Tasks: slug, version, dataset, kind, primary metric, preview flag"),
@@ -150,10 +140,9 @@ def agent_examples(tables: Tables, base: str) -> dict[str, Any]:
             ("GET /v1/leaderboard", f"{base}/v1/leaderboard?task={task.ref}", "Ranked rows for one task"),
             ("GET /v1/results", f"{base}/v1/results?task={task.ref}", "Results matching all given filters"),
         ]
-    if top is not None:
+    if top is not None and lookup_url is not None:
         examples += [
-            ("GET /v1/lookup", f"{base}/v1/lookup?model={model}&task={task.ref}",
-             "Rule one: whether a model has been evaluated on a task"),
+            ("GET /v1/lookup", lookup_url, "Rule one: whether a model has been evaluated on a task"),
             ("GET /v1/results/{run_id}", f"{base}/v1/results/{top.run_id}",
              "One result: metrics with 95% CIs, versions, configuration, cost, BibTeX"),
             ("GET /artifacts/{run_id}/predictions.parquet", f"{base}/artifacts/{top.run_id}/predictions.parquet",
@@ -166,8 +155,7 @@ def agent_examples(tables: Tables, base: str) -> dict[str, Any]:
         ("GET /v1/stats", f"{base}/v1/stats", "Counts, total cost, number of reuses"),
         ("GET /v1/openapi.json", f"{base}/v1/openapi.json", "The OpenAPI 3.1 document of every route"),
     ]
-    return {"task": task, "model": model, "top": top, "examples": examples,
-            "lookup_url": f"{base}/v1/lookup?model={model}&task={task.ref}" if top is not None and task else None}
+    return {"task": task, "model": model, "top": top, "examples": examples, "lookup_url": lookup_url}
 
 
 def comparison_context(tables: Tables, body: schemas.Compare) -> dict[str, Any]:
