@@ -44,6 +44,13 @@ class Report:
     def ok(self) -> bool:
         return not self.errors and all(o.status != "failed" for o in self.outcomes)
 
+    def outcome(self, task_ref: str, model_slug: str) -> Outcome | None:
+        """The outcome of the (task version, model) partition, or None when the report has none."""
+        from pipelines.runs import partition_key
+
+        key = partition_key(task_ref, model_slug)
+        return next((o for o in self.outcomes if o.partition == key), None)
+
     def render(self) -> str:
         lines = [f"{'evaluation':48} {'status':8} {'run_id':12}  detail"]
         lines += [f"{o.partition:48} {o.status:8} {o.run_id:12}  {o.detail}" for o in self.outcomes]

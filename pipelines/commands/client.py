@@ -28,6 +28,11 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
+def say(args: argparse.Namespace, text: str) -> None:
+    """Narration: stdout for people, stderr under --json (stdout then holds one JSON object)."""
+    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     common = common_options()
 

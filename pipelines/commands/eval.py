@@ -24,9 +24,12 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipelines.commands.client import common_options
+from pipelines.commands.client import common_options, say
+
+if TYPE_CHECKING:
+    from pipelines.specs import ModelSpec, TaskSpec
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,14 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def say(args: argparse.Namespace, text: str) -> None:
-    """Narration: stdout for people, stderr under --json (stdout then holds one JSON object)."""
-    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
     from pipelines.apiclient import ApiClient, NotFound, Unreachable, UsageError
 
+    resolved = None
     if not args.force:
         with ApiClient(args.api_url) as client:
             try:
@@ -63,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
                 body = None
             except Unreachable as exc:
                 say(args, f"{exc.message}\nchecking the local published warehouse instead")
-                local = _local_published(args)
-                if isinstance(local, int):
-                    return local
+                resolved = _resolve(args)
+                if isinstance(resolved, int):
+                    return resolved
+                _, task, model = resolved
+                local = _local_published(args, task, model)
                 if local is not None:
                     return _already(args, local, source="local warehouse")
                 body = None
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             return _already(args, body["result"], source=f"API {client.base_url}")
         if body is not None:
             say(args, f"not evaluated: no published result for {args.model} on {args.task} at {client.base_url}")
-    return _evaluate(args)
+    return _evaluate(args, resolved)
 
 
 def _already(args: argparse.Namespace, result: dict[str, Any], source: str) -> int:
@@ -105,49 +106,44 @@ def _resolve(args: argparse.Namespace):
     return specs, task, model
 
 
-def _local_published(args: argparse.Namespace) -> dict[str, Any] | int | None:
+def _local_published(args: argparse.Namespace, task: TaskSpec, model: ModelSpec) -> dict[str, Any] | None:
     """The pair's current result in the local published warehouse (as the API would show it), if any."""
     import msgspec
 
     from warehouse.layout import DataDir
-    from warehouse.read import NoWarehouse, open_current
-    from warehouse.records import decode_record
+    from warehouse.read import NoWarehouse, current_record
 
-    resolved = _resolve(args)
-    if isinstance(resolved, int):
-        return resolved
-    _, task, model = resolved
     data = DataDir()
     try:
-        snap = open_current(data)
-    except NoWarehouse:
-        say(args, f"nothing is published in {data.root} yet")
-        return None
-    try:
-        row = snap.con.execute(
+        found = current_record(
+            data,
             "SELECT record, superseded_by FROM results WHERE model_slug = ? AND task = ? "
             "ORDER BY superseded_by IS NULL DESC, created_at DESC, run_id DESC LIMIT 1",
             [model.slug, task.ref],
-        ).fetchone()
-    finally:
-        snap.close()
-    if row is None:
+        )
+    except NoWarehouse:
+        say(args, f"nothing is published in {data.root} yet")
+        return None
+    if found is None:
         say(args, f"no result for {model.slug} on {task.ref} in the local warehouse {data.root}")
         return None
-    record = msgspec.to_builtins(decode_record(row[0]))
-    record.update(url=f"(local) {data.result_path(record['run_id'])}", superseded_by=row[1],
+    decoded, (superseded_by,) = found
+    record = msgspec.to_builtins(decoded)
+    record.update(url=f"(local) {data.result_path(record['run_id'])}", superseded_by=superseded_by,
                   metric=record["metrics"][0], predictions_url=str(data.predictions_path(record["run_id"])), bibtex="")
     return record
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    resolved = _resolve(args)
+def _evaluate(args: argparse.Namespace, resolved=None) -> int:
+    """Materialise the pair locally; ``resolved`` is _resolve's answer when run() already has it."""
+    if resolved is None:
+        resolved = _resolve(args)
     if isinstance(resolved, int):
         return resolved
     _, task, model = resolved
 
     from pipelines.orchestrate import MaterializeError, materialize_selection
-    from pipelines.runs import existing_result, partition_key
+    from pipelines.runs import existing_result
     from warehouse.layout import DataDir
 
     data = DataDir()
@@ -161,7 +157,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"medbench eval: {exc}", file=sys.stderr)
         return 2
     say(args, report.render())
-    outcome = next((o for o in report.outcomes if o.partition == partition_key(task.ref, model.slug)), None)
+    outcome = report.outcome(task.ref, model.slug)
     if outcome is None or outcome.status in ("failed", "skipped") or not report.ok:
         why = outcome.detail if outcome else "; ".join(report.errors) or "no evaluation ran"
         print(f"medbench eval: {model.slug} on {task.ref} was not evaluated: {why}", file=sys.stderr)

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.client import common_options
+from pipelines.commands.client import common_options, say
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,10 +47,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="scratch directory to use (must not exist or be empty; default: a new temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory even when identical")
     p.set_defaults(func=run)
-
-
-def say(args: argparse.Namespace, text: str) -> None:
-    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,22 +118,17 @@ def _local(run_id: str) -> tuple[dict[str, Any], Path] | None:
     import msgspec
 
     from warehouse.layout import DataDir
-    from warehouse.read import NoWarehouse, open_current
-    from warehouse.records import decode_record
+    from warehouse.read import NoWarehouse, current_record
 
     data = DataDir()
     try:
-        snap = open_current(data)
+        found = current_record(data, "SELECT record FROM results WHERE run_id = ?", [run_id])
     except NoWarehouse:
         return None
-    try:
-        row = snap.con.execute("SELECT record FROM results WHERE run_id = ?", [run_id]).fetchone()
-    finally:
-        snap.close()
-    if row is None:
+    if found is None:
         return None
     path = data.predictions_path(run_id)
-    record = msgspec.to_builtins(decode_record(row[0]))
+    record = msgspec.to_builtins(found[0])
     if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != record["predictions_sha256"]:
         return None
     return record, path
@@ -161,9 +152,9 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
         return 1, report
     task, model = specs.task(result["task"]), specs.model(result["model"]["slug"])
 
-    from pipelines.current import current_snapshot
+    from pipelines.current import NotMaterialised, current_snapshot
     from pipelines.orchestrate import MaterializeError, materialize_selection
-    from pipelines.runs import existing_result, partition_key
+    from pipelines.runs import existing_result
     from warehouse.layout import DATA_ENV, DataDir
 
     data = DataDir(scratch / "data")
@@ -178,8 +169,11 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
         report["differences"] = [str(exc)]
         print(f"medbench reproduce: {exc}", file=sys.stderr)
         return 1, report
-    outcome = next((o for o in outcome_report.outcomes if o.partition == partition_key(task.ref, model.slug)), None)
-    snapshot = current_snapshot(data, task.dataset).snapshot_id if (data.snapshots(task.dataset) / "CURRENT").exists() else None
+    outcome = outcome_report.outcome(task.ref, model.slug)
+    try:
+        snapshot: str | None = current_snapshot(data, task.dataset).snapshot_id
+    except NotMaterialised:
+        snapshot = None
     recorded_snapshot = result["versions"]["dataset_snapshot"]
     if snapshot != recorded_snapshot:
         report["differences"] = [f"dataset snapshot: the result records {recorded_snapshot}, this machine made {snapshot}"]

@@ -66,8 +66,7 @@ def _check_vllm(settings: dict[str, Any]) -> str | None:
         return f"not runnable here: needs vllm ({VLLM_EXTRA}) and an NVIDIA GPU"
     if _is_vllm_cpu_build():
         return None
-    engine = settings.get("engine") or {}
-    needed = int(engine.get("tensor_parallel_size", 1)) * int(engine.get("pipeline_parallel_size", 1))
+    needed = parallel_devices(settings.get("engine") or {})
     have = _cuda_device_count()
     if have == 0:
         return "not runnable here: vllm needs an NVIDIA GPU and this machine has none (the CPU build is vllm-cpu)"
@@ -83,10 +82,20 @@ def _check_openai(settings: dict[str, Any]) -> str | None:
         env = settings.get("base_url_env")
         where = f"environment variable {env} is unset" if env else "the spec sets neither base_url nor base_url_env"
         return f"not runnable here: no server URL for the openai backend ({where})"
-    key_env = settings.get("api_key_env")
+    return missing_api_key(settings.get("api_key_env"))
+
+
+def missing_api_key(key_env: str | None) -> str | None:
+    """Why the API key named by ``key_env`` cannot be used (its variable is unset or empty), or None;
+    also None when no key is needed (no ``key_env``)."""
     if key_env and not os.environ.get(key_env):
         return f"not runnable here: the API key variable {key_env} is not set"
     return None
+
+
+def parallel_devices(engine: dict[str, Any]) -> int:
+    """The GPUs a vLLM engine with these ``[settings.engine]`` keys holds: tensor x pipeline parallel size."""
+    return int(engine.get("tensor_parallel_size", 1)) * int(engine.get("pipeline_parallel_size", 1))
 
 
 def resolve_base_url(settings: dict[str, Any]) -> str | None:

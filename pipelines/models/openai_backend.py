@@ -27,7 +27,7 @@ import httpx
 
 from pipelines.generations import Generation, GenerationStore
 from pipelines.models.accounting import pending_items, stored_usage
-from pipelines.models.availability import BackendUnavailable
+from pipelines.models.availability import BackendUnavailable, missing_api_key
 from pipelines.models.base import PromptItem, Usage
 from pipelines.progress import Progress
 
@@ -119,12 +119,10 @@ class OpenAIChatGenerator:
     # -- internals ---------------------------------------------------------------------------
 
     def _api_key(self) -> str | None:
-        if not self.api_key_env:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise BackendUnavailable(f"not runnable here: the API key variable {self.api_key_env} is not set")
-        return key
+        reason = missing_api_key(self.api_key_env)
+        if reason is not None:
+            raise BackendUnavailable(reason)
+        return os.environ[self.api_key_env] if self.api_key_env else None
 
     async def _run(
         self, todo: list[PromptItem], store: GenerationStore, log: Callable[[str], None], key: str | None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Collection, Sequence
 
 from pipelines.generations import Generation, GenerationStore
+from pipelines.models.accounting import chunks, pending_items
 from pipelines.models.base import PromptItem, Usage
 from pipelines.progress import Progress
 
@@ -100,12 +101,10 @@ class ReplayGenerator:
     def generate(self, items: Sequence[PromptItem], store: GenerationStore, log: Callable[[str], None]) -> Usage:
         start = time.monotonic()
         outputs = read_replay(self.path, [item.instance_id for item in items])
-        done = store.load()
-        todo = [item.instance_id for item in items if item.instance_id not in done]
+        todo = pending_items(items, store)
         log(f"replay: {len(outputs)} outputs in {self.path}, {len(todo)} not yet stored")
         progress = Progress("replay", len(todo), log)
-        for offset in range(0, len(todo), CHUNK):
-            chunk = todo[offset : offset + CHUNK]
-            store.append(Generation(instance_id=iid, output=outputs[iid]) for iid in chunk)
+        for chunk in chunks(todo, CHUNK):
+            store.append(Generation(instance_id=item.instance_id, output=outputs[item.instance_id]) for item in chunk)
             progress.advance(len(chunk))
         return Usage(wall_seconds=time.monotonic() - start, hardware="replay (outputs produced elsewhere)")

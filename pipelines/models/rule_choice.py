@@ -13,10 +13,11 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from pipelines.generations import Generation, GenerationStore
+from pipelines.models.accounting import chunks, pending_items
 from pipelines.models.base import PromptItem, Usage
+from pipelines.parsing import DEFAULT_OPTIONS
 from pipelines.progress import Progress
 
-DEFAULT_OPTIONS: tuple[str, ...] = ("A", "B", "C", "D", "E")
 CHUNK = 500
 
 
@@ -46,14 +47,15 @@ class UniformChoiceGenerator:
 
     def generate(self, items: Sequence[PromptItem], store: GenerationStore, log: Callable[[str], None]) -> Usage:
         start = time.monotonic()
-        done = store.load()
-        todo = [item.instance_id for item in items if item.instance_id not in done]
+        todo = pending_items(items, store)
         progress = Progress("uniform random choice", len(todo), log)
-        for offset in range(0, len(todo), CHUNK):
-            chunk = todo[offset : offset + CHUNK]
+        for chunk in chunks(todo, CHUNK):
             store.append(
-                Generation(instance_id=iid, output=f"정답: {uniform_choice(self.seed, iid, self.options)}")
-                for iid in chunk
+                Generation(
+                    instance_id=item.instance_id,
+                    output=f"정답: {uniform_choice(self.seed, item.instance_id, self.options)}",
+                )
+                for item in chunk
             )
             progress.advance(len(chunk))
         return Usage(wall_seconds=time.monotonic() - start)

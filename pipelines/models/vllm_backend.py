@@ -19,7 +19,7 @@ from typing import Any
 
 from pipelines.generations import Generation, GenerationStore
 from pipelines.models.accounting import chunks, cpu_hardware, pending_items, stored_usage
-from pipelines.models.availability import VLLM_EXTRA, BackendUnavailable
+from pipelines.models.availability import VLLM_EXTRA, BackendUnavailable, parallel_devices
 from pipelines.models.base import PromptItem, Usage
 from pipelines.progress import Progress
 
@@ -80,9 +80,7 @@ class VllmGenerator:
         return self._llm
 
     def device_count(self) -> int:
-        return int(self.engine_kwargs.get("tensor_parallel_size", 1)) * int(
-            self.engine_kwargs.get("pipeline_parallel_size", 1)
-        )
+        return parallel_devices(self.engine_kwargs)
 
     def hardware(self) -> str:
         try:
