@@ -24,9 +24,9 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import shutil
 import statistics
 import sys
-import shutil
 import tempfile
 import time
 from pathlib import Path
