@@ -39,7 +39,7 @@ def synthetic_snapshot(out_dir: Path, n_cases: int, hours: tuple[float, float], 
     """A snapshot in the loader's format, generated directly as arrays (no CSV round trip)."""
     import polars as pl
 
-    from pipelines.sources.vitaldb import write_snapshot
+    from pipelines.datasets.vitaldb.source import write_snapshot
 
     rng = np.random.default_rng(seed)
     caseid = np.arange(1, n_cases + 1)
@@ -141,13 +141,13 @@ def pandas_reference(snapshot_dir: Path, settings, caseids: list[int]):
 
 
 def _settings():
-    from pipelines.specs import load_specs
+    from pipelines.engine.specs import load_specs
 
     return load_specs().task("vitaldb-ioh@0").ioh
 
 
 def child(payload: dict) -> None:
-    from pipelines.tasks.vitaldb_ioh import build_windows
+    from pipelines.tasks.vitaldb_ioh.windows import build_windows
 
     start = time.perf_counter()
     summary = build_windows(Path(payload["snapshot"]), _settings(), Path(payload["out"]), log=lambda _: None)
@@ -159,7 +159,7 @@ def compare(snapshot_dir: Path, windows_path: Path, settings, caseids: list[int]
     """Run the reference on ``caseids``; assert it agrees exactly; return (seconds, candidates, kept)."""
     import polars as pl
 
-    from pipelines.tasks.vitaldb_ioh import read_windows
+    from pipelines.tasks.vitaldb_ioh.windows import read_windows
 
     start = time.perf_counter()
     rows, candidates = pandas_reference(snapshot_dir, settings, caseids)

@@ -31,14 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.demo.clinicalqa_demo import demo_clinicalqa_rows
-from pipelines.generations import GenerationStore
-from pipelines.models.base import PromptItem
-from pipelines.models.tiny_llm import TINY_LLAMA, resolve_model_path
-from pipelines.models.transformers_backend import TransformersGenerator
-from pipelines.models.vllm_backend import VllmGenerator
-from pipelines.specs import load_specs
-from pipelines.tasks.clinicalqa import build_prompt
+from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.base import PromptItem
+from pipelines.backends.tiny_llm import TINY_LLAMA, resolve_model_path
+from pipelines.backends.transformers_backend import TransformersGenerator
+from pipelines.backends.vllm_backend import VllmGenerator
+from pipelines.engine.specs import load_specs
+from pipelines.tasks.clinicalqa.items import build_prompt
 
 TARGET_OVERHEAD = 0.10
 

@@ -17,7 +17,7 @@ def run_medbench(*args: str, data: Path, timeout: int = 600, check: bool = True,
                  env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "MEDBENCH_DATA": str(data), "DAGSTER_HOME": str(data / "dagster"),
                 "PYTHONUNBUFFERED": "1", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=REPO, env=full_env,
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli.main", *args], cwd=REPO, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"medbench {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

@@ -20,7 +20,7 @@ def live_api(data_root: Path, log_path: Path) -> Iterator[Running]:
     """The API over ``data_root``, on a free loopback port; links use the origin requests come to."""
     port = free_port()
     env = {"MEDBENCH_DATA": str(data_root), "MEDBENCH_PUBLIC_URL": ""}
-    command = [sys.executable, "-m", "pipelines.cli", "serve", "--host", LOOPBACK, "--port", str(port)]
+    command = [sys.executable, "-m", "pipelines.cli.main", "serve", "--host", LOOPBACK, "--port", str(port)]
     with running(command, port, "/v1/openapi.json", log_path, env=env) as server:
         yield server
 

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.generations import GenerationStore
-from pipelines.models.base import PromptItem
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.base import PromptItem
 
 
 def resume_items(n: int) -> list[PromptItem]:
@@ -24,7 +24,7 @@ def resume_items(n: int) -> list[PromptItem]:
 
 
 def _transformers_generator(args: argparse.Namespace):
-    from pipelines.models.transformers_backend import TransformersGenerator
+    from pipelines.backends.transformers_backend import TransformersGenerator
 
     calls = Path(args.calls)
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.backend == "openai":
-        from pipelines.models.openai_backend import OpenAIChatGenerator
+        from pipelines.backends.openai_backend import OpenAIChatGenerator
 
         generator = OpenAIChatGenerator(
             args.base_url, "loopback", 16, concurrency=2, checkpoint_every=args.checkpoint_every

@@ -16,7 +16,7 @@ import httpx
 from api.server import display_base, example_urls
 from api.tables import TableStore
 from api_fixtures import RUN_IDS, own_data  # noqa: F401  (fixture)
-from pipelines.commands import serve as serve_command
+from pipelines.cli import serve as serve_command
 from warehouse.layout import DataDir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +37,7 @@ def test_arguments_and_defaults() -> None:
 
 def test_the_command_module_imports_no_server_libraries() -> None:
     probe = (
-        "import sys, pipelines.commands.serve\n"
+        "import sys, pipelines.cli.serve\n"
         "heavy = [m for m in ('uvicorn', 'litestar', 'duckdb', 'dagster') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -66,7 +66,7 @@ def free_port() -> int:
 def test_serve_answers_over_http_and_flushes_reuses_on_exit(own_data: tuple[Path, str]) -> None:
     root, version = own_data
     port = free_port()
-    code = f"import argparse; from pipelines.commands.serve import run; run(argparse.Namespace(host='127.0.0.1', port={port}, access_log=False))"
+    code = f"import argparse; from pipelines.cli.serve import run; run(argparse.Namespace(host='127.0.0.1', port={port}, access_log=False))"
     env = {**os.environ, "MEDBENCH_DATA": str(root), "PYTHONPATH": str(ROOT)}
     env.pop("MEDBENCH_PUBLIC_URL", None)
     server = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,

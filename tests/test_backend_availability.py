@@ -7,19 +7,19 @@ import sys
 
 import pytest
 
-from pipelines.generations import GenerationStore
-from pipelines.models import availability
-from pipelines.models.availability import BackendUnavailable, check_backend
-from pipelines.models.base import PromptItem
-from pipelines.models.transformers_backend import TransformersGenerator
-from pipelines.models.vllm_backend import VllmGenerator
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends import availability
+from pipelines.backends.availability import BackendUnavailable, check_backend
+from pipelines.backends.base import PromptItem
+from pipelines.backends.transformers_backend import TransformersGenerator
+from pipelines.backends.vllm_backend import VllmGenerator
 
 
 def test_backend_modules_import_without_torch_vllm_or_transformers():
     code = (
         "import sys\n"
-        "import pipelines.models.availability, pipelines.models.accounting, pipelines.models.tiny_llm\n"
-        "import pipelines.models.transformers_backend, pipelines.models.vllm_backend, pipelines.models.openai_backend\n"
+        "import pipelines.backends.availability, pipelines.backends.accounting, pipelines.backends.tiny_llm\n"
+        "import pipelines.backends.transformers_backend, pipelines.backends.vllm_backend, pipelines.backends.openai_backend\n"
         "heavy = sorted({'torch', 'transformers', 'vllm', 'tokenizers'} & set(sys.modules))\n"
         "assert not heavy, heavy\n"
     )

@@ -9,22 +9,22 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipelines.demo.clinicalqa_demo import write_demo_clinicalqa
-from pipelines.generations import GenerationStore
-from pipelines.models.rule_choice import UniformChoiceGenerator
-from pipelines.scoring.choice import (
+from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.rule import UniformChoiceGenerator
+from pipelines.tasks.clinicalqa.score import (
     PREDICTIONS_SCHEMA,
     ScoringError,
     predictions_table,
     score_choice,
 )
-from pipelines.sources.clinicalqa import (
+from pipelines.datasets.clinicalqa.source import (
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.specs import BootstrapSpec, load_specs
+from pipelines.engine.specs import BootstrapSpec, load_specs
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
-from pipelines.tasks.clinicalqa import items_table, prompt_items
+from pipelines.tasks.clinicalqa.items import items_table, prompt_items
 
 TASK = load_specs().task("clinicalqa@0")
 SETTINGS = TASK.choice

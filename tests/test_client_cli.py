@@ -20,7 +20,7 @@ import pytest
 
 from api_fixtures import RUN_IDS
 from pipelines.apiclient import ApiClient, NotFound
-from pipelines.cli import main
+from pipelines.cli.main import main
 from serving import REPO, closed_port, serve_in_thread
 from site_fixtures import BETTER, WORSE, site_data  # noqa: F401  (fixture)
 
@@ -138,7 +138,7 @@ def test_compare(api: str, capsys: pytest.CaptureFixture) -> None:
 def test_a_client_command_does_not_import_dagster(api: str) -> None:
     probe = (
         "import sys\n"
-        "from pipelines.cli import main\n"
+        "from pipelines.cli.main import main\n"
         f"code = main(['lookup', 'medgemma-27b', 'clinicalqa@0', '--api-url', {api!r}, '--json'])\n"
         "assert code == 0, code\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'torch', 'sklearn', 'duckdb'))\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from pipelines.models.base import PromptItem
-from pipelines.specs import ChoiceSettings, load_specs
-from pipelines.tasks.clinicalqa import (
+from pipelines.backends.base import PromptItem
+from pipelines.engine.specs import ChoiceSettings, load_specs
+from pipelines.tasks.clinicalqa.items import (
     UNCATEGORISED,
     build_prompt,
     items_table,

@@ -18,18 +18,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.demo.clinicalqa_demo import (
+from pipelines.datasets.clinicalqa.demo import (
     DEMO_SOURCE,
     demo_clinicalqa_rows,
     write_demo_clinicalqa,
 )
-from pipelines.sources.clinicalqa import (
+from pipelines.datasets.clinicalqa.source import (
     SCHEMA,
     ClinicalqaDataError,
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.specs import load_specs
+from pipelines.engine.specs import load_specs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "clinicalqa-sample.jsonl"
@@ -295,8 +295,8 @@ import json, os, sys
 from pathlib import Path
 import msgspec
 import huggingface_hub  # imported before HF_ENDPOINT names the hub: the loader must read it at call time
-from pipelines.sources.clinicalqa import ClinicalqaDownloadError, load_clinicalqa_snapshot
-from pipelines.specs import load_specs
+from pipelines.datasets.clinicalqa.source import ClinicalqaDownloadError, load_clinicalqa_snapshot
+from pipelines.engine.specs import load_specs
 hub_url, rows, out_dir, cache_dir, revision = sys.argv[1:6]
 os.environ["HF_ENDPOINT"] = hub_url
 spec = load_specs().datasets["clinicalqa"]

@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipelines.definitions import defs
-from pipelines.partitions import evaluation_keys
-from pipelines.specs import load_specs
+from pipelines.dagster.definitions import defs
+from pipelines.dagster.partitions import evaluation_keys
+from pipelines.engine.specs import load_specs
 
 REPO = Path(__file__).resolve().parent.parent
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
@@ -43,7 +43,7 @@ def test_dagster_asset_materialize_cli(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(home), "MEDBENCH_DATA": str(data)}
-    proc = subprocess.run([DAGSTER, "asset", "materialize", "-m", "pipelines.definitions", "-a", "defs",
+    proc = subprocess.run([DAGSTER, "asset", "materialize", "-m", "pipelines.dagster.definitions", "-a", "defs",
                            "--select", "clinicalqa_snapshot"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

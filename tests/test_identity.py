@@ -5,8 +5,8 @@ import json
 
 import msgspec
 
-from pipelines.identity import code_revision, library_versions, run_id
-from pipelines.specs import load_specs, spec_hash
+from pipelines.engine.identity import code_revision, library_versions, run_id
+from pipelines.engine.specs import load_specs, spec_hash
 
 
 def test_run_id_formula():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.demo.vitaldb_demo import write_demo_vitaldb
-from pipelines.models.ioh_baselines import (
+from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
+from pipelines.tasks.vitaldb_ioh.baselines import (
     FeatureSpec,
     LinearExtrapolation,
     NegLastMap,
@@ -14,10 +14,10 @@ from pipelines.models.ioh_baselines import (
     make_window_scorer,
     window_features,
 )
-from pipelines.sources.vitaldb import load_vitaldb_snapshot
-from pipelines.specs import load_specs
+from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
+from pipelines.engine.specs import load_specs
 from pipelines.stats.auroc import auroc
-from pipelines.tasks.vitaldb_ioh import build_windows, read_windows
+from pipelines.tasks.vitaldb_ioh.windows import build_windows, read_windows
 
 SPECS = load_specs()
 S = SPECS.task("vitaldb-ioh@0").ioh
@@ -161,7 +161,7 @@ def test_validation_with_one_class_keeps_the_first_candidate(demo):
 
 
 def test_features_in_blocks_equal_features_at_once(monkeypatch):
-    import pipelines.models.ioh_baselines as baselines
+    import pipelines.tasks.vitaldb_ioh.baselines as baselines
 
     rng = np.random.default_rng(2)
     x = rng.normal(75, 8, (103, 150)).astype(np.float32)

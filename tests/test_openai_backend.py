@@ -10,10 +10,10 @@ import traceback
 import pytest
 from loopback_chat_server import LoopbackChatServer, Reply
 
-from pipelines.generations import GenerationStore
-from pipelines.models.availability import BackendUnavailable, check_backend
-from pipelines.models.base import PromptItem
-from pipelines.models.openai_backend import OpenAIChatGenerator, OpenAIRequestError, parse_retry_after
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.availability import BackendUnavailable, check_backend
+from pipelines.backends.base import PromptItem
+from pipelines.backends.openai_backend import OpenAIChatGenerator, OpenAIRequestError, parse_retry_after
 
 SECRET = "sk-test-5f1a9c0e-never-show-me"
 KEY_ENV = "MEDBENCH_TEST_API_KEY"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.parsing import PARSER_VERSION, ParseResult, parse_answer
+from pipelines.tasks.clinicalqa.parser import PARSER_VERSION, ParseResult, parse_answer
 
 CASES: list[tuple[str, str | None, str]] = [
     # Korean markers

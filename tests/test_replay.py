@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.generations import GenerationStore
-from pipelines.models.base import PromptItem
-from pipelines.models.replay import ReplayError, ReplayGenerator, read_replay
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.base import PromptItem
+from pipelines.backends.replay import ReplayError, ReplayGenerator, read_replay
 
 IDS = ["101", "102", "103"]
 

@@ -3,12 +3,12 @@
 import msgspec
 import pytest
 
-from pipelines import inputs, runs
-from pipelines.generations import GenerationStore
-from pipelines.identity import run_id
-from pipelines.parsing import PARSERS, ParseResult, parse_answer
-from pipelines.release import release
-from pipelines.specs import load_specs
+from pipelines.engine import evaluate as runs, inputs
+from pipelines.engine.generations import GenerationStore
+from pipelines.engine.identity import run_id
+from pipelines.tasks.clinicalqa.parser import PARSERS, ParseResult, parse_answer
+from pipelines.engine.release import release
+from pipelines.engine.specs import load_specs
 from warehouse.layout import DataDir
 from warehouse.read import open_current
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from loopback_chat_server import LoopbackChatServer, Reply
 
-from pipelines.generations import GenerationStore
-from pipelines.models.tiny_llm import build_tiny_llm
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.tiny_llm import build_tiny_llm
 
 REPO = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "resume_driver.py"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.generations import Generation, GenerationStore
-from pipelines.models.base import PromptItem
-from pipelines.models.rule_choice import UniformChoiceGenerator, uniform_choice
-from pipelines.parsing import parse_answer
-from pipelines.specs import load_specs
+from pipelines.engine.generations import Generation, GenerationStore
+from pipelines.backends.base import PromptItem
+from pipelines.backends.rule import UniformChoiceGenerator, uniform_choice
+from pipelines.tasks.clinicalqa.parser import parse_answer
+from pipelines.engine.specs import load_specs
 
 
 def _items(n: int) -> list[PromptItem]:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.commands import score as score_command
-from pipelines.current import current_snapshot, set_current_snapshot
-from pipelines.demo.clinicalqa_demo import write_demo_clinicalqa
-from pipelines.sources.clinicalqa import (
+from pipelines.cli import score as score_command
+from pipelines.engine.snapshots import current_snapshot, set_current_snapshot
+from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
+from pipelines.datasets.clinicalqa.source import (
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.specs import load_specs
+from pipelines.engine.specs import load_specs
 from warehouse.layout import DataDir
 
 N = 50

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.specs import DEFAULT_SPECS_DIR, SpecError, load_specs, spec_hash
+from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError, load_specs, spec_hash
 
 # Released (preview = false) task versions and their locked spec hashes. A released version
 # must never change: a change belongs in a new version file. p0 has no released version yet;

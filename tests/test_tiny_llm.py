@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.generations import GenerationStore
-from pipelines.models.base import PromptItem
-from pipelines.models.tiny_llm import (
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.base import PromptItem
+from pipelines.backends.tiny_llm import (
     TINY_LLAMA,
     build_tiny_llm,
     resolve_model_path,
     tiny_llm_revision,
 )
-from pipelines.models.transformers_backend import TransformersGenerator
-from pipelines.specs import load_specs
+from pipelines.backends.transformers_backend import TransformersGenerator
+from pipelines.engine.specs import load_specs
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.demo.vitaldb_demo import write_demo_vitaldb
-from pipelines.sources.vitaldb import (
+from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
+from pipelines.datasets.vitaldb.source import (
     VitaldbSourceError,
     load_vitaldb_snapshot,
     open_vitaldb_snapshot,

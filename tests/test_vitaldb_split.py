@@ -8,10 +8,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.demo.vitaldb_demo import write_demo_vitaldb
-from pipelines.sources.vitaldb import load_vitaldb_snapshot
-from pipelines.specs import load_specs
-from pipelines.tasks.vitaldb_ioh import (
+from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
+from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
+from pipelines.engine.specs import load_specs
+from pipelines.tasks.vitaldb_ioh.windows import (
     SPLITS,
     build_windows,
     published_test_subjects,

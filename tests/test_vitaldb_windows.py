@@ -10,9 +10,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.sources.vitaldb import write_snapshot
-from pipelines.specs import load_specs
-from pipelines.tasks.vitaldb_ioh import build_windows, case_layout, read_windows, windows_from_readings
+from pipelines.datasets.vitaldb.source import write_snapshot
+from pipelines.engine.specs import load_specs
+from pipelines.tasks.vitaldb_ioh.windows import build_windows, case_layout, read_windows, windows_from_readings
 
 S = load_specs().task("vitaldb-ioh@0").ioh
 IB, HB = S.input_bins, S.horizon_bins

@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipelines.generations import Generation, GenerationStore
-from pipelines.models.base import PromptItem
-from pipelines.models.openai_backend import OpenAIChatGenerator
-from pipelines.models.tiny_llm import build_tiny_llm
-from pipelines.models.transformers_backend import TransformersGenerator
+from pipelines.engine.generations import Generation, GenerationStore
+from pipelines.backends.base import PromptItem
+from pipelines.backends.openai_backend import OpenAIChatGenerator
+from pipelines.backends.tiny_llm import build_tiny_llm
+from pipelines.backends.transformers_backend import TransformersGenerator
 
 pytestmark = pytest.mark.vllm
 

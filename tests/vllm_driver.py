@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.generations import GenerationStore
-from pipelines.models.base import PromptItem
-from pipelines.models.vllm_backend import VllmGenerator
+from pipelines.engine.generations import GenerationStore
+from pipelines.backends.base import PromptItem
+from pipelines.backends.vllm_backend import VllmGenerator
 
 
 def main(argv: list[str] | None = None) -> int:

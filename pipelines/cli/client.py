@@ -1,0 +1,180 @@
+"""Client commands: the read-only API from a shell (``medbench tasks``, ``leaderboard``, ``lookup``, ...).
+
+One module registers all of them because they share everything but the route: ``--api-url``
+(default ``$MEDBENCH_API_URL``, else the local server), ``--json`` (print the server's JSON as
+is), and the exit codes of CONTRACT.md: 0 found, 1 not found (including a lookup answered
+``not_evaluated``), 2 usage error (argparse, or the server's ``invalid_parameter``), 3 server
+unreachable. Only httpx is imported, and only when a command runs: a look-up must not pay for
+Dagster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MODEL_TYPES = ("llm", "ml", "rule")
+
+
+def common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--api-url", default=None, metavar="URL",
+                        help="medbench API to ask (default: $MEDBENCH_API_URL, else http://127.0.0.1:8000)")
+    common.add_argument("--json", action="store_true", help="print the server's JSON instead of text")
+    return common
+
+
+def say(args: argparse.Namespace, text: str) -> None:
+    """Narration: stdout for people, stderr under --json (stdout then holds one JSON object)."""
+    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    common = common_options()
+
+    def command(name: str, help_text: str, fn: Callable[[Any, argparse.Namespace], int]) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p.set_defaults(func=lambda args: run(fn, args))
+        return p
+
+    command("tasks", "list the tasks (one line per version)", _tasks)
+    command("datasets", "list the datasets with license and citation", _datasets)
+    p = command("leaderboard", "ranked results of one task", _leaderboard)
+    p.add_argument("task", help="slug@version, or slug for the latest version")
+    p.add_argument("--model-type", choices=MODEL_TYPES, default=None)
+    p.add_argument("--limit", type=int, default=None, help="at most this many rows (1..1000)")
+    p = command("result", "one result: metrics with CIs, versions, cost, BibTeX", _result)
+    p.add_argument("run_id")
+    p = command("lookup", "rule one: has MODEL been evaluated on TASK? (exit 1 when not)", _lookup)
+    p.add_argument("model", help="model slug (provider/name) or provider model id")
+    p.add_argument("task", help="slug@version, or slug for the latest version")
+    p = command("predictions", "download a result's per-item predictions (sha256 checked)", _predictions)
+    p.add_argument("run_id")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="where to write the Parquet file")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    command("stats", "counts, total cost, reuses", _stats)
+    p = command("compare", "paired comparison of two results of one task (a minus b)", _compare)
+    p.add_argument("a", help="run id of the first result")
+    p.add_argument("b", help="run id of the second result")
+
+
+def run(fn: Callable[[Any, argparse.Namespace], int], args: argparse.Namespace) -> int:
+    from pipelines.apiclient import ApiClient, ClientError
+
+    with ApiClient(args.api_url) as client:
+        try:
+            return fn(client, args)
+        except ClientError as exc:
+            if args.json and exc.body is not None:
+                emit(exc.body)
+            print(f"medbench {args.command}: {exc.message}", file=sys.stderr)
+            return exc.exit_code
+
+
+def emit(body: Any) -> None:
+    print(json.dumps(body, ensure_ascii=False))
+
+
+def show(args: argparse.Namespace, body: Any, as_text: Callable[[Any], str]) -> None:
+    if args.json:
+        emit(body)
+    else:
+        print(as_text(body))
+
+
+def _tasks(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get("/v1/tasks")
+    show(args, body, client_text.tasks)
+    return 0
+
+
+def _datasets(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get("/v1/datasets")
+    show(args, body, client_text.datasets)
+    return 0
+
+
+def _leaderboard(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get("/v1/leaderboard", task=args.task, model_type=args.model_type, limit=args.limit)
+    show(args, body, client_text.leaderboard)
+    return 0
+
+
+def _result(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get(f"/v1/results/{args.run_id}")
+    show(args, body, client_text.result)
+    return 0
+
+
+def _lookup(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get("/v1/lookup", model=args.model, task=args.task)
+    if args.json:
+        emit(body)
+    elif body["status"] == "evaluated":
+        print("evaluated: reuse this result instead of running it again\n")
+        print(client_text.result(body["result"]))
+    else:
+        print(f"not evaluated: {args.model} on {args.task} has no published result. "
+              f"`medbench eval {args.model} {args.task}` evaluates it locally.")
+    return 0 if body["status"] == "evaluated" else 1
+
+
+def _predictions(client: Any, args: argparse.Namespace) -> int:
+    result = client.get(f"/v1/results/{args.run_id}")
+    run_id = result["run_id"]
+    bar = None
+
+    def progress(total: int | None) -> Callable[[int], None]:
+        nonlocal bar
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"{run_id} predictions",
+                   file=sys.stderr, disable=args.no_progress)
+        return bar.update
+
+    try:
+        size, sha = client.download(f"/artifacts/{run_id}/predictions.parquet", args.output,
+                                    result["predictions_sha256"], progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        emit({"run_id": run_id, "path": str(args.output), "bytes": size, "sha256": sha, "verified": True})
+    else:
+        print(f"wrote {args.output} ({size} bytes); sha256 {sha} matches the published checksum")
+    return 0
+
+
+def _stats(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get("/v1/stats")
+    show(args, body, client_text.stats)
+    return 0
+
+
+def _compare(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = client.get("/v1/compare", a=args.a, b=args.b)
+    if args.json:
+        emit(body)
+    else:
+        a = client.get(f"/v1/results/{body['a']}")
+        b = client.get(f"/v1/results/{body['b']}")
+        print(client_text.comparison(body, a, b))
+    return 0

@@ -1,0 +1,26 @@
+"""The one Dagster resource: where the specs and the data directory are."""
+
+
+import dagster as dg
+
+from pipelines.engine.specs import Specs, load_specs
+from warehouse.layout import DataDir
+
+
+class MedbenchResource(dg.ConfigurableResource):
+    """Empty strings mean the defaults: MEDBENCH_DATA / MEDBENCH_SPECS or the checkout's folders."""
+
+    data_dir: str = ""
+    specs_dir: str = ""
+
+    def data(self) -> DataDir:
+        data = DataDir(self.data_dir or None)
+        if data.kind() is None:
+            raise dg.Failure(
+                description=f"{data.root} has no KIND yet: start with `medbench materialize --demo` (demo data) "
+                "or `medbench materialize` (real data), which records the kind once."
+            )
+        return data
+
+    def specs(self) -> Specs:
+        return load_specs(self.specs_dir or None)

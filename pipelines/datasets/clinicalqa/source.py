@@ -1,0 +1,415 @@
+"""The real ClinicalQA loader: Hugging Face (or a local file in the same schema) to a snapshot.
+
+Every clinicalqa score names the exact rows it was computed on, so the loader turns whatever it
+read into one canonical table, validates it, and names it by a hash of its content: the same rows
+give the same snapshot id whether they came from the Hub, from a Parquet mirror or from a JSONL
+file. Validation errors name the row (1-based position and question_id) and the field, because a
+broken row found later, in a score, would be far harder to trace.
+
+The Hub path is the real one: ``huggingface_hub`` lists the repository at the pinned revision and
+downloads ``data/<split>-*.parquet`` into its cache. ``HF_ENDPOINT`` is read at call time (a
+mirror, or a test server standing in for the hub); transient failures (5xx, 429, connection
+errors) are retried with backoff, since huggingface_hub itself retries only some of them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.atomic import atomic_write_bytes
+from pipelines.engine.inputs import CLINICALQA_SOURCE_ENV
+from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS as ANSWER_LETTERS
+from pipelines.engine.specs import DatasetSpec
+
+OPTION_KEYS: tuple[str, ...] = tuple(f"option_{letter}" for letter in ANSWER_LETTERS)
+TEXT_FIELDS: tuple[str, ...] = (
+    "chief_complaint",
+    "purpose",
+    "question",
+    "exam",
+    "answer",
+    "explanation",
+    "source",
+    "category",
+)
+REQUIRED_TEXT: frozenset[str] = frozenset({"question", "answer"})
+COLUMNS: tuple[str, ...] = (
+    "question_id",
+    "chief_complaint",
+    "purpose",
+    "question",
+    "exam",
+    "options",
+    "answer",
+    "explanation",
+    "source",
+    "category",
+)
+SCHEMA = pa.schema(
+    [
+        ("question_id", pa.int64()),
+        ("chief_complaint", pa.string()),
+        ("purpose", pa.string()),
+        ("question", pa.string()),
+        ("exam", pa.string()),
+        ("options", pa.struct([(key, pa.string()) for key in OPTION_KEYS])),
+        ("answer", pa.string()),
+        ("explanation", pa.string()),
+        ("source", pa.string()),
+        ("category", pa.string()),
+    ]
+)
+MAX_REPORTED_ERRORS = 20
+_RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_COMMIT_LIKE = re.compile(r"[0-9a-f]{7,40}")
+
+Log = Callable[[str], None]
+
+
+class ClinicalqaDataError(ValueError):
+    """The source rows do not form a valid ClinicalQA table; the message names rows and fields."""
+
+
+class ClinicalqaDownloadError(RuntimeError):
+    """The Hub could not be listed or downloaded from (after retries); says how to use a local copy."""
+
+
+@dataclass(frozen=True)
+class ClinicalqaSnapshot:
+    snapshot_id: str
+    path: Path
+    n_rows: int
+
+
+@dataclass(frozen=True)
+class _SourceRow:
+    where: str  # "row 7" / "row 7 (line 8)": the row's place in the source, 1-based
+    data: Any
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def load_clinicalqa_snapshot(
+    spec: DatasetSpec,
+    expected_rows: int,
+    out_dir: Path,
+    source: str | None = None,
+    cache_dir: Path | None = None,
+    log: Log = print,
+) -> ClinicalqaSnapshot:
+    """Read, validate and write the ClinicalQA snapshot ``out_dir/<snapshot_id>.parquet``.
+
+    ``source`` names a local ``.parquet`` or ``.jsonl`` file (or a folder laid out like the Hub
+    repository, with ``data/<split>-*.parquet``); without it the dataset is downloaded from the
+    Hub at ``spec.source.revision`` into ``cache_dir`` (huggingface_hub's cache when None).
+    """
+    out_dir = Path(out_dir)
+    if source:
+        rows = _read_local(Path(source), spec.source.split, log)
+    else:
+        reused = _reuse_pinned_download(spec, out_dir, expected_rows, log)
+        if reused is not None:
+            return reused
+        rows = _download(spec, cache_dir, log)
+    table_rows = _normalise_rows(rows, expected_rows)
+    snapshot = _write_snapshot(table_rows, out_dir)
+    if not source:
+        _remember_pinned_download(spec, out_dir, snapshot)
+    log(f"clinicalqa: snapshot {snapshot.snapshot_id} ({snapshot.n_rows} rows) at {snapshot.path}")
+    return snapshot
+
+
+def read_clinicalqa_snapshot(path: Path) -> list[dict[str, Any]]:
+    """The snapshot's rows (sorted by question_id), ``options`` as a dict of option_A..option_E."""
+    return pq.read_table(Path(path), schema=SCHEMA).to_pylist()
+
+
+def snapshot_id_of(rows: list[dict[str, Any]]) -> str:
+    """First 16 hex of sha256 of the canonical JSON of the rows sorted by question_id."""
+    ordered = sorted(rows, key=lambda r: r["question_id"])
+    payload = json.dumps(ordered, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def _normalise_rows(rows: Iterable[_SourceRow], expected_rows: int) -> list[dict[str, Any]]:
+    """Canonical rows sorted by question_id; every problem found is reported at once."""
+    errors: list[str] = []
+    out: list[dict[str, Any]] = []
+    first_seen: dict[int, str] = {}
+    count = 0
+    for row in rows:
+        count += 1
+        canonical = _normalise_row(row, errors)
+        if canonical is None:
+            continue
+        qid = canonical["question_id"]
+        if qid in first_seen:
+            errors.append(f"{row.where} (question_id {qid}): duplicate question_id, first seen at {first_seen[qid]}")
+            continue
+        first_seen[qid] = row.where
+        out.append(canonical)
+    if count != expected_rows:
+        errors.insert(0, f"expected {expected_rows} rows (the task spec's n_items), found {count}")
+    if errors:
+        shown = errors[:MAX_REPORTED_ERRORS]
+        more = f"\n  ... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+        raise ClinicalqaDataError(
+            f"ClinicalQA source is invalid ({len(errors)} problem(s)):\n  " + "\n  ".join(shown) + more
+        )
+    return sorted(out, key=lambda r: r["question_id"])
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _normalise_row(row: _SourceRow, errors: list[str]) -> dict[str, Any] | None:
+    data = row.data
+    if not isinstance(data, dict):
+        errors.append(f"{row.where}: expected an object with the ClinicalQA fields, got {type(data).__name__}")
+        return None
+    qid = data.get("question_id")
+    label = f"{row.where} (question_id {qid})" if isinstance(qid, int) and not isinstance(qid, bool) else row.where
+    before = len(errors)
+    if "question_id" not in data:
+        errors.append(f"{label}: field `question_id` is missing")
+    elif not isinstance(qid, int) or isinstance(qid, bool):
+        errors.append(f"{label}: field `question_id` must be an integer, got {qid!r}")
+    out: dict[str, Any] = {"question_id": qid}
+    for field in TEXT_FIELDS:
+        if field not in data:
+            errors.append(f"{label}: field `{field}` is missing")
+            continue
+        value = data[field]
+        if value is None and field not in REQUIRED_TEXT:
+            value = ""
+        if not isinstance(value, str):
+            errors.append(f"{label}: field `{field}` must be a string, got {value!r}")
+            continue
+        out[field] = value
+    question = out.get("question")
+    if isinstance(question, str) and not question.strip():
+        errors.append(f"{label}: field `question` is empty")
+    answer = out.get("answer")
+    if isinstance(answer, str):
+        out["answer"] = answer.strip()
+        if out["answer"] not in ANSWER_LETTERS:
+            errors.append(f"{label}: field `answer` is {answer!r}, expected one of {', '.join(ANSWER_LETTERS)}")
+    out["options"] = _normalise_options(data.get("options"), "options" in data, label, errors)
+    if len(errors) > before:
+        return None
+    return {column: out[column] for column in COLUMNS}
+
+
+def _normalise_options(options: Any, present: bool, label: str, errors: list[str]) -> dict[str, str] | None:
+    if not present:
+        errors.append(f"{label}: field `options` is missing")
+        return None
+    if not isinstance(options, dict):
+        errors.append(f"{label}: field `options` must be an object with {', '.join(OPTION_KEYS)}, got {options!r}")
+        return None
+    out: dict[str, str] = {}
+    for key in OPTION_KEYS:
+        value = options.get(key)
+        if key not in options:
+            errors.append(f"{label}: field `options.{key}` is missing")
+        elif not isinstance(value, str):
+            errors.append(f"{label}: field `options.{key}` must be a string, got {value!r}")
+        elif not value.strip():
+            errors.append(f"{label}: field `options.{key}` is empty")
+        else:
+            out[key] = value
+    extra = sorted(set(options) - set(OPTION_KEYS))
+    if extra:
+        errors.append(f"{label}: field `options` has unexpected keys {extra} (five options A-E expected)")
+    return out
+
+
+# --------------------------------------------------------------------------- local files
+
+
+def _read_local(path: Path, split: str, log: Log) -> list[_SourceRow]:
+    if path.is_dir():
+        files = sorted(path.glob(f"data/{split}-*.parquet"))
+        if not files:
+            raise ClinicalqaDataError(f"{path}: folder has no data/{split}-*.parquet files (a Hub repository layout)")
+        log(f"clinicalqa: reading {len(files)} Parquet file(s) from {path}")
+        return _parquet_rows(files)
+    if not path.is_file():
+        raise ClinicalqaDataError(
+            f"{path}: no such file ({CLINICALQA_SOURCE_ENV} must name a .parquet or .jsonl file)"
+        )
+    suffix = path.suffix.lower()
+    log(f"clinicalqa: reading local file {path}")
+    if suffix == ".parquet":
+        return _parquet_rows([path])
+    if suffix == ".jsonl":
+        return _jsonl_rows(path)
+    raise ClinicalqaDataError(f"{path}: unsupported file type {suffix!r}; expected .parquet or .jsonl")
+
+
+def _jsonl_rows(path: Path) -> list[_SourceRow]:
+    rows: list[_SourceRow] = []
+    with path.open("r", encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"row {len(rows) + 1}" + (f" (line {line_no})" if line_no != len(rows) + 1 else "")
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ClinicalqaDataError(f"{path} line {line_no}: not valid JSON ({exc.msg})") from None
+            rows.append(_SourceRow(where=where, data=data))
+    return rows
+
+
+def _parquet_rows(files: list[Path]) -> list[_SourceRow]:
+    rows: list[_SourceRow] = []
+    for file in files:
+        table = pq.read_table(file)
+        missing = [c for c in COLUMNS if c not in table.column_names]
+        if missing:
+            raise ClinicalqaDataError(f"{file}: column(s) {missing} missing; found {table.column_names}")
+        for data in table.select(list(COLUMNS)).to_pylist():
+            rows.append(_SourceRow(where=f"row {len(rows) + 1}", data=data))
+    return rows
+
+
+# --------------------------------------------------------------------------- the Hub
+
+
+def _download(spec: DatasetSpec, cache_dir: Path | None, log: Log) -> list[_SourceRow]:
+    from huggingface_hub import HfApi, hf_hub_download
+
+    src = spec.source
+    if src.kind != "huggingface":
+        raise ClinicalqaDataError(f"dataset {spec.slug}: source kind {src.kind!r} is not huggingface")
+    endpoint = os.environ.get("HF_ENDPOINT") or None
+    api = HfApi(endpoint=endpoint)
+    where = f"{src.location}@{src.revision}" + (f" via {endpoint}" if endpoint else "")
+    log(f"clinicalqa: listing {where}")
+    try:
+        files = _with_retries(
+            f"listing {where}",
+            lambda: api.list_repo_files(src.location, repo_type="dataset", revision=src.revision),
+            log,
+        )
+        wanted = sorted(f for f in files if fnmatch.fnmatch(f, f"data/{src.split}-*.parquet"))
+        if not wanted:
+            raise ClinicalqaDataError(
+                f"{where}: no data/{src.split}-*.parquet file; the repository has {sorted(files)}"
+            )
+        paths: list[Path] = []
+        for filename in wanted:
+            log(f"clinicalqa: downloading {filename} from {where}")
+            local = _with_retries(
+                f"downloading {filename}",
+                lambda filename=filename: hf_hub_download(
+                    src.location,
+                    filename,
+                    repo_type="dataset",
+                    revision=src.revision,
+                    cache_dir=str(cache_dir) if cache_dir is not None else None,
+                    endpoint=endpoint,
+                ),
+                log,
+            )
+            paths.append(Path(local))
+    except ClinicalqaDataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every hub failure gets the same advice
+        raise ClinicalqaDownloadError(
+            f"could not fetch {where}: {type(exc).__name__}: {_first_line(exc)}. To use a local copy instead, set "
+            f"{CLINICALQA_SOURCE_ENV} to a .parquet or .jsonl file in the dataset's schema."
+        ) from exc
+    return _parquet_rows(paths)
+
+
+def _with_retries(what: str, call: Callable[[], Any], log: Log, attempts: int = 4, first_wait_s: float = 1.0) -> Any:
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - re-raised unless transient
+            if attempt == attempts or not _is_transient(exc):
+                raise
+            wait = first_wait_s * 2 ** (attempt - 1)
+            log(f"clinicalqa: {what} failed ({type(exc).__name__}: {_first_line(exc)}); retry {attempt} in {wait:.0f}s")
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """A 5xx/429/408 answer or a network failure anywhere in the exception's chain."""
+    import httpx2  # huggingface_hub's HTTP client
+    from huggingface_hub.errors import HfHubHTTPError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, HfHubHTTPError):
+            response = getattr(current, "response", None)
+            if response is not None and response.status_code in _RETRY_STATUS:
+                return True
+        if isinstance(current, httpx2.TransportError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _pin_file(spec: DatasetSpec, out_dir: Path) -> Path:
+    src = spec.source
+    key = hashlib.sha256(f"{src.location}\n{src.revision}\n{src.split}".encode()).hexdigest()[:12]
+    return out_dir / f"hub-{key}.snapshot"
+
+
+def _reuse_pinned_download(spec: DatasetSpec, out_dir: Path, expected_rows: int, log: Log) -> ClinicalqaSnapshot | None:
+    """A commit-pinned Hub revision never changes, so its snapshot is made once per data dir."""
+    if not _COMMIT_LIKE.fullmatch(spec.source.revision):
+        return None
+    pin = _pin_file(spec, out_dir)
+    if not pin.is_file():
+        return None
+    path = out_dir / pin.read_text(encoding="utf-8").strip()
+    if not path.is_file():
+        return None
+    n_rows = pq.read_metadata(path).num_rows
+    if n_rows != expected_rows:
+        return None
+    log(f"clinicalqa: reusing snapshot {path.stem} of {spec.source.location}@{spec.source.revision}")
+    return ClinicalqaSnapshot(snapshot_id=path.stem, path=path, n_rows=n_rows)
+
+
+def _remember_pinned_download(spec: DatasetSpec, out_dir: Path, snapshot: ClinicalqaSnapshot) -> None:
+    if _COMMIT_LIKE.fullmatch(spec.source.revision):
+        atomic_write_bytes(_pin_file(spec, out_dir), snapshot.path.name.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _write_snapshot(rows: list[dict[str, Any]], out_dir: Path) -> ClinicalqaSnapshot:
+    snapshot_id = snapshot_id_of(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{snapshot_id}.parquet"
+    if not path.is_file():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
+        os.replace(tmp, path)
+    return ClinicalqaSnapshot(snapshot_id=snapshot_id, path=path, n_rows=len(rows))

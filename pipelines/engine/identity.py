@@ -1,0 +1,55 @@
+"""Run identity and the versions every result records.
+
+A run id is a pure function of what decides a result (model, its revision and spec, the task
+version and its spec, the dataset snapshot), so re-materialising can never make a second result
+for the same inputs, and a demo result (different snapshot) never shares an id with a real one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from pipelines.engine.specs import ModelSpec, TaskSpec, canonical_json, spec_hash
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn", "msgspec", "dagster",
+             "torch", "transformers", "vllm")
+
+
+def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str) -> str:
+    fields = {
+        "model": model.slug,
+        "model_revision": model.revision,
+        "model_spec_hash": spec_hash(model),
+        "task": task.ref,
+        "task_spec_hash": spec_hash(task),
+        "dataset_snapshot": snapshot_id,
+    }
+    return hashlib.sha256(canonical_json(fields)).hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def code_revision() -> str:
+    """The git commit of the code that computed a result, with ``+dirty`` for local changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out

@@ -1,0 +1,57 @@
+"""Gather specs and every finished run into a Catalog and publish it as a new warehouse version."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import msgspec
+
+from pipelines.engine.snapshots import NotMaterialised, current_snapshot
+from pipelines.engine.specs import Specs, spec_hash
+from warehouse.layout import DataDir
+from warehouse.publish import Catalog, publish
+from warehouse.records import ResultRecord, decode_record
+
+Log = Callable[[str], None]
+
+
+def finished_results(data: DataDir) -> list[ResultRecord]:
+    """Every run whose result.json was written (the last step of a run, so never half-done)."""
+    if not data.artifacts.exists():
+        return []
+    return [decode_record(p.read_bytes()) for p in sorted(data.artifacts.glob("*/result.json"))]
+
+
+def build_catalog(specs: Specs, data: DataDir) -> Catalog:
+    datasets = []
+    for d in specs.datasets.values():
+        row = msgspec.to_builtins(d)
+        row["public_since"] = d.public_since
+        try:
+            row["snapshot_id"] = current_snapshot(data, d.slug).snapshot_id
+        except NotMaterialised:
+            row["snapshot_id"] = None
+        datasets.append(row)
+    tasks = [
+        {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
+         "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
+         "spec_hash": spec_hash(t), "spec": msgspec.to_builtins(t)}
+        for t in specs.tasks.values()
+    ]
+    models = [
+        {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
+         "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
+         "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
+         "spec_hash": spec_hash(m), "spec": msgspec.to_builtins(m)}
+        for m in specs.models.values()
+    ]
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=finished_results(data),
+                   demo=data.kind() == "demo")
+
+
+def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
+    catalog = build_catalog(specs, data)
+    version, changed = publish(data, catalog)
+    log(("published" if changed else "unchanged, kept") + f" warehouse version {version} "
+        f"with {len(catalog.results)} results at {data.duckdb_link}")
+    return version, changed, len(catalog.results)

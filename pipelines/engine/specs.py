@@ -1,0 +1,277 @@
+"""Spec files (TOML under ``specs/``) decoded into frozen msgspec Structs.
+
+Specs are data, not code: they are the single source of truth for what is evaluated and how.
+Decoding is strict (an unknown or missing key is an error that names the file and the key) so a
+typo can never silently change what a score means. The spec hash is the sha256 of the canonical
+JSON of the decoded spec; it enters every run id, so any change to a spec makes new results.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+SPECS_DIR_ENV = "MEDBENCH_SPECS"
+DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+
+
+class SpecError(ValueError):
+    """A spec file is malformed; the message names the file and the offending key."""
+
+
+class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+class SourceSpec(_Spec):
+    kind: Literal["huggingface", "vitaldb-api"]
+    location: str
+    split: str
+    revision: str
+
+
+class DatasetSpec(_Spec):
+    slug: str
+    name: str
+    license: str
+    license_url: str
+    citation: str
+    doi: str
+    public_since: dt.date
+    description: str
+    source: SourceSpec
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+class BootstrapSpec(_Spec):
+    replicates: int
+    seed: int
+    unit: Literal["item", "subject"]
+
+
+class ChoiceSettings(_Spec):
+    n_items: int
+    options: list[str]
+    parser: str
+    max_new_tokens: int
+    temperature: float
+    prompt_template: str
+    exam_template: str
+
+
+class IohSettings(_Spec):
+    track: str
+    min_age: int
+    ane_type: str
+    exclude_opname_containing: str
+    bin_seconds: int
+    valid_min: float
+    valid_max: float
+    stride_seconds: int
+    input_seconds: int
+    horizon_seconds: int
+    min_valid_input_bins: int
+    min_valid_horizon_bins: int
+    threshold: float
+    event_bins: int
+    in_progress_bins: int
+    split_salt: str
+    test_below: int
+    validation_below: int
+
+    @property
+    def input_bins(self) -> int:
+        return self.input_seconds // self.bin_seconds
+
+    @property
+    def horizon_bins(self) -> int:
+        return self.horizon_seconds // self.bin_seconds
+
+
+class TaskSpec(_Spec):
+    slug: str
+    version: int
+    dataset: str
+    kind: Literal["choice", "score"]
+    title: str
+    description: str
+    primary_metric: str
+    preview: bool
+    metrics: list[str]
+    bootstrap: BootstrapSpec
+    choice: ChoiceSettings | None = None
+    ioh: IohSettings | None = None
+
+    @property
+    def ref(self) -> str:
+        """The public name of this task version, ``slug@version``."""
+        return f"{self.slug}@{self.version}"
+
+
+# --------------------------------------------------------------------------- models
+
+
+class PriceSpec(_Spec):
+    basis: Literal["free", "tokens", "device_hours"]
+    key: str = ""
+
+
+class ModelSpec(_Spec):
+    slug: str
+    name: str
+    type: Literal["llm", "ml", "rule"]
+    provider: str
+    provider_model_id: str
+    revision: str
+    description: str
+    backend: Literal["rule", "sklearn", "replay", "transformers", "openai", "vllm"]
+    tasks: list[str]
+    price: PriceSpec
+    settings: dict[str, Any] = {}
+    release_date: dt.date | None = None
+    knowledge_cutoff: dt.date | None = None
+
+
+class PriceTable(_Spec):
+    date: dt.date
+    device_hours: dict[str, float] = {}
+    tokens: dict[str, dict[str, float]] = {}
+
+
+# --------------------------------------------------------------------------- hashing
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON: builtins only, keys sorted, no whitespace. Dates become ISO strings."""
+    return msgspec.json.encode(msgspec.to_builtins(value), order="sorted")
+
+
+def spec_hash(spec: msgspec.Struct) -> str:
+    """sha256 of the canonical JSON of the decoded spec."""
+    return hashlib.sha256(canonical_json(spec)).hexdigest()
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _decode(path: Path, typ: type) -> Any:
+    try:
+        return msgspec.toml.decode(path.read_bytes(), type=typ)
+    except msgspec.ValidationError as exc:
+        raise SpecError(f"{path}: {_explain(exc)}") from None
+    except msgspec.DecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _explain(exc: msgspec.ValidationError) -> str:
+    """Rephrase msgspec's message so it names the key the way a spec author writes it."""
+    text = str(exc)
+    key = ""
+    if " - at `$." in text:
+        text, _, where = text.partition(" - at `$.")
+        key = where.rstrip("`")
+    if text.startswith("Object contains unknown field"):
+        field = text.split("`")[1]
+        full = f"{key}.{field}" if key else field
+        return f"unknown key `{full}` (remove it or fix its spelling)"
+    if text.startswith("Object missing required field"):
+        field = text.split("`")[1]
+        full = f"{key}.{field}" if key else field
+        return f"missing required key `{full}`"
+    return f"{text} (at key `{key}`)" if key else text
+
+
+class Specs:
+    """All specs of one specs directory, validated together (cross-references included)."""
+
+    def __init__(self, root: Path | str | None = None):
+        self.root = Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR)
+        self.datasets: dict[str, DatasetSpec] = {}
+        self.tasks: dict[str, TaskSpec] = {}
+        self.models: dict[str, ModelSpec] = {}
+        for path in sorted((self.root / "datasets").glob("*.toml")):
+            spec = _decode(path, DatasetSpec)
+            _expect(path, "slug", spec.slug, path.stem)
+            self.datasets[spec.slug] = spec
+        for path in sorted((self.root / "tasks").glob("*/*.toml")):
+            spec = _decode(path, TaskSpec)
+            _expect(path, "slug", spec.slug, path.parent.name)
+            _expect(path, "version", str(spec.version), path.stem)
+            _check_task(path, spec, self.datasets)
+            self.tasks[spec.ref] = spec
+        for path in sorted((self.root / "models").glob("*/*.toml")):
+            spec = _decode(path, ModelSpec)
+            _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
+            _expect(path, "provider", spec.provider, path.parent.name)
+            for ref in spec.tasks:
+                if ref not in self.tasks:
+                    raise SpecError(f"{path}: key `tasks` names unknown task {ref!r}; known: {sorted(self.tasks)}")
+            self.models[spec.slug] = spec
+        self.prices = _decode(self.root / "prices.toml", PriceTable)
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def task(self, ref: str) -> TaskSpec:
+        """Resolve ``slug@version`` or ``slug`` (latest version)."""
+        if ref in self.tasks:
+            return self.tasks[ref]
+        versions = [t for t in self.tasks.values() if t.slug == ref]
+        if not versions:
+            raise KeyError(f"unknown task {ref!r}; known: {', '.join(sorted(self.tasks))}")
+        return max(versions, key=lambda t: t.version)
+
+    def model(self, ref: str) -> ModelSpec:
+        """Resolve a model slug or a provider model id (which must then be unambiguous)."""
+        if ref in self.models:
+            return self.models[ref]
+        hits = [m for m in self.models.values() if m.provider_model_id == ref]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise KeyError(f"model id {ref!r} is ambiguous: {', '.join(sorted(m.slug for m in hits))}")
+        raise KeyError(f"unknown model {ref!r}; known: {', '.join(sorted(self.models))}")
+
+    def dataset_of(self, task: TaskSpec) -> DatasetSpec:
+        return self.datasets[task.dataset]
+
+    def evaluations(self) -> list[tuple[TaskSpec, ModelSpec]]:
+        """Every valid (task version, model) pair: the models' own task lists, not a cross product."""
+        pairs = [(self.tasks[ref], m) for m in self.models.values() for ref in m.tasks]
+        return sorted(pairs, key=lambda p: (p[0].ref, p[1].slug))
+
+    @cached_property
+    def hashes(self) -> dict[str, str]:
+        out = {f"task:{k}": spec_hash(v) for k, v in self.tasks.items()}
+        out.update({f"model:{k}": spec_hash(v) for k, v in self.models.items()})
+        out.update({f"dataset:{k}": spec_hash(v) for k, v in self.datasets.items()})
+        return out
+
+
+def _expect(path: Path, key: str, got: str, want: str) -> None:
+    if got != want:
+        raise SpecError(f"{path}: key `{key}` is {got!r} but the file's place says {want!r}")
+
+
+def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec]) -> None:
+    if spec.dataset not in datasets:
+        raise SpecError(f"{path}: key `dataset` names unknown dataset {spec.dataset!r}")
+    needed = {"choice": "choice", "score": "ioh"}[spec.kind]
+    if getattr(spec, needed) is None:
+        raise SpecError(f"{path}: missing required key `{needed}` (a table needed by kind = {spec.kind!r})")
+    if spec.primary_metric != spec.metrics[0]:
+        raise SpecError(f"{path}: key `metrics` must start with the primary metric {spec.primary_metric!r}")
+
+
+def load_specs(root: Path | str | None = None) -> Specs:
+    return Specs(root)

@@ -1,0 +1,166 @@
+"""Scoring a choice task: parse every raw output, compare with the gold letter, summarise.
+
+Scoring reads raw outputs (from any backend, or a replay file) and never calls a model, so a new
+parser version re-scores stored outputs. Every item must have an output: a missing one is an
+error, because counting it as wrong or skipping it would both publish a score for something that
+was not evaluated. Unparsable answers (no_answer, ambiguous, empty) count as wrong and lower the
+parse rate. Every metric carries a seeded percentile-bootstrap 95% interval over items; the
+by-category intervals resample within the category, with the task's seed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping, NamedTuple, Sequence, get_args
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS, PARSER_VERSION, ParseStatus, parser_for
+from pipelines.engine.specs import BootstrapSpec, ChoiceSettings
+from pipelines.stats.bootstrap import percentile_bootstrap_mean
+
+PREDICTIONS_SCHEMA = pa.schema(
+    [
+        ("instance_id", pa.string()),
+        ("prediction", pa.string()),
+        ("label", pa.string()),
+        ("correct", pa.bool_()),
+        ("parse_status", pa.string()),
+        ("raw_output", pa.string()),
+    ]
+)
+PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
+MAX_REPORTED = 5
+
+
+class ScoringError(ValueError):
+    """The outputs cannot be scored against these items (missing outputs, wrong parser version)."""
+
+
+class MetricValue(NamedTuple):
+    name: str
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class CategoryScore:
+    category: str
+    n: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class ChoiceScore:
+    predictions: pa.Table  # PREDICTIONS_SCHEMA, in item order
+    metrics: list[MetricValue]  # accuracy, parse_rate, then accuracy[<category>] by category name
+    n: int
+    parse_rate: float
+    by_category: list[CategoryScore]
+    status_counts: dict[str, int] = field(default_factory=dict)
+    parser_version: str = PARSER_VERSION
+
+    @property
+    def accuracy(self) -> MetricValue:
+        return self.metrics[0]
+
+
+def _item_columns(
+    items: pa.Table | Sequence[Mapping[str, Any]], with_category: bool
+) -> tuple[list[str], list[str], list[str]]:
+    if isinstance(items, pa.Table):
+        ids = [str(v) for v in items.column("instance_id").to_pylist()]
+        labels = items.column("label").to_pylist()
+        categories = items.column("category").to_pylist() if with_category else []
+    else:
+        ids = [str(item["instance_id"]) for item in items]
+        labels = [item["label"] for item in items]
+        categories = [item["category"] for item in items] if with_category else []
+    return ids, labels, categories
+
+
+def predictions_table(
+    items: pa.Table | Sequence[Mapping[str, Any]],
+    outputs: Mapping[str, str],
+    options: Sequence[str] = DEFAULT_OPTIONS,
+    parser: str = PARSER_VERSION,
+) -> pa.Table:
+    """The Predictions Parquet table (CONTRACT.md, choice tasks) in item order.
+
+    Every item needs an output (a ScoringError names how many do not); outputs for other ids are
+    not this function's concern (the replay reader and the GenerationStore key guard those).
+    """
+    ids, labels, _ = _item_columns(items, with_category=False)
+    if not ids:
+        raise ScoringError("no items to score")
+    if len(set(ids)) != len(ids):
+        counts = Counter(ids)
+        repeated = sorted(iid for iid, c in counts.items() if c > 1)
+        raise ScoringError(f"items repeat instance ids: {', '.join(repr(i) for i in repeated[:MAX_REPORTED])}")
+    missing = [iid for iid in ids if iid not in outputs]
+    if missing:
+        shown = ", ".join(repr(i) for i in missing[:MAX_REPORTED]) + (", ..." if len(missing) > MAX_REPORTED else "")
+        raise ScoringError(f"{len(missing)} of {len(ids)} items have no output (e.g. {shown})")
+    opts = tuple(options)
+    parse = parser_for(parser)
+    parsed = [parse(outputs[iid], opts) for iid in ids]
+    predictions = [r.prediction for r in parsed]
+    return pa.table(
+        {
+            "instance_id": ids,
+            "prediction": predictions,
+            "label": labels,
+            "correct": [p is not None and p == label for p, label in zip(predictions, labels, strict=True)],
+            "parse_status": [r.status for r in parsed],
+            "raw_output": [outputs[iid] for iid in ids],
+        },
+        schema=PREDICTIONS_SCHEMA,
+    )
+
+
+def score_choice(
+    items: pa.Table | Sequence[Mapping[str, Any]],
+    outputs: Mapping[str, str],
+    settings: ChoiceSettings,
+    bootstrap: BootstrapSpec,
+) -> ChoiceScore:
+    """Parse, compare and summarise; ``items`` has instance_id, label and category per item."""
+    _, _, categories = _item_columns(items, with_category=True)
+    return summarise_choice(predictions_table(items, outputs, settings.options, settings.parser), categories, bootstrap)
+
+
+def summarise_choice(table: pa.Table, categories: Sequence[str], bootstrap: BootstrapSpec) -> ChoiceScore:
+    """Metrics of stored predictions (``categories`` aligned with the table's rows).
+
+    The pipeline calls this on the predictions Parquet and ``medbench score`` through
+    ``score_choice``, so a published result and a local score can never drift apart.
+    """
+    correct = np.asarray(table.column("correct").to_pylist(), dtype=bool)
+    statuses = table.column("parse_status").to_pylist()
+    parsed = np.asarray([s == "ok" for s in statuses], dtype=bool)
+    reps, seed = bootstrap.replicates, bootstrap.seed
+    metrics = [
+        MetricValue("accuracy", *percentile_bootstrap_mean(correct, reps, seed)),
+        MetricValue("parse_rate", *percentile_bootstrap_mean(parsed, reps, seed)),
+    ]
+    by_category: list[CategoryScore] = []
+    category_array = np.asarray(categories, dtype=object)
+    for category in sorted(set(categories)):
+        values = correct[category_array == category]
+        mean, low, high = percentile_bootstrap_mean(values, reps, seed)
+        by_category.append(CategoryScore(category, int(values.size), mean, low, high))
+        metrics.append(MetricValue(f"accuracy[{category}]", mean, low, high))
+    counts = Counter(statuses)
+    return ChoiceScore(
+        predictions=table,
+        metrics=metrics,
+        n=table.num_rows,
+        parse_rate=metrics[1].value,
+        by_category=by_category,
+        status_counts={status: counts.get(status, 0) for status in PARSE_STATUSES},
+    )

@@ -1,0 +1,1 @@
+"""tasks/vitaldb_ioh"""

@@ -1,0 +1,30 @@
+"""Metrics of a score task (vitaldb-ioh) from its predictions: AUROC with a cluster-bootstrap 95% CI
+over test subjects (replicates with one class are left out and counted), AUPRC and prevalence,
+plus the counts and ROC points the site draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.engine.summary import ScoreSummary
+from pipelines.engine.specs import BootstrapSpec
+from pipelines.stats.auroc import cluster_bootstrap, roc_points
+
+
+def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec) -> ScoreSummary:
+    scores = predictions.column("score").to_numpy().astype(np.float64)
+    labels = predictions.column("label").to_numpy().astype(np.int8)
+    subjects = predictions.column("subjectid").to_numpy()
+    cases = predictions.column("caseid").to_numpy()
+    if not np.isfinite(scores).all():
+        raise ValueError("scores contain NaN or infinity: every test window must be scored")
+    boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed)
+    extras = {
+        "roc": roc_points(scores, labels),
+        "counts": {"windows": int(len(scores)), "positives": int(labels.sum()),
+                   "cases": int(len(np.unique(cases))), "subjects": int(len(np.unique(subjects)))},
+        "bootstrap_dropped_replicates": int(boot.n_dropped),
+    }
+    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"])) for m in boot.metrics()]
+    return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=extras)
