@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.atomic import atomic_write_bytes
 from pipelines.costs import cost_usd
 from pipelines.current import current_snapshot
 from pipelines.generations import GenerationStore, generation_key
@@ -30,6 +29,7 @@ from pipelines.models.base import Usage
 from pipelines.models.registry import max_new_tokens, text_generator, window_scorer
 from pipelines.scoring.summary import ScoreSummary
 from pipelines.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
+from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions, decode_record, encode_record
 

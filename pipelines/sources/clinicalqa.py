@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.atomic import atomic_write_bytes
 from pipelines.inputs import CLINICALQA_SOURCE_ENV
 from pipelines.parsing import DEFAULT_OPTIONS as ANSWER_LETTERS
 from pipelines.specs import DatasetSpec
+from warehouse.files import atomic_path, atomic_write_bytes
 
 OPTION_KEYS: tuple[str, ...] = tuple(f"option_{letter}" for letter in ANSWER_LETTERS)
 TEXT_FIELDS: tuple[str, ...] = (
@@ -409,7 +409,6 @@ def _write_snapshot(rows: list[dict[str, Any]], out_dir: Path) -> ClinicalqaSnap
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{snapshot_id}.parquet"
     if not path.is_file():
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
     return ClinicalqaSnapshot(snapshot_id=snapshot_id, path=path, n_rows=len(rows))

@@ -16,9 +16,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import re
-import shutil
 import threading
 import time
 import zlib
@@ -36,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.progress import Progress
+from warehouse.files import atomic_directory, atomic_write_bytes
 
 DEFAULT_TRACK = "Solar8000/ART_MBP"
 SNAPSHOT_FORMAT = "vitaldb-snapshot/1"
@@ -233,9 +232,7 @@ class HttpOpener:
         time.sleep(delay)
 
     def _store(self, name: str, data: bytes) -> None:
-        tmp = self.cache / f".{name}.{os.getpid()}.{threading.get_ident()}.part"
-        tmp.write_bytes(data)
-        tmp.replace(self.cache / name)
+        atomic_write_bytes(self.cache / name, data)
         with self._lock:
             self.downloads += 1
 
@@ -392,9 +389,13 @@ def write_snapshot(
     snapshot = VitaldbSnapshot(snapshot_id, final, info["n_cases"], info["n_track_cases"], info["n_readings"])
     if (final / "snapshot.json").exists():
         return snapshot  # same id, same content: already written
-    tmp = Path(out_dir) / f".{snapshot_id}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    with atomic_directory(final, marker="snapshot.json") as tmp:
+        _write_snapshot_files(tmp, cases, tracks, readings, info)
+    return snapshot
+
+
+def _write_snapshot_files(tmp: Path, cases: pl.DataFrame, tracks: pl.DataFrame, readings: pl.DataFrame,
+                          info: dict) -> None:
     cases.write_parquet(tmp / "cases.parquet")
     tracks.write_parquet(tmp / "tracks.parquet")
     pq.write_table(
@@ -412,13 +413,6 @@ def write_snapshot(
         row_group_size=4 * 1024 * 1024,
     )
     (tmp / "snapshot.json").write_text(json.dumps(info, indent=2) + "\n")
-    try:
-        tmp.rename(final)
-    except OSError:
-        if not (final / "snapshot.json").exists():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)  # a concurrent writer of the same content won
-    return snapshot
 
 
 def read_snapshot_info(snapshot_dir: Path) -> VitaldbSnapshot:
