@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.progress import Progress
+from pipelines.retry import Again, Backoff, RetriesExhausted, retry
 from warehouse.files import atomic_directory, atomic_write_bytes
 
 DEFAULT_TRACK = "Solar8000/ART_MBP"
@@ -193,43 +194,37 @@ class HttpOpener:
 
     def _download(self, name: str, decode: Callable[[bytes], T], what: str) -> T:
         url = f"{self.base_url}/{name}"
-        problem, retry_after = "", None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._sleep(attempt, retry_after)
-            retry_after = None
+
+        def attempt() -> T | Again:
             try:
                 with self._client.stream("GET", url) as response:
                     if response.status_code in _RETRY_STATUS:
-                        problem = f"HTTP {response.status_code}"
-                        retry_after = response.headers.get("retry-after")
-                        continue
+                        hint = response.headers.get("retry-after")  # whole seconds only, as always
+                        return Again(f"HTTP {response.status_code}",
+                                     float(hint) if hint and hint.strip().isdigit() else None)
                     if response.status_code != 200:
                         raise VitaldbSourceError(f"{what}: {url} answered HTTP {response.status_code}")
                     data = b"".join(response.iter_raw())
                     expected = response.headers.get("content-length")
             except httpx.TransportError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-                continue
+                return Again(f"{type(exc).__name__}: {exc}")
             if expected is not None and expected.isdigit() and int(expected) != len(data):
-                problem = f"truncated body ({len(data)} of {expected} bytes)"
-                continue
+                return Again(f"truncated body ({len(data)} of {expected} bytes)")
             try:
                 result = decode(data)
             except CorruptFile as exc:
-                problem = str(exc)
-                continue
+                return Again(str(exc))
             self._store(name, data)
             return result
-        raise VitaldbSourceError(f"{what}: {url} failed after {self.retries + 1} attempts; last problem: {problem}")
 
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        """Exponential backoff, or the server's Retry-After when it asks for longer."""
-        delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-        hint = retry_after
-        if hint and hint.strip().isdigit():
-            delay = min(self.max_backoff_s, max(delay, float(hint)))
-        time.sleep(delay)
+        # Exponential backoff, or the server's Retry-After when it asks for longer (both capped).
+        backoff = Backoff(self.backoff_s, self.max_backoff_s)
+        try:
+            return retry(attempt, self.retries + 1, backoff, sleep=time.sleep)
+        except RetriesExhausted as exc:
+            raise VitaldbSourceError(
+                f"{what}: {url} failed after {exc.attempts} attempts; last problem: {exc.last.problem}"
+            ) from None
 
     def _store(self, name: str, data: bytes) -> None:
         atomic_write_bytes(self.cache / name, data)
