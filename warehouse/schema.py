@@ -1,9 +1,9 @@
 """The published tables, as analysts see them (documented column by column in the README).
 
 Each table is one typed row Struct: its fields, in order, are the table's columns, and the DDL and
-the INSERT statements are generated from it. So the column list is written once, the publisher
-cannot insert a row of the wrong shape (msgspec checks the types), and the reader decodes rows
-into the same Structs. Analysts rely on the names, types and order: changing a field here changes
+the INSERT statements are generated from it. So the column list is written once: the publisher
+cannot insert a row with a missing, extra or misplaced column (a Struct takes exactly its fields by
+keyword, and the INSERT names every column), and the reader rebuilds rows as the same Structs. Analysts rely on the names, types and order: changing a field here changes
 the published schema, which means a new ``SCHEMA_VERSION`` and a README changelog entry.
 """
 
