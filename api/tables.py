@@ -1,8 +1,9 @@
 """The published warehouse held in memory, one immutable ``Tables`` object per version.
 
 A published version never changes, and its small tables (datasets, tasks, models, one record per
-result) fit in memory many times over. So the service reads a version once, read-only, closes the
-DuckDB connection straight away (it never holds the database), and answers every request from
+result) fit in memory many times over. So the service reads a version once through
+``warehouse.read`` (read-only, the connection closed straight away: it never holds the database),
+and answers every request from
 dictionaries and precomputed orderings: leaderboards, the lookup map, the result listing. When the
 ``CURRENT`` pointer names a new version, ``TableStore`` builds the new ``Tables`` next to the old one
 and swaps one reference. A request takes that reference once at its start, so its headers and body
@@ -17,32 +18,21 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import duckdb
 import msgspec
 
 from api import schemas
 from warehouse.layout import DataDir
-from warehouse.publish import current_version
-from warehouse.records import ResultRecord, decode_record
+from warehouse.read import READ_ERRORS, Catalogue, Published, current_version, read_version
+from warehouse.schema import DatasetRow, ModelRow, TaskRow
+
+__all__ = ["Published", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    """One published result: its record and the newer run that replaced it, if any."""
-
-    record: ResultRecord
-    superseded_by: str | None
-
-    @property
-    def run_id(self) -> str:
-        return self.record.run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,61 +134,44 @@ def _freeze(value: dict) -> Mapping:
 
 def load_tables(data: DataDir, version: str, cache_entries: int = 4096) -> Tables:
     """Read one published version (read-only, connection closed before returning) into a ``Tables``."""
-    con = duckdb.connect(str(data.version_file(version)), read_only=True)
-    try:
-        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-        dataset_rows = con.execute(
-            "SELECT slug, name, license, license_url, citation, doi, public_since, description, source, snapshot_id "
-            "FROM datasets ORDER BY slug"
-        ).fetchall()
-        task_rows = con.execute(
-            "SELECT slug, version, ref, dataset, kind, title, primary_metric, preview, spec_hash, spec, description "
-            "FROM tasks ORDER BY slug, version"
-        ).fetchall()
-        model_rows = con.execute(
-            "SELECT slug, provider_model_id, name, type, provider, revision, release_date, knowledge_cutoff, backend, "
-            "description FROM models ORDER BY slug"
-        ).fetchall()
-        result_rows = con.execute("SELECT record, superseded_by FROM results ORDER BY run_id").fetchall()
-    finally:
-        con.close()
-    return build_tables(version, meta, dataset_rows, task_rows, model_rows, result_rows, cache_entries)
+    return build_tables(read_version(data, version), cache_entries)
 
 
-def build_tables(
-    version: str,
-    meta: dict[str, str],
-    dataset_rows: list[tuple],
-    task_rows: list[tuple],
-    model_rows: list[tuple],  # slug, provider_model_id, name, type, provider, revision, release_date,
-    # knowledge_cutoff, backend, description (the SELECT of load_tables)
-    result_rows: list[tuple],
-    cache_entries: int = 4096,
-) -> Tables:
-    datasets = tuple(
-        schemas.Dataset(
-            slug=slug, name=name, license=license_, license_url=license_url, citation=citation, doi=doi,
-            public_since=public_since, source=msgspec.json.decode(source) if source else {},
-            description=description or "", snapshot_id=snapshot_id,
-        )
-        for slug, name, license_, license_url, citation, doi, public_since, description, source, snapshot_id in dataset_rows
+def _dataset(d: DatasetRow) -> schemas.Dataset:
+    return schemas.Dataset(
+        slug=d.slug, name=d.name, license=d.license, license_url=d.license_url, citation=d.citation, doi=d.doi,
+        public_since=d.public_since, source=msgspec.json.decode(d.source) if d.source else {},
+        description=d.description or "", snapshot_id=d.snapshot_id,
     )
-    published = [Published(decode_record(record), superseded_by) for record, superseded_by in result_rows]
+
+
+def _model(m: ModelRow) -> ModelEntry:
+    return ModelEntry(
+        slug=m.slug, name=m.name or m.slug, type=m.type or "", provider=m.provider or "",
+        provider_model_id=m.provider_model_id or "", revision=m.revision or "", release_date=m.release_date,
+        knowledge_cutoff=m.knowledge_cutoff, backend=m.backend or "", description=m.description or "",
+    )
+
+
+def _task(t: TaskRow, n_results: int) -> TaskEntry:
+    return TaskEntry(
+        slug=t.slug, version=int(t.version), ref=t.ref, dataset=t.dataset, kind=t.kind, title=t.title or "",
+        primary_metric=t.primary_metric, preview=bool(t.preview), spec_hash=t.spec_hash,
+        spec=msgspec.json.decode(t.spec) if t.spec else {}, description=t.description or "", n_results=n_results,
+    )
+
+
+def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
+    """Index one version's catalogue for the routes: every ordering and map they answer from."""
+    datasets = tuple(_dataset(d) for d in catalogue.datasets)
+    published = list(catalogue.results)
     results = {p.run_id: p for p in published}
 
     by_task: dict[str, list[Published]] = {}
     for p in published:
         by_task.setdefault(p.record.task, []).append(p)
 
-    tasks = tuple(
-        TaskEntry(
-            slug=slug, version=int(task_version), ref=ref, dataset=dataset, kind=kind, title=title or "",
-            primary_metric=primary_metric, preview=bool(preview), spec_hash=spec_hash,
-            spec=msgspec.json.decode(spec) if spec else {}, description=description or "",
-            n_results=len(by_task.get(ref, ())),
-        )
-        for slug, task_version, ref, dataset, kind, title, primary_metric, preview, spec_hash, spec, description in task_rows
-    )
+    tasks = tuple(_task(t, len(by_task.get(t.ref, ()))) for t in catalogue.tasks)
     latest: dict[str, TaskEntry] = {}
     for t in tasks:
         if t.slug not in latest or t.version > latest[t.slug].version:
@@ -217,21 +190,16 @@ def build_tables(
         )
     )
     return Tables(
-        version=version,
-        demo=meta.get("demo") == "true",
+        version=catalogue.version,
+        demo=catalogue.demo,
         datasets=datasets,
         dataset_by_slug=_freeze({d.slug: d for d in datasets}),
         tasks=tasks,
         task_by_ref=_freeze({t.ref: t for t in tasks}),
         latest_task=_freeze(latest),
-        model_count=len(model_rows),
-        models=tuple(
-            ModelEntry(slug=slug, name=name or slug, type=type_ or "", provider=provider or "", provider_model_id=pid or "",
-                       revision=revision or "", release_date=release_date, knowledge_cutoff=knowledge_cutoff,
-                       backend=backend or "", description=description or "")
-            for slug, pid, name, type_, provider, revision, release_date, knowledge_cutoff, backend, description in model_rows
-        ),
-        model_slugs=_freeze(_model_index(model_rows, published)),
+        model_count=len(catalogue.models),
+        models=tuple(_model(m) for m in catalogue.models),
+        model_slugs=_freeze(_model_index(catalogue.models, published)),
         results=_freeze(results),
         listing=listing,
         leaderboards=_freeze(leaderboards),
@@ -253,11 +221,11 @@ def _current_results(published: list[Published]) -> dict[tuple[str, str], Publis
     return chosen
 
 
-def _model_index(model_rows: list[tuple], published: list[Published]) -> dict[str, tuple[str, ...]]:
+def _model_index(model_rows: Sequence[ModelRow], published: list[Published]) -> dict[str, tuple[str, ...]]:
     """Map every slug to itself and every provider model id to the slugs using it; a slug always wins."""
     provider_ids: dict[str, set[str]] = {}
     slugs: set[str] = set()
-    pairs = [(row[0], row[1]) for row in model_rows] + [
+    pairs = [(row.slug, row.provider_model_id) for row in model_rows] + [
         (p.record.model.slug, p.record.model.provider_model_id) for p in published
     ]
     for slug, pid in pairs:
@@ -316,7 +284,7 @@ class TableStore:
             started = time.perf_counter()
             try:
                 tables = self._loader(self.data, version, self.cache_entries)
-            except (duckdb.Error, OSError, msgspec.DecodeError, ValueError) as exc:
+            except READ_ERRORS as exc:
                 log.warning("could not load warehouse version %s (will retry): %s", version, exc)
                 return
             self._tables = tables

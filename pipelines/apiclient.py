@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from warehouse.files import atomic_path
+
 API_URL_ENV = "MEDBENCH_API_URL"
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 CHUNK = 1 << 16
@@ -101,35 +103,27 @@ class ApiClient:
         A checksum mismatch leaves no file behind and raises ``NotFound`` (exit 1: the published file
         was not obtained).
         """
-        dest = Path(dest)
-        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
         digest = hashlib.sha256()
         size = 0
-        try:
-            with self._http.stream("GET", path) as response:
-                if response.status_code != 200:
-                    response.read()
-                    self._decode(response)
-                total = int(response.headers["content-length"]) if "content-length" in response.headers else None
-                advance = progress(total) if progress else None
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                with open(tmp, "wb") as fh:
-                    for chunk in response.iter_bytes(CHUNK):
-                        fh.write(chunk)
-                        digest.update(chunk)
-                        size += len(chunk)
-                        if advance:
-                            advance(len(chunk))
-        except httpx.HTTPError as exc:
-            tmp.unlink(missing_ok=True)
-            raise Unreachable(f"download from {self.base_url}{path} failed: {exc}") from None
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        sha = digest.hexdigest()
-        if sha != expected_sha256:
-            tmp.unlink(missing_ok=True)
-            raise NotFound(f"the downloaded file's sha256 is {sha}, not the published {expected_sha256}; nothing was "
-                           "written")
-        os.replace(tmp, dest)
+        with atomic_path(Path(dest), suffix=".part") as tmp:  # removed again on any failure below
+            try:
+                with self._http.stream("GET", path) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        self._decode(response)
+                    total = int(response.headers["content-length"]) if "content-length" in response.headers else None
+                    advance = progress(total) if progress else None
+                    with open(tmp, "wb") as fh:
+                        for chunk in response.iter_bytes(CHUNK):
+                            fh.write(chunk)
+                            digest.update(chunk)
+                            size += len(chunk)
+                            if advance:
+                                advance(len(chunk))
+            except httpx.HTTPError as exc:
+                raise Unreachable(f"download from {self.base_url}{path} failed: {exc}") from None
+            sha = digest.hexdigest()
+            if sha != expected_sha256:
+                raise NotFound(f"the downloaded file's sha256 is {sha}, not the published {expected_sha256}; nothing "
+                               "was written")
         return size, sha

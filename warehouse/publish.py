@@ -3,15 +3,18 @@
 DuckDB cannot be opened read-only by one process while another writes it in place, and a
 process that reopens the same path gets its cached old instance. So a published file is never
 written again: each publish builds ``medbench-<version>.duckdb`` under a temporary name, renames
-it into place, and only then replaces the ``CURRENT`` pointer (and the analysts' symlink) with
-``os.replace``. Readers holding an older version keep reading it; the last three versions stay.
+it into place, and only then replaces the ``CURRENT`` pointer (and the analysts' symlink)
+(``warehouse.files``). Readers holding an older version keep reading it; the last three stay.
+
+Identical content keeps the current version, unless that version was built with an older table
+schema (``meta.schema_version`` missing or lower than ``SCHEMA_VERSION``): then it is rebuilt, so
+an existing data directory is brought up to date by the next ``medbench materialize``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,16 +22,32 @@ from typing import Any
 import duckdb
 import msgspec
 
+from warehouse.files import atomic_path, switch_pointer, switch_symlink
 from warehouse.layout import DataDir
+from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.records import ResultRecord
-from warehouse.schema import CREATE_TABLES, PREDICTION_COLUMNS
+from warehouse.schema import (
+    CREATE_TABLES,
+    PREDICTION_COLUMNS,
+    SCHEMA_VERSION,
+    DatasetRow,
+    MetaRow,
+    MetricRow,
+    ModelRow,
+    ResultRow,
+    TaskRow,
+    insert_rows,
+)
+
+__all__ = ["KEEP_VERSIONS", "Catalog", "current_version", "publish", "superseded_map"]
 
 KEEP_VERSIONS = 3
 
 
 @dataclass
 class Catalog:
-    """What one published version holds. Rows are plain dicts keyed by column name."""
+    """What one published version holds. Rows are plain dicts keyed by column name (the content hash,
+    and so the version name, is computed from them); ``publish`` turns them into ``warehouse.schema`` rows."""
 
     datasets: list[dict[str, Any]]
     tasks: list[dict[str, Any]]
@@ -58,54 +77,30 @@ def superseded_map(results: list[ResultRecord]) -> dict[str, str]:
     return {r.run_id: newest[(r.model.slug, r.task)].run_id for r in results if newest[(r.model.slug, r.task)].run_id != r.run_id}
 
 
-def current_version(data: DataDir) -> str | None:
-    try:
-        return data.pointer.read_text().strip() or None
-    except FileNotFoundError:
-        return None
-
-
-def _current_hash(data: DataDir, version: str) -> str | None:
-    path = data.version_file(version)
-    if not path.exists():
-        return None
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'content_hash'").fetchone()
-        return row[0] if row else None
-    finally:
-        con.close()
+def _is_current(data: DataDir, version: str, content_hash: str) -> bool:
+    """The current version holds this content, built with today's schema."""
+    if not data.version_file(version).exists():
+        return False
+    meta = read_meta(data, version)
+    return meta.get("content_hash") == content_hash and schema_version_of(meta) >= SCHEMA_VERSION
 
 
 def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None) -> tuple[str, bool]:
-    """Publish ``catalog``; return (version, changed). Identical content keeps the current version."""
+    """Publish ``catalog``; return (version, changed). Identical content keeps the current version
+    (unless its schema is older, see the module docstring)."""
     data.warehouse.mkdir(parents=True, exist_ok=True)
     content_hash = catalog.content_hash()
     current = current_version(data)
-    if current and _current_hash(data, current) == content_hash:
+    if current and _is_current(data, current, content_hash):
         return current, False
     now = now or dt.datetime.now(dt.timezone.utc)
     version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + content_hash[:8]
-    final = data.version_file(version)
-    tmp = final.with_suffix(".duckdb.tmp")
-    tmp.unlink(missing_ok=True)
-    _build(tmp, data, catalog, version, content_hash, now)
-    os.replace(tmp, final)
-    _switch_pointer(data, version)
+    with atomic_path(data.version_file(version)) as tmp:
+        _build(tmp, data, catalog, version, content_hash, now)
+    switch_pointer(data.pointer, version)
+    switch_symlink(data.duckdb_link, data.version_file(version))
     _prune(data, keep=KEEP_VERSIONS)
     return version, True
-
-
-def _switch_pointer(data: DataDir, version: str) -> None:
-    tmp = data.pointer.with_name(f".CURRENT.{os.getpid()}")
-    tmp.write_text(version + "\n")
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, data.pointer)
-    link_tmp = data.duckdb_link.with_name(f".medbench.duckdb.{os.getpid()}")
-    link_tmp.unlink(missing_ok=True)
-    os.symlink(os.path.relpath(data.version_file(version), data.root), link_tmp)
-    os.replace(link_tmp, data.duckdb_link)
 
 
 def _prune(data: DataDir, keep: int) -> None:
@@ -119,9 +114,59 @@ def _json(value: Any) -> str:
     return msgspec.json.encode(msgspec.to_builtins(value), order="sorted").decode()
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
-    if rows:
-        con.executemany(f"INSERT INTO {table} VALUES ({', '.join(['?'] * len(rows[0]))})", rows)
+def meta_rows(catalog: Catalog, version: str, content_hash: str, now: dt.datetime) -> list[MetaRow]:
+    meta = {
+        "warehouse_version": version,
+        "published_at": now.isoformat(),
+        "content_hash": content_hash,
+        "demo": "true" if catalog.demo else "false",
+        "schema_version": str(SCHEMA_VERSION),
+        **catalog.extra_meta,
+    }
+    return [MetaRow(key=k, value=v) for k, v in sorted(meta.items())]
+
+
+def dataset_row(d: dict[str, Any]) -> DatasetRow:
+    return DatasetRow(
+        slug=d["slug"], name=d["name"], license=d["license"], license_url=d["license_url"], citation=d["citation"],
+        doi=d["doi"], public_since=d["public_since"], description=d["description"], source=_json(d["source"]),
+        snapshot_id=d.get("snapshot_id"),
+    )
+
+
+def task_row(t: dict[str, Any]) -> TaskRow:
+    return TaskRow(
+        slug=t["slug"], version=t["version"], ref=f"{t['slug']}@{t['version']}", dataset=t["dataset"], kind=t["kind"],
+        title=t["title"], primary_metric=t["primary_metric"], preview=t["preview"], spec_hash=t["spec_hash"],
+        spec=_json(t["spec"]), description=t["description"],
+    )
+
+
+def model_row(m: dict[str, Any]) -> ModelRow:
+    return ModelRow(
+        slug=m["slug"], name=m["name"], type=m["type"], provider=m["provider"], provider_model_id=m["provider_model_id"],
+        revision=m["revision"], release_date=m.get("release_date"), knowledge_cutoff=m.get("knowledge_cutoff"),
+        backend=m["backend"], description=m["description"], spec_hash=m["spec_hash"], spec=_json(m["spec"]),
+    )
+
+
+def result_row(r: ResultRecord, superseded_by: str | None) -> ResultRow:
+    task_slug, _, task_version = r.task.partition("@")
+    p, v = r.primary, r.versions
+    return ResultRow(
+        run_id=r.run_id, task=r.task, task_slug=task_slug, task_version=int(task_version), dataset=r.dataset,
+        model_slug=r.model.slug, model_type=r.model.type, tier=r.tier, demo=r.demo, metric_name=p.name,
+        metric_value=p.value, ci_low=p.ci_low, ci_high=p.ci_high, n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd,
+        eval_date=r.eval_date, created_at=r.created_at, contamination=r.contamination, superseded_by=superseded_by,
+        dataset_snapshot=v.dataset_snapshot, task_spec_hash=v.task_spec_hash, model_spec_hash=v.model_spec_hash,
+        parser=v.parser, code_revision=v.code_revision, price_table_date=r.price_table_date,
+        predictions_sha256=r.predictions_sha256, record=msgspec.json.encode(r).decode(),
+    )
+
+
+def metric_rows(r: ResultRecord) -> list[MetricRow]:
+    return [MetricRow(run_id=r.run_id, ordinal=i, name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high)
+            for i, m in enumerate(r.metrics)]
 
 
 def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_hash: str, now: dt.datetime) -> None:
@@ -130,50 +175,16 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
     try:
         for statement in CREATE_TABLES:
             con.execute(statement)
-        meta = {
-            "warehouse_version": version,
-            "published_at": now.isoformat(),
-            "content_hash": content_hash,
-            "demo": "true" if catalog.demo else "false",
-            **catalog.extra_meta,
-        }
-        _insert(con, "meta", sorted(meta.items()))
-        _insert(con, "datasets", [
-            (d["slug"], d["name"], d["license"], d["license_url"], d["citation"], d["doi"],
-             d["public_since"], d["description"], _json(d["source"]), d.get("snapshot_id"))
-            for d in catalog.datasets
-        ])
-        _insert(con, "tasks", [
-            (t["slug"], t["version"], f"{t['slug']}@{t['version']}", t["dataset"], t["kind"], t["title"],
-             t["primary_metric"], t["preview"], t["spec_hash"], _json(t["spec"]), t["description"])
-            for t in catalog.tasks
-        ])
-        _insert(con, "models", [
-            (m["slug"], m["name"], m["type"], m["provider"], m["provider_model_id"], m["revision"],
-             m.get("release_date"), m.get("knowledge_cutoff"), m["backend"], m["description"],
-             m["spec_hash"], _json(m["spec"]))
-            for m in catalog.models
-        ])
-        _insert(con, "results", [_result_row(r, superseded.get(r.run_id)) for r in catalog.results])
-        _insert(con, "metrics", [
-            (r.run_id, i, m.name, m.value, m.ci_low, m.ci_high) for r in catalog.results for i, m in enumerate(r.metrics)
-        ])
+        insert_rows(con, meta_rows(catalog, version, content_hash, now))
+        insert_rows(con, [dataset_row(d) for d in catalog.datasets])
+        insert_rows(con, [task_row(t) for t in catalog.tasks])
+        insert_rows(con, [model_row(m) for m in catalog.models])
+        insert_rows(con, [result_row(r, superseded.get(r.run_id)) for r in catalog.results])
+        insert_rows(con, [row for r in catalog.results for row in metric_rows(r)])
         _create_predictions_view(con, data, catalog)
         con.execute("CHECKPOINT")
     finally:
         con.close()
-
-
-def _result_row(r: ResultRecord, superseded_by: str | None) -> tuple:
-    task_slug, _, task_version = r.task.partition("@")
-    p = r.primary
-    return (
-        r.run_id, r.task, task_slug, int(task_version), r.dataset, r.model.slug, r.model.type, r.tier, r.demo,
-        p.name, p.value, p.ci_low, p.ci_high, r.n, r.parse_rate, r.cost_usd, r.eval_date, r.created_at,
-        r.contamination, superseded_by, r.versions.dataset_snapshot, r.versions.task_spec_hash,
-        r.versions.model_spec_hash, r.versions.parser, r.versions.code_revision, r.price_table_date,
-        r.predictions_sha256, msgspec.json.encode(r).decode(),
-    )
 
 
 def _create_predictions_view(con: duckdb.DuckDBPyConnection, data: DataDir, catalog: Catalog) -> None:

@@ -1,28 +1,66 @@
-"""Read access to the current published version, for the API and for analysts' scripts.
+"""Typed reads of the published warehouse: the API and the CLI load through here, never their own SQL.
 
-A reader resolves the pointer once and opens that version's immutable file read-only, so it
-keeps a consistent view for as long as it holds the connection, whatever is published meanwhile.
+A reader resolves the ``CURRENT`` pointer once and opens that version's immutable file read-only,
+so it keeps a consistent view whatever is published meanwhile, and closes it before returning:
+DuckDB caches an open database per path, so a process that held the file open would keep seeing
+it. Callers get ``warehouse.schema`` rows and ``ResultRecord``s, and name what they want
+(``read_version``, ``current_result``, ...): the SQL lives here, next to the schema it depends on,
+and no caller-supplied text ever reaches DuckDB.
+
+Files built by older medbench versions are read too: the tables have not changed since schema
+version 1, and a missing ``meta.schema_version`` means 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import duckdb
+import msgspec
 
 from warehouse.layout import DataDir
-from warehouse.publish import current_version
 from warehouse.records import ResultRecord, decode_record
+from warehouse.schema import DatasetRow, MetricRow, ModelRow, Row, TaskRow, column_names, select_sql
+
+R = TypeVar("R", bound=Row)
 
 
 class NoWarehouse(RuntimeError):
     """Nothing has been published in this data directory yet."""
 
 
+# What reading a version can raise when the file is gone (pruned after the pointer was read) or
+# damaged: a reader that polls the pointer logs these and keeps what it had.
+READ_ERRORS: tuple[type[BaseException], ...] = (duckdb.Error, OSError, msgspec.DecodeError, ValueError)
+
+
+def current_version(data: DataDir) -> str | None:
+    """The version the pointer names, or None before the first publish."""
+    try:
+        return data.pointer.read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def _require_version(data: DataDir) -> str:
+    version = current_version(data)
+    if version is None:
+        raise NoWarehouse(f"no published warehouse in {data.root}: run `medbench materialize --demo` first")
+    return version
+
+
+def _connect(data: DataDir, version: str) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(data.version_file(version)), read_only=True)
+
+
 @dataclass
 class Snapshot:
+    """A raw read-only connection to one version, for analysts' scripts and tests (medbench's own
+    code reads through the typed functions below)."""
+
     version: str
     con: duckdb.DuckDBPyConnection
 
@@ -32,24 +70,165 @@ class Snapshot:
 
 def open_current(data: DataDir | None = None) -> Snapshot:
     data = data or DataDir()
-    version = current_version(data)
-    if version is None:
-        raise NoWarehouse(f"no published warehouse in {data.root}: run `medbench materialize --demo` first")
-    con = duckdb.connect(str(data.version_file(version)), read_only=True)
-    return Snapshot(version=version, con=con)
+    version = _require_version(data)
+    return Snapshot(version=version, con=_connect(data, version))
 
 
-def current_record(
-    data: DataDir, sql: str, params: Sequence[Any] = ()
-) -> tuple[ResultRecord, tuple[Any, ...]] | None:
-    """The first row ``sql`` returns on the current published version, or None when it returns none:
-    its first column (a ``results.record``) decoded, and the row's other columns as they are.
-    Raises NoWarehouse when nothing is published in ``data`` yet."""
-    snap = open_current(data)
+@dataclass(frozen=True, slots=True)
+class Published:
+    """One published result: its record and the newer run that replaced it, if any."""
+
+    record: ResultRecord
+    superseded_by: str | None
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+
+def _rows(con: duckdb.DuckDBPyConnection, row_type: type[R], order_by: str) -> tuple[R, ...]:
+    """Rows of ``row_type``'s table as Structs, values as DuckDB returns them (NULL stays None)."""
+    names = column_names(row_type)
+    return tuple(row_type(**dict(zip(names, row))) for row in con.execute(select_sql(row_type, order_by)).fetchall())
+
+
+def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return dict(con.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _published(rows: Sequence[tuple[Any, Any]]) -> tuple[Published, ...]:
+    return tuple(Published(decode_record(record), superseded_by) for record, superseded_by in rows)
+
+
+_RESULTS = "SELECT record, superseded_by FROM results"
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Everything one published version holds that the service serves: meta, datasets (by slug),
+    tasks (by slug, version), models (by slug) and every result (by run_id)."""
+
+    version: str
+    meta: Mapping[str, str]
+    datasets: tuple[DatasetRow, ...]
+    tasks: tuple[TaskRow, ...]
+    models: tuple[ModelRow, ...]
+    results: tuple[Published, ...]
+
+    @property
+    def schema_version(self) -> int:
+        return schema_version_of(self.meta)
+
+    @property
+    def demo(self) -> bool:
+        return self.meta.get("demo") == "true"
+
+    @classmethod
+    def open(cls, data: DataDir | None = None) -> Catalogue:
+        """The current version. Raises NoWarehouse when nothing is published yet."""
+        data = data or DataDir()
+        return read_version(data, _require_version(data))
+
+
+def schema_version_of(meta: Mapping[str, str]) -> int:
+    """The table schema a version was built with: 1 for files from before the key existed."""
     try:
-        row = snap.con.execute(sql, list(params)).fetchone()
+        return int(meta.get("schema_version", "1"))
+    except ValueError:
+        return 0
+
+
+def read_version(data: DataDir, version: str) -> Catalogue:
+    """Read one published version completely (read-only; the connection is closed on return)."""
+    con = _connect(data, version)
+    try:
+        meta = _meta(con)
+        datasets = _rows(con, DatasetRow, "slug")
+        tasks = _rows(con, TaskRow, "slug, version")
+        models = _rows(con, ModelRow, "slug")
+        results = _published(con.execute(f"{_RESULTS} ORDER BY run_id").fetchall())
     finally:
-        snap.close()
-    if row is None:
-        return None
-    return decode_record(row[0]), tuple(row[1:])
+        con.close()
+    return Catalogue(version=version, meta=MappingProxyType(meta), datasets=datasets, tasks=tasks, models=models,
+                     results=results)
+
+
+def read_meta(data: DataDir, version: str) -> dict[str, str]:
+    """The ``meta`` table of one version (what publishing compares before building a new one)."""
+    con = _connect(data, version)
+    try:
+        return _meta(con)
+    finally:
+        con.close()
+
+
+def read_metrics(data: DataDir, version: str, run_id: str) -> tuple[MetricRow, ...]:
+    """Every metric of one run, the primary first."""
+    con = _connect(data, version)
+    try:
+        names = column_names(MetricRow)
+        rows = con.execute(f"{select_sql(MetricRow)} WHERE run_id = ? ORDER BY ordinal", [run_id]).fetchall()
+    finally:
+        con.close()
+    return tuple(MetricRow(**dict(zip(names, row))) for row in rows)
+
+
+def _current_one(data: DataDir, sql: str, params: list[Any]) -> Published | None:
+    con = _connect(data, _require_version(data))
+    try:
+        row = con.execute(sql, params).fetchone()
+    finally:
+        con.close()
+    return _published([row])[0] if row else None
+
+
+def result_by_id(data: DataDir, run_id: str) -> Published | None:
+    """The current version's result ``run_id``, or None. Raises NoWarehouse before the first publish."""
+    return _current_one(data, f"{_RESULTS} WHERE run_id = ?", [run_id])
+
+
+def current_result(data: DataDir, model_slug: str, task_ref: str) -> Published | None:
+    """The result lookup answers for (model, task version): the newest one not superseded (the newest
+    of all if every one is), or None. Raises NoWarehouse before the first publish."""
+    return _current_one(
+        data,
+        f"{_RESULTS} WHERE model_slug = ? AND task = ? "
+        "ORDER BY superseded_by IS NULL DESC, created_at DESC, run_id DESC LIMIT 1",
+        [model_slug, task_ref],
+    )
+
+
+class LeaderboardLine(msgspec.Struct, frozen=True):
+    """One current (not superseded) result as the plain-text leaderboards print it."""
+
+    task: str
+    model_slug: str
+    metric_name: str
+    metric_value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    parse_rate: float | None
+    run_id: str
+    demo: bool
+
+
+def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
+    """Current results of the current version, by task, then metric value descending, eval_date, run_id."""
+    names = ", ".join(f.name for f in msgspec.structs.fields(LeaderboardLine))
+    con = _connect(data, _require_version(data))
+    try:
+        rows = con.execute(
+            f"SELECT {names} FROM results WHERE superseded_by IS NULL "
+            "ORDER BY task, metric_value DESC, eval_date, run_id"
+        ).fetchall()
+    finally:
+        con.close()
+    return [LeaderboardLine(*row) for row in rows]
+
+
+__all__ = [
+    "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
+    "leaderboard_lines", "open_current", "read_meta", "read_metrics", "read_version", "result_by_id",
+    "schema_version_of",
+]

@@ -1,29 +1,197 @@
-"""The published tables, as analysts see them (documented column by column in the README)."""
+"""The published tables, as analysts see them (documented column by column in the README).
 
-CREATE_TABLES = [
-    "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
-    """CREATE TABLE datasets (
-        slug VARCHAR PRIMARY KEY, name VARCHAR, license VARCHAR, license_url VARCHAR, citation VARCHAR,
-        doi VARCHAR, public_since DATE, description VARCHAR, source JSON, snapshot_id VARCHAR)""",
-    """CREATE TABLE tasks (
-        slug VARCHAR, version INTEGER, ref VARCHAR PRIMARY KEY, dataset VARCHAR, kind VARCHAR, title VARCHAR,
-        primary_metric VARCHAR, preview BOOLEAN, spec_hash VARCHAR, spec JSON, description VARCHAR)""",
-    """CREATE TABLE models (
-        slug VARCHAR PRIMARY KEY, name VARCHAR, type VARCHAR, provider VARCHAR, provider_model_id VARCHAR,
-        revision VARCHAR, release_date DATE, knowledge_cutoff DATE, backend VARCHAR, description VARCHAR,
-        spec_hash VARCHAR, spec JSON)""",
-    """CREATE TABLE results (
-        run_id VARCHAR PRIMARY KEY, task VARCHAR, task_slug VARCHAR, task_version INTEGER, dataset VARCHAR,
-        model_slug VARCHAR, model_type VARCHAR, tier VARCHAR, demo BOOLEAN,
-        metric_name VARCHAR, metric_value DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
-        n INTEGER, parse_rate DOUBLE, cost_usd DOUBLE, eval_date DATE, created_at TIMESTAMPTZ,
-        contamination BOOLEAN, superseded_by VARCHAR, dataset_snapshot VARCHAR, task_spec_hash VARCHAR,
-        model_spec_hash VARCHAR, parser VARCHAR, code_revision VARCHAR, price_table_date DATE,
-        predictions_sha256 VARCHAR, record JSON)""",
-    """CREATE TABLE metrics (
-        run_id VARCHAR, ordinal INTEGER, name VARCHAR, value DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
-        PRIMARY KEY (run_id, name))""",
-]
+Each table is one typed row Struct: its fields, in order, are the table's columns, and the DDL and
+the INSERT statements are generated from it. So the column list is written once: the publisher
+cannot insert a row with a missing, extra or misplaced column (a Struct takes exactly its fields by
+keyword, and the INSERT names every column), and the reader rebuilds rows as the same Structs. Analysts rely on the names, types and order: changing a field here changes
+the published schema, which means a new ``SCHEMA_VERSION`` and a README changelog entry.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar
+
+import msgspec
+
+# 1: the tables as first published (no schema_version key in meta).
+# 2: meta gains the key ``schema_version``; tables and columns unchanged.
+SCHEMA_VERSION = 2
+
+# A JSON column: the value is the JSON text; DuckDB stores it as JSON.
+Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]
+TimestampTz = Annotated[dt.datetime, msgspec.Meta(extra={"sql": "TIMESTAMPTZ"})]
+
+
+class Row(msgspec.Struct, frozen=True, kw_only=True):
+    """A row of a published table. ``__table__`` names it; ``__key__`` is its primary key."""
+
+    __table__: ClassVar[str]
+    __key__: ClassVar[tuple[str, ...]]
+
+
+class MetaRow(Row, frozen=True, kw_only=True):
+    __table__ = "meta"
+    __key__ = ("key",)
+    key: str
+    value: str
+
+
+class DatasetRow(Row, frozen=True, kw_only=True):
+    __table__ = "datasets"
+    __key__ = ("slug",)
+    slug: str
+    name: str
+    license: str
+    license_url: str
+    citation: str
+    doi: str
+    public_since: dt.date
+    description: str
+    source: Json  # kind, location, split, revision
+    snapshot_id: str | None  # content hash of the snapshot in use
+
+
+class TaskRow(Row, frozen=True, kw_only=True):
+    __table__ = "tasks"
+    __key__ = ("ref",)
+    slug: str
+    version: int
+    ref: str  # slug@version
+    dataset: str
+    kind: str  # choice | score
+    title: str
+    primary_metric: str
+    preview: bool
+    spec_hash: str
+    spec: Json  # the whole decoded spec
+    description: str
+
+
+class ModelRow(Row, frozen=True, kw_only=True):
+    __table__ = "models"
+    __key__ = ("slug",)
+    slug: str
+    name: str
+    type: str  # llm | ml | rule
+    provider: str
+    provider_model_id: str
+    revision: str
+    release_date: dt.date | None
+    knowledge_cutoff: dt.date | None
+    backend: str
+    description: str
+    spec_hash: str
+    spec: Json
+
+
+class ResultRow(Row, frozen=True, kw_only=True):
+    """One row per run: the primary metric and the versions as columns, the whole record as JSON."""
+
+    __table__ = "results"
+    __key__ = ("run_id",)
+    run_id: str
+    task: str  # slug@version
+    task_slug: str
+    task_version: int
+    dataset: str
+    model_slug: str
+    model_type: str
+    tier: str
+    demo: bool
+    metric_name: str
+    metric_value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    parse_rate: float | None
+    cost_usd: float
+    eval_date: dt.date
+    created_at: TimestampTz
+    contamination: bool | None
+    superseded_by: str | None
+    dataset_snapshot: str
+    task_spec_hash: str
+    model_spec_hash: str
+    parser: str | None
+    code_revision: str
+    price_table_date: dt.date
+    predictions_sha256: str
+    record: Json  # the full result as /v1/results/{run_id} serves it
+
+
+class MetricRow(Row, frozen=True, kw_only=True):
+    __table__ = "metrics"
+    __key__ = ("run_id", "name")
+    run_id: str
+    ordinal: int  # 0 = primary
+    name: str
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+TABLES: tuple[type[Row], ...] = (MetaRow, DatasetRow, TaskRow, ModelRow, ResultRow, MetricRow)
+
+_SQL_TYPES: dict[type, str] = {
+    msgspec.inspect.StrType: "VARCHAR",
+    msgspec.inspect.IntType: "INTEGER",
+    msgspec.inspect.FloatType: "DOUBLE",
+    msgspec.inspect.BoolType: "BOOLEAN",
+    msgspec.inspect.DateType: "DATE",
+    msgspec.inspect.DateTimeType: "TIMESTAMP",
+}
+
+
+def _sql_type(t: msgspec.inspect.Type) -> str:
+    if isinstance(t, msgspec.inspect.UnionType):  # ``X | None``: nullable, and every column is
+        (t,) = [u for u in t.types if not isinstance(u, msgspec.inspect.NoneType)]
+    if isinstance(t, msgspec.inspect.Metadata):
+        return (t.extra or {}).get("sql") or _sql_type(t.type)
+    return _SQL_TYPES[type(t)]
+
+
+def columns(row_type: type[Row]) -> list[tuple[str, str]]:
+    """(name, SQL type) of each column, in table order."""
+    info = msgspec.inspect.type_info(row_type)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return [(f.name, _sql_type(f.type)) for f in info.fields]
+
+
+def column_names(row_type: type[Row]) -> list[str]:
+    return [f.name for f in msgspec.structs.fields(row_type)]
+
+
+def create_table(row_type: type[Row]) -> str:
+    """``CREATE TABLE``: a single-column key inline (as first published), a compound one at the end."""
+    key = row_type.__key__
+    parts = [f"{name} {sql}" + (" PRIMARY KEY" if key == (name,) else "") for name, sql in columns(row_type)]
+    if len(key) > 1:
+        parts.append(f"PRIMARY KEY ({', '.join(key)})")
+    return f"CREATE TABLE {row_type.__table__} ({', '.join(parts)})"
+
+
+CREATE_TABLES = [create_table(t) for t in TABLES]
+
+
+def insert_rows(con: Any, rows: Sequence[Row]) -> None:
+    """Insert rows of one table (``con`` is a DuckDB connection; the statement names every column)."""
+    if not rows:
+        return
+    row_type = type(rows[0])
+    names = column_names(row_type)
+    con.executemany(
+        f"INSERT INTO {row_type.__table__} ({', '.join(names)}) VALUES ({', '.join(['?'] * len(names))})",
+        [msgspec.structs.astuple(r) for r in rows],
+    )
+
+
+def select_sql(row_type: type[Row], order_by: str = "") -> str:
+    """``SELECT`` of every column of ``row_type``'s table, in field order (to rebuild the Structs)."""
+    sql = f"SELECT {', '.join(column_names(row_type))} FROM {row_type.__table__}"
+    return sql + (f" ORDER BY {order_by}" if order_by else "")
+
 
 # Columns of the predictions view when no Parquet file exists yet (union of both task kinds).
 PREDICTION_COLUMNS = [

@@ -13,7 +13,6 @@ server that echoes it back has it redacted). No SDK: httpx is already a base dep
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import os
 import random
 import re
@@ -30,6 +29,7 @@ from pipelines.backends.accounting import pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, missing_api_key
 from pipelines.backends.base import PromptItem, Usage
 from pipelines.engine.progress import Progress
+from pipelines.engine.retry import Again, Backoff, RetriesExhausted, parse_retry_after, retry_async
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 MAX_RETRY_AFTER_S = 900.0
@@ -181,58 +181,41 @@ class OpenAIChatGenerator:
             "max_tokens": self.max_new_tokens,
         }
         url = f"{self.base_url}/chat/completions"
-        for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
+
+        async def attempt() -> Generation | Again:
             try:
                 async with asyncio.timeout(self.timeout_s):  # a deadline for the whole request
                     response = await client.post(url, json=payload)
             except (TimeoutError, httpx.TimeoutException):
-                problem = f"no answer within {self.timeout_s:g}s"
+                return Again(f"no answer within {self.timeout_s:g}s")
             except httpx.TransportError as exc:
-                problem = f"connection error ({type(exc).__name__})"
-            else:
-                status = response.status_code
-                if status == 200:
-                    return _parse_completion(item, response, redact)
-                if status not in RETRYABLE_STATUS and status < 500:
-                    raise OpenAIRequestError(
-                        f"{item.instance_id}: HTTP {status} from {self.server}: {redact(response.text[:300])}"
-                    ) from None
-                problem = f"HTTP {status}"
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-            if attempt == self.max_retries:
+                return Again(f"connection error ({type(exc).__name__})")
+            status = response.status_code
+            if status == 200:
+                return _parse_completion(item, response, redact)
+            if status not in RETRYABLE_STATUS and status < 500:
                 raise OpenAIRequestError(
-                    f"{item.instance_id}: giving up after {attempt + 1} attempts to {self.server}: {problem}"
+                    f"{item.instance_id}: HTTP {status} from {self.server}: {redact(response.text[:300])}"
                 ) from None
-            delay = self.retry_delay(attempt, retry_after)
-            log(f"{item.instance_id}: {problem}; retry {attempt + 1}/{self.max_retries} in {delay:.2f}s")
-            await self._sleep(delay)
-        raise AssertionError("unreachable")
+            return Again(f"HTTP {status}", parse_retry_after(response.headers.get("retry-after")))
+
+        def on_retry(failure: Again, n: int, delay: float) -> None:
+            log(f"{item.instance_id}: {failure.problem}; retry {n}/{self.max_retries} in {delay:.2f}s")
+
+        try:
+            return await retry_async(attempt, self.max_retries + 1, self._backoff(), self._sleep, on_retry)
+        except RetriesExhausted as exc:
+            raise OpenAIRequestError(
+                f"{item.instance_id}: giving up after {exc.attempts} attempts to {self.server}: {exc.last.problem}"
+            ) from None
+
+    def _backoff(self) -> Backoff:
+        return Backoff(self.backoff_base_s, self.backoff_max_s, jitter=self._rng, retry_after_max_s=MAX_RETRY_AFTER_S)
 
     def retry_delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter: half of min(max, base * 2^attempt) plus a random part
-        of up to the other half; never shorter than the server's Retry-After."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2**attempt)
-        delay = ceiling / 2 + self._rng.uniform(0, ceiling / 2)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
-        return delay
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+        of up to the other half; never shorter than the server's Retry-After (up to 15 minutes)."""
+        return self._backoff().delay(attempt, retry_after)
 
 
 def _parse_completion(item: PromptItem, response: httpx.Response, redact: Callable[[str], str]) -> Generation:

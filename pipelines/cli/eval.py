@@ -111,25 +111,19 @@ def _local_published(args: argparse.Namespace, task: TaskSpec, model: ModelSpec)
     import msgspec
 
     from warehouse.layout import DataDir
-    from warehouse.read import NoWarehouse, current_record
+    from warehouse.read import NoWarehouse, current_result
 
     data = DataDir()
     try:
-        found = current_record(
-            data,
-            "SELECT record, superseded_by FROM results WHERE model_slug = ? AND task = ? "
-            "ORDER BY superseded_by IS NULL DESC, created_at DESC, run_id DESC LIMIT 1",
-            [model.slug, task.ref],
-        )
+        found = current_result(data, model.slug, task.ref)
     except NoWarehouse:
         say(args, f"nothing is published in {data.root} yet")
         return None
     if found is None:
         say(args, f"no result for {model.slug} on {task.ref} in the local warehouse {data.root}")
         return None
-    decoded, (superseded_by,) = found
-    record = msgspec.to_builtins(decoded)
-    record.update(url=f"(local) {data.result_path(record['run_id'])}", superseded_by=superseded_by,
+    record = msgspec.to_builtins(found.record)
+    record.update(url=f"(local) {data.result_path(record['run_id'])}", superseded_by=found.superseded_by,
                   metric=record["metrics"][0], predictions_url=str(data.predictions_path(record["run_id"])), bibtex="")
     return record
 

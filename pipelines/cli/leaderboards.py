@@ -1,27 +1,19 @@
-"""Plain-text leaderboards straight from the published DuckDB file (what `medbench demo` prints)."""
+"""Plain-text leaderboards from the published warehouse (what `medbench demo` prints)."""
 
 from __future__ import annotations
 
 from warehouse.layout import DataDir
-from warehouse.read import open_current
+from warehouse.read import leaderboard_lines
 
 
 def render_leaderboards(data: DataDir) -> str:
-    snap = open_current(data)
-    try:
-        rows = snap.con.execute(
-            """SELECT task, model_slug, metric_name, metric_value, ci_low, ci_high, n, parse_rate, run_id, demo
-               FROM results WHERE superseded_by IS NULL
-               ORDER BY task, metric_value DESC, eval_date, run_id"""
-        ).fetchall()
-    finally:
-        snap.close()
     out, current = [], None
-    for task, model, metric, value, lo, hi, n, parse_rate, run, demo in rows:
-        if task != current:
-            current = task
-            out.append(f"\n{task}{' (DEMO DATA)' if demo else ''}")
-            out.append(f"  {'model':32} {metric:>8} {'95% CI':>17} {'n':>7} {'parsed':>7}  run_id")
-        parsed = f"{parse_rate:.3f}" if parse_rate is not None else "-"
-        out.append(f"  {model:32} {value:8.4f} [{lo:.4f}, {hi:.4f}] {n:7d} {parsed:>7}  {run}")
+    for line in leaderboard_lines(data):
+        if line.task != current:
+            current = line.task
+            out.append(f"\n{line.task}{' (DEMO DATA)' if line.demo else ''}")
+            out.append(f"  {'model':32} {line.metric_name:>8} {'95% CI':>17} {'n':>7} {'parsed':>7}  run_id")
+        parsed = f"{line.parse_rate:.3f}" if line.parse_rate is not None else "-"
+        out.append(f"  {line.model_slug:32} {line.metric_value:8.4f} [{line.ci_low:.4f}, {line.ci_high:.4f}] "
+                   f"{line.n:7d} {parsed:>7}  {line.run_id}")
     return "\n".join(out).lstrip("\n")

@@ -118,17 +118,17 @@ def _local(run_id: str) -> tuple[dict[str, Any], Path] | None:
     import msgspec
 
     from warehouse.layout import DataDir
-    from warehouse.read import NoWarehouse, current_record
+    from warehouse.read import NoWarehouse, result_by_id
 
     data = DataDir()
     try:
-        found = current_record(data, "SELECT record FROM results WHERE run_id = ?", [run_id])
+        found = result_by_id(data, run_id)
     except NoWarehouse:
         return None
     if found is None:
         return None
     path = data.predictions_path(run_id)
-    record = msgspec.to_builtins(found[0])
+    record = msgspec.to_builtins(found.record)
     if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != record["predictions_sha256"]:
         return None
     return record, path

@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.atomic import atomic_write_bytes
 from pipelines.engine.costs import cost_usd
 from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.generations import GenerationStore, generation_key
@@ -30,6 +29,7 @@ from pipelines.backends.base import Usage
 from pipelines.backends.registry import max_new_tokens, text_generator, window_scorer
 from pipelines.engine.summary import ScoreSummary
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
+from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions, decode_record, encode_record
 

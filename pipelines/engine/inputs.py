@@ -14,6 +14,7 @@ from typing import Callable
 
 from pipelines.engine.snapshots import current_snapshot, instances_path, set_current_snapshot
 from pipelines.engine.specs import Specs
+from warehouse.files import atomic_directory, atomic_path
 from warehouse.layout import DataDir
 
 CLINICALQA_SOURCE_ENV = "MEDBENCH_CLINICALQA_SOURCE"
@@ -49,10 +50,8 @@ def clinicalqa_source(data: DataDir) -> str | None:
 
         path = data.raw / "demo" / "clinicalqa.jsonl"
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            write_demo_clinicalqa(tmp, seed=DEMO_SEED_CLINICALQA)
-            os.replace(tmp, path)
+            with atomic_path(path) as tmp:
+                write_demo_clinicalqa(tmp, seed=DEMO_SEED_CLINICALQA)
         return str(path)
     return os.environ.get(CLINICALQA_SOURCE_ENV) or None
 
@@ -64,10 +63,8 @@ def vitaldb_source(data: DataDir) -> str:
 
         folder = data.raw / "demo" / "vitaldb"
         if not (folder / "trks").exists():
-            tmp = folder.with_name("vitaldb.tmp")
-            tmp.mkdir(parents=True, exist_ok=True)
-            write_demo_vitaldb(tmp, seed=DEMO_SEED_VITALDB)
-            os.replace(tmp, folder)
+            with atomic_directory(folder, marker="trks") as tmp:
+                write_demo_vitaldb(tmp, seed=DEMO_SEED_VITALDB)
         return str(folder)
     return os.environ.get(VITALDB_SOURCE_ENV) or VITALDB_DEFAULT_URL
 
@@ -122,10 +119,8 @@ def materialise_clinicalqa_items(specs: Specs, data: DataDir, task_ref: str, log
     snap = current_snapshot(data, "clinicalqa")
     out = clinicalqa_items_path(data, task.ref)
     table = items_table(read_clinicalqa_snapshot(snap.path), task.choice)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
     log(f"{task.ref}: {table.num_rows} items from snapshot {snap.snapshot_id}")
     return Materialised(snap.snapshot_id, out, table.num_rows, {})
 

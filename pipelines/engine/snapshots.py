@@ -8,10 +8,10 @@ that enters the run ids.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from warehouse.files import switch_pointer
 from warehouse.layout import DataDir
 
 
@@ -29,9 +29,7 @@ class NotMaterialised(RuntimeError):
 def set_current_snapshot(data: DataDir, dataset: str, path: Path) -> None:
     folder = data.snapshots(dataset)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".CURRENT.{os.getpid()}"
-    tmp.write_text(Path(path).name + "\n")
-    os.replace(tmp, folder / "CURRENT")
+    switch_pointer(folder / "CURRENT", Path(path).name)
 
 
 def current_snapshot(data: DataDir, dataset: str) -> CurrentSnapshot:

@@ -27,10 +27,11 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.atomic import atomic_write_bytes
 from pipelines.engine.inputs import CLINICALQA_SOURCE_ENV
 from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS as ANSWER_LETTERS
+from pipelines.engine.retry import Again, Backoff, retry_on_exception
 from pipelines.engine.specs import DatasetSpec
+from warehouse.files import atomic_path, atomic_write_bytes
 
 OPTION_KEYS: tuple[str, ...] = tuple(f"option_{letter}" for letter in ANSWER_LETTERS)
 TEXT_FIELDS: tuple[str, ...] = (
@@ -337,16 +338,11 @@ def _download(spec: DatasetSpec, cache_dir: Path | None, log: Log) -> list[_Sour
 
 
 def _with_retries(what: str, call: Callable[[], Any], log: Log, attempts: int = 4, first_wait_s: float = 1.0) -> Any:
-    for attempt in range(1, attempts + 1):
-        try:
-            return call()
-        except Exception as exc:  # noqa: BLE001 - re-raised unless transient
-            if attempt == attempts or not _is_transient(exc):
-                raise
-            wait = first_wait_s * 2 ** (attempt - 1)
-            log(f"clinicalqa: {what} failed ({type(exc).__name__}: {_first_line(exc)}); retry {attempt} in {wait:.0f}s")
-            time.sleep(wait)
-    raise AssertionError("unreachable")
+    def on_retry(failure: Again, n: int, wait: float) -> None:
+        exc = failure.error
+        log(f"clinicalqa: {what} failed ({type(exc).__name__}: {_first_line(exc)}); retry {n} in {wait:.0f}s")
+
+    return retry_on_exception(call, _is_transient, attempts, Backoff(first_wait_s), on_retry, sleep=time.sleep)
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -409,7 +405,6 @@ def _write_snapshot(rows: list[dict[str, Any]], out_dir: Path) -> ClinicalqaSnap
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{snapshot_id}.parquet"
     if not path.is_file():
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
     return ClinicalqaSnapshot(snapshot_id=snapshot_id, path=path, n_rows=len(rows))

@@ -16,9 +16,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import re
-import shutil
 import threading
 import time
 import zlib
@@ -36,6 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.engine.progress import Progress
+from pipelines.engine.retry import Again, Backoff, RetriesExhausted, retry
+from warehouse.files import atomic_directory, atomic_write_bytes
 
 DEFAULT_TRACK = "Solar8000/ART_MBP"
 SNAPSHOT_FORMAT = "vitaldb-snapshot/1"
@@ -194,48 +194,40 @@ class HttpOpener:
 
     def _download(self, name: str, decode: Callable[[bytes], T], what: str) -> T:
         url = f"{self.base_url}/{name}"
-        problem, retry_after = "", None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._sleep(attempt, retry_after)
-            retry_after = None
+
+        def attempt() -> T | Again:
             try:
                 with self._client.stream("GET", url) as response:
                     if response.status_code in _RETRY_STATUS:
-                        problem = f"HTTP {response.status_code}"
-                        retry_after = response.headers.get("retry-after")
-                        continue
+                        hint = response.headers.get("retry-after")  # whole seconds only, as always
+                        return Again(f"HTTP {response.status_code}",
+                                     float(hint) if hint and hint.strip().isdigit() else None)
                     if response.status_code != 200:
                         raise VitaldbSourceError(f"{what}: {url} answered HTTP {response.status_code}")
                     data = b"".join(response.iter_raw())
                     expected = response.headers.get("content-length")
             except httpx.TransportError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-                continue
+                return Again(f"{type(exc).__name__}: {exc}")
             if expected is not None and expected.isdigit() and int(expected) != len(data):
-                problem = f"truncated body ({len(data)} of {expected} bytes)"
-                continue
+                return Again(f"truncated body ({len(data)} of {expected} bytes)")
             try:
                 result = decode(data)
             except CorruptFile as exc:
-                problem = str(exc)
-                continue
+                return Again(str(exc))
             self._store(name, data)
             return result
-        raise VitaldbSourceError(f"{what}: {url} failed after {self.retries + 1} attempts; last problem: {problem}")
 
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        """Exponential backoff, or the server's Retry-After when it asks for longer."""
-        delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-        hint = retry_after
-        if hint and hint.strip().isdigit():
-            delay = min(self.max_backoff_s, max(delay, float(hint)))
-        time.sleep(delay)
+        # Exponential backoff, or the server's Retry-After when it asks for longer (both capped).
+        backoff = Backoff(self.backoff_s, self.max_backoff_s)
+        try:
+            return retry(attempt, self.retries + 1, backoff, sleep=time.sleep)
+        except RetriesExhausted as exc:
+            raise VitaldbSourceError(
+                f"{what}: {url} failed after {exc.attempts} attempts; last problem: {exc.last.problem}"
+            ) from None
 
     def _store(self, name: str, data: bytes) -> None:
-        tmp = self.cache / f".{name}.{os.getpid()}.{threading.get_ident()}.part"
-        tmp.write_bytes(data)
-        tmp.replace(self.cache / name)
+        atomic_write_bytes(self.cache / name, data)
         with self._lock:
             self.downloads += 1
 
@@ -392,9 +384,13 @@ def write_snapshot(
     snapshot = VitaldbSnapshot(snapshot_id, final, info["n_cases"], info["n_track_cases"], info["n_readings"])
     if (final / "snapshot.json").exists():
         return snapshot  # same id, same content: already written
-    tmp = Path(out_dir) / f".{snapshot_id}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    with atomic_directory(final, marker="snapshot.json") as tmp:
+        _write_snapshot_files(tmp, cases, tracks, readings, info)
+    return snapshot
+
+
+def _write_snapshot_files(tmp: Path, cases: pl.DataFrame, tracks: pl.DataFrame, readings: pl.DataFrame,
+                          info: dict) -> None:
     cases.write_parquet(tmp / "cases.parquet")
     tracks.write_parquet(tmp / "tracks.parquet")
     pq.write_table(
@@ -412,13 +408,6 @@ def write_snapshot(
         row_group_size=4 * 1024 * 1024,
     )
     (tmp / "snapshot.json").write_text(json.dumps(info, indent=2) + "\n")
-    try:
-        tmp.rename(final)
-    except OSError:
-        if not (final / "snapshot.json").exists():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)  # a concurrent writer of the same content won
-    return snapshot
 
 
 def read_snapshot_info(snapshot_dir: Path) -> VitaldbSnapshot:

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.engine.specs import IohSettings
+from warehouse.files import atomic_path
 
 Split = Literal["test", "validation", "train"]
 SPLITS: tuple[Split, ...] = ("test", "validation", "train")
@@ -420,14 +421,12 @@ def _windows_table(caseids, subjectids, codes, windows: WindowArrays, settings: 
 
 
 def _write_atomically(table: pa.Table, out_path: Path) -> None:
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
     # zstd: consecutive windows of a case overlap by 90%, so the inputs compress ~10x, and polars'
     # writer encodes the 150-float lists several times faster than pyarrow's.
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
-    frame.write_parquet(tmp, compression="zstd", compression_level=1, statistics=False, row_group_size=256 * 1024)
-    tmp.replace(out_path)
+    with atomic_path(out_path) as tmp:
+        frame.write_parquet(tmp, compression="zstd", compression_level=1, statistics=False, row_group_size=256 * 1024)
 
 
 def _summarise(cohort: pl.DataFrame, caseids, subjectids, codes, windows: WindowArrays) -> WindowsSummary:

@@ -1,0 +1,96 @@
+"""Writing files and switching pointers so that a reader sees the old state or the whole new one.
+
+Every step of medbench hands work to the next through files (snapshots, instances, checkpoints,
+result.json, published DuckDB versions, the ``CURRENT`` pointers), and a process may be killed at
+any moment. One rule keeps that safe: write beside the destination under a temporary name (same
+folder, so the rename never crosses a file system), fsync, then ``os.replace`` it into place, which
+is atomic on POSIX. A reader (or a resumed run) therefore never finds a half-written file under a
+final name. This module is the only place that spells the rule out; everything else calls it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def temp_name(path: Path, suffix: str = ".tmp") -> Path:
+    """A hidden name beside ``path``, unique per process and thread (concurrent writers never collide)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}{suffix}")
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+@contextmanager
+def atomic_path(path: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` for any writer (pyarrow, polars, DuckDB, a stream);
+    on a clean exit it is fsynced and renamed onto ``path``; on an exception it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(path, suffix)
+    tmp.unlink(missing_ok=True)
+    try:
+        yield tmp
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: Path | str, payload: bytes) -> None:
+    """Replace ``path``'s content with ``payload`` in one step."""
+    with atomic_path(Path(path)) as tmp:
+        tmp.write_bytes(payload)
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def switch_pointer(pointer: Path | str, name: str) -> None:
+    """Point a text pointer file (e.g. ``CURRENT``) at ``name``: readers see the old name or the new one."""
+    atomic_write_text(pointer, name + "\n")
+
+
+def switch_symlink(link: Path | str, target: Path | str) -> None:
+    """Make ``link`` a symlink to ``target`` (stored relative to the link's folder) in one step."""
+    link = Path(link)
+    tmp = temp_name(link, ".link")
+    tmp.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(Path(target), link.parent), tmp)
+    os.replace(tmp, link)
+
+
+@contextmanager
+def atomic_directory(final: Path | str, marker: str | None = None) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``final``; on a clean exit rename it to ``final``.
+
+    A folder cannot replace a non-empty folder atomically, so content-addressed folders (same name,
+    same content) are the intended use: when another writer got there first (``final`` exists, and
+    holds ``marker`` when one is named), ours is discarded. On an exception the temporary folder is
+    removed and ``final`` is left as it was.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(final)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        os.replace(tmp, final)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (final / marker if marker else final).exists():
+            raise
