@@ -184,8 +184,12 @@ class _Guarded(_JsonBadRequest):
                 self._arm(self._limits.header_timeout_s)
             self._count_head(data)
         super().data_received(data)  # type: ignore[misc]
-        if self._in_head and self._drained is None and not self.transport.is_closing():
+        if self._drained is not None or self.transport.is_closing():
+            return
+        if self._in_head:
             self._check_head(self._line_bytes, self._field_bytes)  # still no complete head: its size so far
+        elif self._body_pending and self._timer is None:  # a head whose body is still to come
+            self._arm(self._limits.body_timeout_s)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
@@ -193,7 +197,8 @@ class _Guarded(_JsonBadRequest):
         fields = sum(len(name) + len(value) + 4 for name, value in self.headers)  # type: ignore[attr-defined]
         if self._check_head(len(self.url), fields):  # type: ignore[attr-defined]
             return
-        self._arm(self._limits.body_timeout_s)  # cancelled at once by on_message_complete for a GET
+        self._disarm()
+        self._body_pending = True  # until on_message_complete, usually in the same read (a GET)
         super().on_headers_complete()  # type: ignore[misc]
 
     def on_body(self, body: bytes) -> None:
@@ -226,6 +231,7 @@ class _Guarded(_JsonBadRequest):
 
     def _new_head(self) -> None:
         self._in_head = True
+        self._body_pending = False
         self._line_done = False
         self._line_bytes = 0
         self._field_bytes = 0
