@@ -133,6 +133,31 @@ class Throttled:
 EVENTS = Throttled()
 
 
+class _ThrottleParserWarnings(logging.Filter):
+    """uvicorn logs "Invalid HTTP request received." once per bad request: one client sending garbage
+    in a loop would flood the log. Let one such line through every ``LOG_EVERY_S`` seconds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -LOG_EVERY_S
+        self._dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "Invalid HTTP request received.":
+            return True
+        now = time.monotonic()
+        if now - self._last < LOG_EVERY_S:
+            self._dropped += 1
+            return False
+        if self._dropped:
+            record.msg = f"Invalid HTTP request received. ({self._dropped} more since the last such line)"
+        self._last, self._dropped = now, 0
+        return True
+
+
+logging.getLogger("uvicorn.error").addFilter(_ThrottleParserWarnings())
+
+
 class _JsonBadRequest:
     transport: asyncio.Transport
     server_state: object

@@ -1,6 +1,6 @@
 """The same limits with short values, on uvicorn in a thread of the test process (seconds, not tens
 of seconds): a body that never arrives, a slow second request on a kept-alive connection, and the
-cap's 503 for a connection that sends nothing."""
+cap's 503 for a connection that sends nothing, and a rate-limited log."""
 
 from __future__ import annotations
 
@@ -105,3 +105,14 @@ def test_the_cap_answers_a_silent_connection_too(port: int) -> None:
     finally:
         for conn in held:
             conn.close()
+
+
+def test_a_flood_of_unparsable_requests_is_logged_a_few_times(port: int, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="uvicorn.error"):
+        for _ in range(50):
+            with socket.create_connection((LOOPBACK, port)) as conn:
+                conn.sendall(b"G\x00T / HTTP/1.1\r\nHost: x\r\n\r\n")
+                conn.settimeout(5)
+                assert conn.recv(65536).startswith(b"HTTP/1.1 400")
+    lines = [r for r in caplog.records if r.getMessage().startswith("Invalid HTTP request received.")]
+    assert len(lines) <= 2, [r.getMessage() for r in lines]  # not 50 (0 when a line went out just before)
