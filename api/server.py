@@ -1,11 +1,18 @@
-"""Run the service with uvicorn (one worker: the reuse counter and the table cache are per process).
+"""Run the service with uvicorn: one worker by default, ``--workers N`` for more processes.
 
 Used by ``medbench serve`` and ``medbench demo``. Before serving it prints URLs worth trying, built
 from what is actually published (a real task, model and run id), so a first-time user can paste them.
+
+Several workers are safe because nothing they share lives in their memory: the warehouse is
+read-only, and the reuse count is kept in one SQLite file under ``state/`` (``api.reuse``). Each
+worker re-creates the app from the environment (``MEDBENCH_DATA``, ``MEDBENCH_PUBLIC_URL``,
+``MEDBENCH_MAX_CONNECTIONS``), which is why the arguments are put there before uvicorn starts.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +20,11 @@ from api.tables import Tables
 
 if TYPE_CHECKING:
     from litestar import Litestar
+
+log = logging.getLogger(__name__)
+
+KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this (uvicorn's timeout_keep_alive)
+GRACEFUL_SHUTDOWN_S = 10  # at shutdown, requests still running get this long before they are cancelled
 
 
 def display_base(host: str, port: int) -> str:
@@ -43,8 +55,9 @@ def example_urls(base: str, tables: Tables | None) -> list[str]:
     return urls
 
 
-def banner(base: str, tables: Tables | None, data_root: Path) -> str:
-    lines = [f"medbench API on {base} (data: {data_root})"]
+def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1) -> str:
+    processes = f", {workers} worker processes" if workers > 1 else ""
+    lines = [f"medbench API on {base} (data: {data_root}{processes})"]
     if tables is None:
         lines.append("nothing is published there yet: /v1 answers 503 until `medbench materialize --demo` has run")
     else:
@@ -56,19 +69,41 @@ def banner(base: str, tables: Tables | None, data_root: Path) -> str:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None, public_url: str | None = None,
-          access_log: bool = False) -> None:
-    from api.app import create_app
-    from api.service import service_of
+          access_log: bool = False, workers: int = 1, max_connections: int | None = None) -> None:
+    from api.http_protocol import MAX_CONNECTIONS_ENV
+    from api.settings import PUBLIC_URL_ENV
+    from warehouse.layout import DATA_ENV, DataDir
 
-    app = create_app(data_dir=data_dir, public_url=public_url)
-    service = service_of(app)
-    base = service.settings.public_url or display_base(host, port)
-    print(banner(base, service.store.current(), service.settings.data.root), flush=True)
-    run_app(app, host, port, access_log=access_log)
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if max_connections is not None:
+        os.environ[MAX_CONNECTIONS_ENV] = str(max_connections)
+    if workers == 1:
+        from api.app import create_app
+        from api.service import service_of
+
+        app = create_app(data_dir=data_dir, public_url=public_url)
+        service = service_of(app)
+        base = service.settings.public_url or display_base(host, port)
+        print(banner(base, service.store.current(), service.settings.data.root), flush=True)
+        run_app(app, host, port, access_log=access_log)
+        return
+    from api.settings import load_settings
+    from api.tables import TableStore
+
+    # the workers build their own app from the environment; this process only supervises them
+    settings = load_settings(data_dir, public_url)
+    os.environ[DATA_ENV] = str(settings.data.root)
+    os.environ[PUBLIC_URL_ENV] = settings.public_url or ""
+    base = settings.public_url or display_base(host, port)
+    print(banner(base, TableStore(DataDir(settings.data.root)).current(), settings.data.root, workers), flush=True)
+    run_app("api.app:create_app", host, port, access_log=access_log, workers=workers, factory=True)
 
 
-def run_app(app: Litestar, host: str, port: int, access_log: bool = False) -> None:
-    """uvicorn as the service runs: one worker, and JSON even for requests the HTTP parser refuses.
+def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False, workers: int = 1,
+            factory: bool = False) -> None:
+    """uvicorn as the service runs: JSON even for requests the HTTP parser refuses, and the limits of
+    ``api.http_protocol`` (header size, slow and idle clients, the connection cap).
 
     uvicorn's line per request is off by default (errors and warnings are still logged): it is about a
     third of the cost of a cached answer (``bench.api_load --access-log`` measures it); a reverse proxy
@@ -76,6 +111,11 @@ def run_app(app: Litestar, host: str, port: int, access_log: bool = False) -> No
     """
     import uvicorn
 
-    from api.http_protocol import JsonErrorsHttpProtocol
+    from api.http_protocol import LIMITED, JsonErrorsHttpProtocol, raise_open_file_limit
 
-    uvicorn.run(app, host=host, port=port, workers=1, log_level="info", access_log=access_log, http=JsonErrorsHttpProtocol)
+    raise_open_file_limit()  # before the workers start: they inherit it
+    if not LIMITED:
+        log.warning("httptools is not installed: serving with h11, without the header, timeout and connection limits")
+    uvicorn.run(app, host=host, port=port, workers=workers, factory=factory, log_level="info", access_log=access_log,
+                http=JsonErrorsHttpProtocol, timeout_keep_alive=KEEP_ALIVE_S,
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)

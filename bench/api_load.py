@@ -203,8 +203,10 @@ def report(ours: dict[str, WrkResult], theirs: dict[str, WrkResult]) -> list[str
 
 
 def reuses_line(server: Running, data_root: Path) -> str:
+    from api.reuse import STORE_NAME
+
     counted = httpx.get(f"{server.base}/v1/stats").json()["reuses"]
-    return f"reuses counted during the run: {counted:,} (scratch store {data_root / 'state' / 'reuses.json'})"
+    return f"reuses counted during the run: {counted:,} (scratch store {data_root / 'state' / STORE_NAME})"
 
 
 def compare(args: argparse.Namespace, work: Path) -> None:

@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -33,6 +34,9 @@ def test_arguments_and_defaults() -> None:
     assert (args.host, args.port, args.func) == ("127.0.0.1", 8000, serve_command.run)
     args = parse("--host", "0.0.0.0", "--port", "9001")
     assert (args.host, args.port) == ("0.0.0.0", 9001)
+    assert (args.workers, args.max_connections) == (1, None)
+    args = parse("--workers", "3", "--max-connections", "100")
+    assert (args.workers, args.max_connections) == (3, 100)
 
 
 def test_the_command_module_imports_no_server_libraries() -> None:
@@ -95,4 +99,5 @@ def test_serve_answers_over_http_and_flushes_reuses_on_exit(own_data: tuple[Path
         output, _ = server.communicate(timeout=30)
     assert server.returncode == 0, output
     assert f"curl '{base}/v1/leaderboard?task=clinicalqa@0'" in output
-    assert (root / "state" / "reuses.json").read_text().count('"reuses":1') == 1
+    with sqlite3.connect(root / "state" / "reuses.sqlite3") as conn:
+        assert conn.execute("SELECT n FROM reuses").fetchall() == [(1,)]

@@ -2,9 +2,10 @@
 
 Every page goes through ``page_reply``, which adds what every API answer carries
 (``X-Medbench-Warehouse``, a strong ``ETag``, ``Cache-Control``, HEAD and 304 handling) by reusing
-``api.responses.respond``; HTML differs from JSON only in its media type. Formats live here, not in
-templates, so that a number reads the same on every page (three decimals for scores, dollars for
-cost, "unknown" for a null).
+``api.responses.respond``, and the security headers of ``api.site.security``; HTML differs from
+JSON only in its media type and those headers. Formats live here, not in templates, so that a
+number reads the same on every page (three decimals for scores, dollars for cost, "unknown" for a
+null).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from litestar.types import Scope
 
 from api.responses import Prepared, Reply, respond
+from api.site.security import PAGE_HEADERS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -96,4 +98,4 @@ def render(template: str, **context: Any) -> str:
 
 def page_reply(scope: Scope, body: str, *, version: str, status: int = 200, media_type: str = HTML) -> Reply:
     return respond(scope, Prepared(body.encode("utf-8")), version=version, cache_control=CACHE_PAGE,
-                   status=status, media_type=media_type)
+                   status=status, media_type=media_type, extra_headers=PAGE_HEADERS)
