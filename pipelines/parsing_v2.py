@@ -90,7 +90,7 @@ _POSTFIX_KOREAN = re.compile(
 _LABEL_TAIL = re.compile(
     rf"(?:[ \t]*[-–—:=→|][ \t]*|(?:가|이|은|는)?[ \t]*)(?:\*\*)?(?:최종\s*)?(?<![가-힣])(?:정답|답)(?:\*\*)?"
     rf"(?!\s*(?:이|가|은|는)?\s*{_NEGATIONS})(?:이다|입니다|임|이에요|예요|(?![가-힣]))"
-    r"|(?:[ \t]*[-–—:(][ \t]*)?(?:\*\*)?(?<![A-Za-z])(?:the\s+)?correct(?:\s+(?:answer|option|choice))?\b(?:\*\*)?",
+    r"|(?P<en_sep>[ \t]*[-–—(][ \t]*)?(?:\*\*)?(?<![A-Za-z])(?:the\s+)?correct(?:\s+(?:answer|option|choice))?\b(?:\*\*)?",
     re.IGNORECASE,
 )
 _LABEL_TAIL_END = re.compile(r"[ \t]*(?:$|\n|[.!,;:()\-–—*])")
@@ -164,6 +164,12 @@ def _statement_from(
     return _Statement(position, token.value, hedged=hedge == "soft", hedge_alternatives=alternatives, anchored=anchored)
 
 
+def _written_as_digit(text: str, token: Token) -> bool:
+    """Was the token written as a plain digit (``1``, ``(1)``), not as a letter or with ``번``?"""
+    raw = text[token.start : token.end]
+    return "번" not in raw and any(c.isdigit() for c in raw)
+
+
 def _prefix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
     out = []
     for marker in _PREFIX_MARKER.finditer(text):
@@ -182,16 +188,18 @@ def _prefix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, 
             token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
         else:
             plain_lower = any(c in gap for c in ":=")
-            token = token_at(
-                text, pos, options, plain_lower=plain_lower, after_marker=not response_header, option_texts=texts
-            )
+            token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
         if token is None:
             continue
-        alone = _ALONE_ON_LINE.match(text, token.end) is not None
-        if "\n" in gap and not (alone or token.text_match):
+        alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
+        if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
             continue
-        if response_header and not token.text_match and _LABEL_AFTER.match(text, token.end):
-            continue
+        numbered = _written_as_digit(text, token) and (
+            _LABEL_AFTER.match(text, token.end) is not None
+            or (text[token.end - 1] == ")" and re.match(r"[ \t]+[^\s(]", text[token.end :]) is not None)
+        )
+        if response_header and numbered and not token.text_match:
+            continue  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
         statement = _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
         if statement is not None:
             out.append(statement)
@@ -230,13 +238,18 @@ def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str,
     return out
 
 
-def _names_label(text: str, start: int, end: int, options: tuple[str, ...]) -> bool:
-    """Is there another option label (``B:``, ``(B)``) between a label and its tail marker?"""
+def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> bool:
+    """Does the text between a label and its tail marker name another option or a wrong one?
+
+    ``A: 오답, B: 오답, C: 정답`` and ``A: 오답이며 C가 정답`` mark C, not A.
+    """
+    if "오답" in text[start:end]:
+        return True
     for m in _token_pattern(options).finditer(text, start, end):
         if m.start() > 0 and text[m.start() - 1].isalnum():
             continue
         token = token_at(text, m.start(), options)
-        if token is not None and token.labelled:
+        if token is not None and (token.labelled or "가" <= text[token.end : token.end + 1] <= "힣"):
             return True
     return False
 
@@ -256,9 +269,12 @@ def _label_statements(text: str, options: tuple[str, ...], texts: Mapping[str, s
         line_end = len(text) if line_end < 0 else line_end
         label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
         for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
-            if not _LABEL_TAIL_END.match(text, tail.end()):
+            english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
+                tail.group("en_sep") or tail.start() == label_end
+            )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
+            if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
                 continue
-            if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_label(
+            if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
                 text, label_end, tail.start(), options
             ):
                 break

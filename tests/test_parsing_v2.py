@@ -44,6 +44,11 @@ NEW_CASES: list[tuple[str, str | None, str]] = [
     ("A: 오답, B: 오답, C: 정답", "C", "ok"),
     ("1. 환자의 증상을 보면 폐렴이 정답이다.", None, "no_answer"),
     ("C – 정답\nD – 오답", "C", "ok"),
+    ("A: 오답이며 C가 정답", "C", "ok"),
+    ("C) Oral antibiotics (correct answer)", "C", "ok"),
+    ("A: This is not correct.", None, "no_answer"),
+    ("C. Oral antibiotics — not correct", None, "no_answer"),
+    ("답변: C. 경구 항생제", "C", "ok"),
     ("정답: D\n\nD. 수술 – 정답\nA. 관찰 – 오답", "D", "ok"),
     # negations exclude a letter and keep the real one
     ("정답은 A가 아닙니다", None, "no_answer"),
@@ -100,6 +105,7 @@ NEW_CASES: list[tuple[str, str | None, str]] = [
     ("답변: 1. 환자는 고령이다. 2. 신기능이 저하되어 있다.", None, "no_answer"),
     ("Answer:\n1. The patient has fever.\n2. The chest X-ray shows consolidation.\nFinal answer: E", "E", "ok"),
     ("답변:\n\nB", "B", "ok"),
+    ("정답:\nC입니다.", "C", "ok"),
     ("정답:\n1) 환자는 발열이 있다.", None, "no_answer"),
     # a number and a letter in one statement must agree
     ("정답: 2번 (C)", None, "ambiguous"),
