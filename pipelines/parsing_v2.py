@@ -138,7 +138,11 @@ def _statement_from(
     if token.conflict is not None:
         return _ambiguous(position, {token.value, token.conflict}, anchored)
     named, end = {token.value}, token.end
-    while (conj := _CONJUNCTION.match(text, end)) and (other := token_at(text, conj.end(), options)) is not None:
+    for _ in options:  # a list names at most every option once
+        conj = _CONJUNCTION.match(text, end)
+        other = token_at(text, conj.end(), options) if conj else None
+        if other is None:
+            break
         named.add(other.value)
         end = other.end
     if len(named) > 1:
@@ -257,8 +261,8 @@ def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> b
 def _label_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
     """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct."""
     out = []
-    starts = [m.end() for m in _LINE_START.finditer(text)] + [m.end() for m in _INLINE_ITEM.finditer(text)]
-    for start in sorted(set(starts)):
+    starts = {m.end(): False for m in _INLINE_ITEM.finditer(text)} | {m.end(): True for m in _LINE_START.finditer(text)}
+    for start, line_start in sorted(starts.items()):
         token = token_at(text, start, options, after_marker=True, option_texts=texts)
         if token is None or not token.labelled:
             continue
@@ -267,6 +271,8 @@ def _label_statements(text: str, options: tuple[str, ...], texts: Mapping[str, s
             continue  # "1." opens a numbered reasoning step, not an option label
         line_end = text.find("\n", token.end)
         line_end = len(text) if line_end < 0 else line_end
+        if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
+            line_end = item_end.start()  # an inline item ends at the next comma
         label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
         for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
             english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (

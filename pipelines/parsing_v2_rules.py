@@ -147,6 +147,7 @@ def token_at(
 
 
 _SENTENCE_END = re.compile(r"[.!。;\n]")
+_CLAUSE_REACH = 200  # characters; bounds the work on a reply stuck in one endless sentence
 
 _CONDITIONAL = re.compile(
     r"만약|만일|가령|(?<!그렇)(?<!고른)(?<!꼽는)(?<!택한)다면|(?<!고르)(?<!꼽으)(?<!택하)라면|더라면|(?:였|었|았)으면"
@@ -170,14 +171,16 @@ _REPORTED = re.compile(
 
 
 def sentence_rest(text: str, pos: int) -> str:
-    """From ``pos`` to the end of its sentence (``.``, ``!``, ``;`` or a line break)."""
-    m = _SENTENCE_END.search(text, pos)
-    return text[pos : m.start() if m else len(text)]
+    """From ``pos`` to the end of its sentence (``.``, ``!``, ``;`` or a line break), at most 1,000 characters."""
+    stop = pos + 5 * _CLAUSE_REACH
+    m = _SENTENCE_END.search(text, pos, stop)
+    return text[pos : m.start() if m else stop]
 
 
 def sentence_before(text: str, pos: int) -> str:
-    """From the start of the sentence holding ``pos`` up to ``pos``."""
-    start = max(text.rfind(c, 0, pos) for c in ".!?。;\n") + 1
+    """From the start of the sentence holding ``pos`` up to ``pos`` (at most ``_CLAUSE_REACH`` back)."""
+    floor = max(0, pos - _CLAUSE_REACH)
+    start = max(max(text.rfind(c, floor, pos) for c in ".!?。;\n") + 1, floor)
     return text[start:pos]
 
 
@@ -190,14 +193,18 @@ _CLAUSE_TURN = re.compile(
 def hedge_of(before: str, rest: str) -> Hedge:
     """``void`` for a conditional or reported statement, ``soft`` for v1's hedges, else ``plain``.
 
+    v1's hedges are looked for in the rest of the sentence as in v1 (up to 1,000 characters, which
+    only a reply stuck in a loop reaches).
+
     A conditional or a report reaches a statement only within its clause (a bracket or a turn such
     as ``지만``, ``but`` ends it): in ``소아인 경우 A이지만, 성인이므로 정답은 C`` and ``..., but the
     answer is C`` the clause turns away from it before the statement.
     """
+    before, rest_all, rest = before[-_CLAUSE_REACH:], rest, rest[:_CLAUSE_REACH]
     turns = list(_CLAUSE_TURN.finditer(before))
     near_before = before[turns[-1].end() :] if turns else before
     turn_after = _CLAUSE_TURN.search(rest)
     near_rest = rest[: turn_after.start()] if turn_after else rest
     if any(p.search(t) for p in (_CONDITIONAL, _REPORTED) for t in (near_before, near_rest)):
         return "void"
-    return "soft" if _HEDGE.search(rest) else "plain"
+    return "soft" if _HEDGE.search(rest_all) else "plain"
