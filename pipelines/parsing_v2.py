@@ -4,7 +4,7 @@ v1 (``pipelines.parsing``) stays unchanged so that its results stay reproducible
 version, selected by a task spec with ``parser = "v2"``, and re-scores stored raw outputs. It
 keeps v1's normalisation (NFKC, ``<think>`` blocks), its answer forms (A-E, 1-5, circled digits,
 ``번``, brackets, quotes, bold, a bare single option as the whole reply) and its refusal to guess
-from a stray letter, and changes the following, each a real v1 failure:
+from a stray letter, and changes the following, each a v1 failure seen on real replies:
 
 1. The final *line-anchored* statement wins: a marker (``정답:``, ``답:``, ``Answer:``, ``Final
    answer``, ``최종 정답``) at the start of a line, after markup only, is the form the prompt asks
@@ -13,12 +13,14 @@ from a stray letter, and changes the following, each a real v1 failure:
    that itself names two options, one of them this answer (``답은 B 또는 C?``), reopens it
    (ambiguous). Without anchored statements, the last unhedged statement wins, as in v1.
 2. Filler never crosses a line break into a list: after a marker, an answer on a later line
-   counts only when it stands alone on its line (``### 정답\\n\\n**B**``) or is followed by its own
-   option text; a bullet (``- D: 오답``) or a numbered reasoning step (``답변:\\n1. 환자는``)
-   is not an answer.
-3. A label line is a statement for its label: ``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) 경구
-   항생제가 정답입니다``, ``C: correct`` (letters, or digits with ``번``/brackets; a bare ``1.``
-   starts a numbered reasoning step).
+   counts only when it stands alone on its line (``### 정답\\n\\n**B**``, ``정답:\\nC입니다``) or
+   is followed by its own option text; a bullet (``- D: 오답``) or a numbered reasoning step
+   (``답변:\\n1. 환자는``, ``답변: 1. 환자는``) is not an answer.
+3. A label line (or a comma-separated item) is a statement for its label: ``C: 정답``, ``- C. 경구
+   항생제 – 정답``, ``(C) 경구 항생제가 정답입니다``, ``B: Correct``, ``A: 오답, C: 정답``; letters,
+   or digits with ``번``/brackets (a bare ``1.`` starts a numbered reasoning step). Text that names
+   another option or ``오답`` before the mark (``A: 오답이며 C가 정답``) makes it no statement for
+   the label, and an English ``correct`` counts only right after the label or after a dash.
 4. Negations: every Korean form of 아니다 (``아닙니다``, ``아님``, ``아닌``, ``아닐``) and
    ``오답``/``틀리다`` exclude the letter; ``A가 아닌 C``, ``A가 아니라 C`` and English ``not A; it
    is D`` / ``not A but D`` give the replacement; ``A and B are both wrong`` (``A, B와 C는 오답``)
