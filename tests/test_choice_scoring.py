@@ -149,8 +149,8 @@ def test_missing_output_is_an_error() -> None:
 
 
 def test_unknown_parser_version_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown answer parser 'v2'; known: v1"):
-        score_choice(ITEMS, OUTPUTS, msgspec.structs.replace(SETTINGS, parser="v2"), BOOT)
+    with pytest.raises(ValueError, match="unknown answer parser 'v9'; known: v1, v2"):
+        score_choice(ITEMS, OUTPUTS, msgspec.structs.replace(SETTINGS, parser="v9"), BOOT)
 
 
 def test_repeated_items_are_refused() -> None:

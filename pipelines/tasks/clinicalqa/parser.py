@@ -60,7 +60,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 PARSER_VERSION = "v1"
 
@@ -284,7 +284,15 @@ def parse_answer(text: str | None, options: Sequence[str] = DEFAULT_OPTIONS) -> 
 # Every parser version that results may name. A new version is added here (never by editing an
 # old one), and a task version selects it with `parser = "..."` in its spec, which changes the
 # task's spec hash and so makes new results from the stored raw outputs.
-PARSERS: dict[str, Callable[[str | None, Sequence[str]], ParseResult]] = {PARSER_VERSION: parse_answer}
+def _parse_v2(
+    text: str | None, options: Sequence[str] = DEFAULT_OPTIONS, option_texts: Mapping[str, str] | None = None
+) -> ParseResult:
+    from pipelines.parsing_v2 import parse_answer_v2  # imported here: parsing_v2 imports this module
+
+    return parse_answer_v2(text, options, option_texts)
+
+
+PARSERS: dict[str, Callable[[str | None, Sequence[str]], ParseResult]] = {PARSER_VERSION: parse_answer, "v2": _parse_v2}
 
 
 def parser_for(version: str) -> Callable[[str | None, Sequence[str]], ParseResult]:
