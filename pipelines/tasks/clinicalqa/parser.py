@@ -287,7 +287,7 @@ def parse_answer(text: str | None, options: Sequence[str] = DEFAULT_OPTIONS) -> 
 def _parse_v2(
     text: str | None, options: Sequence[str] = DEFAULT_OPTIONS, option_texts: Mapping[str, str] | None = None
 ) -> ParseResult:
-    from pipelines.parsing_v2 import parse_answer_v2  # imported here: parsing_v2 imports this module
+    from pipelines.tasks.clinicalqa.parser_v2 import parse_answer_v2  # imported here: parsing_v2 imports this module
 
     return parse_answer_v2(text, options, option_texts)
 

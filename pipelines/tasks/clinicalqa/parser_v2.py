@@ -1,6 +1,6 @@
 """Answer parser v2 for choice tasks: v1's rules plus the fixes for the v1 failures seen on replies.
 
-v1 (``pipelines.parsing``) stays unchanged so that its results stay reproducible; v2 is a new
+v1 (``pipelines.tasks.clinicalqa.parser``) stays unchanged so that its results stay reproducible; v2 is a new
 version, selected by a task spec with ``parser = "v2"``, and re-scores stored raw outputs. It
 keeps v1's normalisation (NFKC, ``<think>`` blocks), its answer forms (A-E, 1-5, circled digits,
 ``번``, brackets, quotes, bold, a bare single option as the whole reply) and its refusal to guess
@@ -43,7 +43,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from pipelines.parsing import (
+from pipelines.tasks.clinicalqa.parser import (
     _FILLER,
     _HEDGE_ALTERNATIVE_TAIL,
     _POSTFIX_ENGLISH,
@@ -53,7 +53,7 @@ from pipelines.parsing import (
     _drop_reasoning,
     _token_pattern,
 )
-from pipelines.parsing_v2_rules import (
+from pipelines.tasks.clinicalqa.parser_v2_rules import (
     Token,
     hedge_of,
     normalise_text,

@@ -1,8 +1,8 @@
-"""Token and hedge rules of answer parser v2; ``pipelines.parsing_v2`` builds statements on them.
+"""Token and hedge rules of answer parser v2; ``pipelines.tasks.clinicalqa.parser_v2`` builds statements on them.
 
 v2 reuses v1's token pattern (letters, digits, ``번``, brackets, quotes, bold) and its Korean
 particle rules, and changes only what real replies showed v1 to get wrong. They live in their own
-module so that ``pipelines.parsing`` (v1) stays byte-for-byte what produced the v1 results:
+module so that ``pipelines.tasks.clinicalqa.parser`` (v1) stays byte-for-byte what produced the v1 results:
 
 - a digit followed by a unit word is a quantity, not an option (``2 weeks``, ``4 mg``, ``3 일``,
   ``5%``), and a digit in a range or ratio is part of a number (``2-3``, ``1:2``);
@@ -25,7 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
-from pipelines.parsing import _HANGUL_AFTER_DIGIT, _HANGUL_AFTER_LETTER, _HEDGE, _token_pattern
+from pipelines.tasks.clinicalqa.parser import _HANGUL_AFTER_DIGIT, _HANGUL_AFTER_LETTER, _HEDGE, _token_pattern
 
 Hedge = Literal["plain", "soft", "void"]
 
