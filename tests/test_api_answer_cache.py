@@ -1,13 +1,15 @@
 """Repeats of answered requests skip the framework, and are byte for byte what the handler answers.
 
-Whether a request went through Litestar is observed by counting calls of ``Litestar.__call__``
-(``MedbenchApp`` falls back to it on a miss). Everything the cache must not change is checked
-against the framework's own answer: status, headers, body, reuses, 304s, HEAD, CORS, self-links,
-errors and a new publish.
+``create_app`` returns ``api.answer_cache.AnswerCache`` around the Litestar app; whether a request
+reached the inner Litestar app is observed by counting calls of ``Litestar.__call__`` (the wrapper
+passes a miss to it, a replay never). Everything the cache must not change is checked against the
+framework's own answer: status, headers, body, reuses, 304s, HEAD, CORS, self-links, errors and a
+new publish.
 """
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import time
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from api.answer_cache import KEY_SCOPE_KEY, replay_key
+from api.answer_cache import AnswerCache, replay_key
 from api.app import create_app
 from api.params import MAX_CACHED_PARAMETER_CHARS
 from api_fixtures import RUN_IDS, own_data, publish_fixture, shared_data  # noqa: F401  (fixtures)
@@ -35,6 +37,8 @@ REPEATABLE = [
 
 
 class FrameworkCalls:
+    """HTTP requests that reached the Litestar app inside the ``AnswerCache``."""
+
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
         original = Litestar.__call__
@@ -58,11 +62,13 @@ def comparable(headers) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def
 
 @pytest.mark.parametrize("path", REPEATABLE)
 def test_a_repeat_skips_the_framework_and_is_identical(shared_data: tuple[Path, str], framework: FrameworkCalls, path: str) -> None:
-    with TestClient(create_app(shared_data[0])) as c:
+    app = create_app(shared_data[0])
+    assert isinstance(app, AnswerCache) and isinstance(app.app, Litestar)
+    with TestClient(app) as c:
         first = c.get(path)
         assert first.status_code == 200 and framework.count == 1
         again = c.get(path)
-        assert framework.count == 1  # answered before routing
+        assert framework.count == 1  # answered by the wrapper: the inner Litestar app was not called
         assert again.status_code == 200
         assert again.content == first.content
         assert comparable(again.headers) == comparable(first.headers)
@@ -177,5 +183,6 @@ def test_the_key_names_everything_the_answer_depends_on() -> None:
     {"type": "lifespan"}, {"type": "websocket", "path": "/", "headers": []},
 ], ids=["post", "options", "origin", "long-query", "long-host", "lifespan", "websocket"])
 def test_requests_that_are_never_kept(request_scope: dict) -> None:
+    before = copy.deepcopy(request_scope)
     assert replay_key(request_scope) is None
-    assert KEY_SCOPE_KEY not in request_scope
+    assert request_scope == before  # nothing is left in the scope for handlers: they know nothing of replay

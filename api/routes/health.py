@@ -1,6 +1,7 @@
 """``GET /healthz``: the service answers and which warehouse version it serves (503 before any)."""
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
@@ -10,13 +11,13 @@ from api.routing import read_only
 from api.service import Service
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/healthz", operation_id="health", summary="Liveness and the warehouse version served",
         description="`{\"status\": \"ok\", \"warehouse_version\": ...}`; 503 `warehouse_unavailable` before the first publish.",
         body=schemas.Health,
     )
-    async def healthz(request: Request) -> ASGIResponse:
+    async def healthz(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         key = ("healthz",)
         prepared = tables.bodies.get(key) or tables.bodies.put(
