@@ -147,7 +147,7 @@ class AnswerCache:
             await self.app(scope, receive, send)
             return
         head = scope["method"] == "HEAD"
-        asked = {**scope, "method": "GET"} if head else scope
+        asked = {**scope, "method": "GET", "state": dict(scope.get("state", {}))} if head else scope  # own state
         capture = _Capture(send, forward=not head)
         await self.app(asked, receive, capture.send)
         kept = self._keepable(asked, capture, tables.version, route)
