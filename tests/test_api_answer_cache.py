@@ -99,6 +99,19 @@ def test_replayed_lookups_count_reuses_as_the_handler_does(own_data: tuple[Path,
         assert c.get("/v1/stats").json()["reuses"] == 5  # 3 GETs, the GET for the tag and the 304; not HEAD
 
 
+def test_a_first_head_of_a_lookup_counts_no_reuse(own_data: tuple[Path, str], framework: FrameworkCalls) -> None:
+    # the wrapper asks the app a GET to keep a first HEAD, except on the lookup, whose GET counts a reuse
+    with TestClient(create_app(own_data[0])) as c:
+        head = c.head(LOOKUP)
+        assert head.status_code == 200 and head.content == b""
+        assert c.get("/v1/stats").json()["reuses"] == 0
+        get = c.get(LOOKUP)
+        assert int(head.headers["content-length"]) == len(get.content) and head.headers["etag"] == get.headers["etag"]
+        c.get(LOOKUP)
+        assert framework.count == 3  # the HEAD, /v1/stats and the first GET (kept); the repeat was replayed
+        assert c.get("/v1/stats").json()["reuses"] == 2
+
+
 def test_if_none_match_on_a_repeat_is_a_bodiless_304(shared_data: tuple[Path, str], framework: FrameworkCalls) -> None:
     with TestClient(create_app(shared_data[0])) as c:
         first = c.get(BOARD)
