@@ -4,9 +4,9 @@ One ``Service`` per app (tests run several apps in one process, each on its own 
 Handlers reach it one way, Litestar's dependency injection: ``create_app`` registers it once at
 app level as the dependency ``service`` (``dependencies``), and every ``/v1`` and website handler
 declares a ``service: NamedDependency[Service]`` parameter (Litestar 2.23+ wants injected
-parameters marked; the schema-only app behind the OpenAPI document registers the same dependency). Code Litestar does not inject into (exception handlers,
-and ``medbench serve``'s banner before the first request) reads that same registration with
-``service_of``.
+parameters marked; the schema-only app behind the OpenAPI document registers the same
+dependency). Code Litestar does not inject into (exception handlers, and ``medbench serve``'s
+banner before the first request) reads that same registration with ``service_of``.
 """
 
 from __future__ import annotations
