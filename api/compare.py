@@ -3,19 +3,22 @@
 Two leaderboard intervals that overlap do not mean two models are indistinguishable, and two that
 do not overlap are not a test either: both results were computed on the *same* items, so the
 question "is A better than B" has to be answered on the paired differences. This module does that
-with numpy only (``api`` never imports ``pipelines``), from the two predictions files:
+from the two predictions files, with the resampling of the published intervals themselves: the
+bootstrap draws, cluster multiplicities and pair-win counts come from ``pipelines.stats`` (numpy
+only, and the one part of ``pipelines`` that ``api`` may import), so a comparison and a leaderboard
+interval cannot drift apart:
 
 - Items are the intersection of the two files' ``instance_id`` values, taken in sorted
   ``instance_id`` order, so the answer does not depend on how either file is ordered.
 - Accuracy tasks: the difference is accuracy(A) - accuracy(B) on the shared items. Its 95% interval
   is a percentile bootstrap over items of the per-item differences ``correct_a - correct_b``
-  (replicate r uses ``rng.integers(0, n, size=n)`` from ``np.random.default_rng(seed)``, in order,
-  the same draw as the published intervals). The p-value is the exact McNemar test: a two-sided
-  binomial test (p = 1/2) on the discordant pairs, ``min(1, 2 * P(X <= min(b, c)))`` with
-  X ~ Bin(b + c, 1/2), and 1 when there is no discordant pair.
+  (``pipelines.stats.bootstrap.bootstrap_replicate_means``: replicate r uses
+  ``rng.integers(0, n, size=n)`` from ``np.random.default_rng(seed)``, in order). The p-value is
+  the exact McNemar test: a two-sided binomial test (p = 1/2) on the discordant pairs,
+  ``min(1, 2 * P(X <= min(b, c)))`` with X ~ Bin(b + c, 1/2), and 1 when there is no discordant pair.
 - AUROC tasks: windows of one patient are not independent, so the interval is a paired cluster
-  bootstrap over subjects: clusters are the sorted unique ``subjectid`` values;
-  ``draws = default_rng(seed).integers(0, C, size=(replicates, C))``; replicate r takes the
+  bootstrap over subjects (``pipelines.stats.auroc``): clusters are the sorted unique ``subjectid``
+  values; ``draws = default_rng(seed).integers(0, C, size=(replicates, C))``; replicate r takes the
   subjects ``draws[r]`` (with repetition) and all their windows, for *both* models at once, and
   records AUROC(A) - AUROC(B) on that resample. A replicate whose windows hold one class only has
   no AUROC; it is left out and counted (``dropped_replicates``). The interval is the 2.5th and
@@ -38,7 +41,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-_BATCH_ELEMENTS = 4_000_000  # float64 cells per batch of weighted-AUROC replicates (32 MB)
+from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs, resample_cluster_counts
+from pipelines.stats.bootstrap import bootstrap_replicate_means
+
+__all__ = ["Comparison", "ComparisonError", "auroc", "bootstrap_p_value", "compare_files", "mcnemar_exact",
+           "paired_accuracy", "paired_auroc"]  # ``auroc``: the published point estimate, re-exported
 
 
 class ComparisonError(ValueError):
@@ -77,19 +84,6 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
-def bootstrap_mean_replicates(values: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """Replicate means: replicate r resamples ``values`` with ``rng.integers(0, n, size=n)``, in order."""
-    data = np.asarray(values, dtype=np.float64)
-    n = data.size
-    rng = np.random.default_rng(seed)
-    rows_per_chunk = max(1, _BATCH_ELEMENTS // n)
-    means = np.empty(replicates, dtype=np.float64)
-    for start in range(0, replicates, rows_per_chunk):
-        rows = min(rows_per_chunk, replicates - start)
-        means[start : start + rows] = data[rng.integers(0, n, size=(rows, n))].mean(axis=1)
-    return means
-
-
 def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Comparison:
     a = np.asarray(correct_a, dtype=bool)
     b = np.asarray(correct_b, dtype=bool)
@@ -98,7 +92,7 @@ def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Compari
     if a.size == 0:
         raise ComparisonError("the two results share no items")
     diffs = a.astype(np.float64) - b.astype(np.float64)
-    low, high = np.percentile(bootstrap_mean_replicates(diffs, replicates, seed), [2.5, 97.5])
+    low, high = np.percentile(bootstrap_replicate_means(diffs, replicates, seed), [2.5, 97.5])
     a_only, b_only = int((a & ~b).sum()), int((~a & b).sum())
     return Comparison(
         metric="accuracy", n_shared=int(a.size), value_a=float(a.mean()), value_b=float(b.mean()),
@@ -112,61 +106,6 @@ def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Compari
 # --------------------------------------------------------------------------- AUROC
 
 
-def auroc(scores, labels) -> float:
-    """AUROC with ties counted 1/2 (equal to scikit-learn's ``roc_auc_score``); NaN with one class."""
-    n = len(np.asarray(scores).reshape(-1))
-    pairs = ClusterPairs.of(scores, labels, np.zeros(n, dtype=np.int64), 1)
-    return float(pairs.aurocs(np.ones((1, 1)))[0])
-
-
-@dataclass(frozen=True)
-class ClusterPairs:
-    """Everything a cluster-resampled AUROC needs, from one pass over the windows.
-
-    ``wins[i, j]`` counts (positive window of cluster i, negative window of cluster j) pairs that
-    the positive wins (a tie counts 1/2); ``positives[i]`` and ``negatives[j]`` count windows. A
-    replicate that takes cluster k ``m[k]`` times contains each of its windows ``m[k]`` times, so
-    its AUROC, exactly what ``roc_auc_score`` gives on the concatenated resampled windows, is
-    ``m^T wins m / ((m . positives) (m . negatives))``: a small matrix product per replicate.
-    """
-
-    wins: np.ndarray  # float64 [C, C]
-    positives: np.ndarray  # float64 [C]
-    negatives: np.ndarray  # float64 [C]
-
-    @classmethod
-    def of(cls, scores, labels, cluster_index, n_clusters: int) -> ClusterPairs:
-        s = np.asarray(scores, dtype=np.float64).reshape(-1)
-        y = np.asarray(labels).reshape(-1).astype(bool)
-        c = np.asarray(cluster_index, dtype=np.int64).reshape(-1)
-        if not (len(s) == len(y) == len(c)):
-            raise ValueError("scores, labels and clusters must have the same length")
-        if not np.isfinite(s).all():
-            raise ComparisonError("scores contain NaN or infinity")
-        positives = np.bincount(c, weights=y, minlength=n_clusters)
-        negatives = np.bincount(c, weights=~y, minlength=n_clusters)
-        if y.sum() <= (~y).sum():
-            wins = _twice_wins(s, y, c, n_clusters) / 2.0
-        else:  # rows on the smaller class: positives beating negatives = negatives "beating" them on -score
-            wins = _twice_wins(-s, ~y, c, n_clusters).T / 2.0
-        return cls(wins=wins, positives=positives, negatives=negatives)
-
-    def aurocs(self, counts: np.ndarray) -> np.ndarray:
-        """AUROC per row of cluster multiplicities; NaN where a row holds one class only."""
-        m = np.asarray(counts, dtype=np.float64)
-        numerator = np.einsum("rj,rj->r", m @ self.wins, m)
-        denominator = (m @ self.positives) * (m @ self.negatives)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(denominator > 0, numerator / denominator, np.nan)
-
-
-def cluster_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
-    """[replicates, n_clusters] multiplicities of ``default_rng(seed).integers(0, C, size=(R, C))``."""
-    draws = np.random.default_rng(seed).integers(0, n_clusters, size=(replicates, n_clusters))
-    flat = draws + (np.arange(replicates, dtype=np.int64) * n_clusters)[:, None]
-    return np.bincount(flat.reshape(-1), minlength=replicates * n_clusters).reshape(replicates, n_clusters)
-
-
 def bootstrap_p_value(differences: np.ndarray) -> float:
     """Two-sided p-value matching the percentile interval (see the module docstring)."""
     d = np.asarray(differences, dtype=np.float64)
@@ -178,51 +117,23 @@ def bootstrap_p_value(differences: np.ndarray) -> float:
     return float(min(1.0, 2 * min(below, above)))
 
 
-def _twice_wins(s: np.ndarray, rows: np.ndarray, c: np.ndarray, n_clusters: int) -> np.ndarray:
-    """2 x wins over pairs (a in ``rows``, cluster i; b not in ``rows``, cluster j), as [C, C] floats.
-
-    2 x wins = [s_b < s_a] + [s_b <= s_a] (a tie counted twice 1/2, to stay in integers). With the
-    ``rows`` windows sorted by score, window b adds one to column j for every row from the first
-    row scoring above it on, and one more from the first row scoring at least as much. So each b
-    is two events "from row k on, cluster j gains one"; walking the rows in blocks, a cumulative
-    sum of events gives every row its counts per cluster, which are added to the row's cluster.
-    Cost: (rows) x C cells, in blocks of bounded memory.
-    """
-    a = np.flatnonzero(rows)
-    a = a[np.argsort(s[a], kind="stable")]
-    a_score, a_cluster = s[a], c[a]
-    b = np.flatnonzero(~rows)
-    event_row = np.concatenate([np.searchsorted(a_score, s[b], "right"), np.searchsorted(a_score, s[b], "left")])
-    event_cluster = np.concatenate([c[b], c[b]])
-    order = np.argsort(event_row, kind="stable")
-    event_row, event_cluster = event_row[order], event_cluster[order]
-    twice = np.zeros((n_clusters, n_clusters), dtype=np.int64)
-    running = np.zeros(n_clusters, dtype=np.int64)
-    block = max(1, _BATCH_ELEMENTS // max(n_clusters, 1))
-    for k0 in range(0, len(a), block):
-        k1 = min(len(a), k0 + block)
-        lo, hi = np.searchsorted(event_row, [k0, k1])
-        flat = (event_row[lo:hi] - k0) * n_clusters + event_cluster[lo:hi]
-        counts = np.cumsum(np.bincount(flat, minlength=(k1 - k0) * n_clusters).reshape(k1 - k0, n_clusters), axis=0)
-        counts += running
-        running = counts[-1].copy()
-        np.add.at(twice, a_cluster[k0:k1], counts)
-    return twice.astype(np.float64)
-
-
 def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: int) -> Comparison:
     y = np.asarray(labels).reshape(-1).astype(bool)
     if len(y) == 0:
         raise ComparisonError("the two results share no items")
     if y.all() or not y.any():
         raise ComparisonError("the shared items hold one class only: AUROC is undefined")
-    ids, cluster_index = np.unique(np.asarray(clusters).reshape(-1), return_inverse=True)
-    pairs_a = ClusterPairs.of(scores_a, y, cluster_index, len(ids))
-    pairs_b = ClusterPairs.of(scores_b, y, cluster_index, len(ids))
-    whole = np.ones((1, len(ids)))
-    value_a, value_b = float(pairs_a.aurocs(whole)[0]), float(pairs_b.aurocs(whole)[0])
-    counts = cluster_counts(len(ids), replicates, seed)
-    diffs = pairs_a.aurocs(counts) - pairs_b.aurocs(counts)
+    if not np.isfinite(np.asarray(scores_a, dtype=np.float64)).all() or not np.isfinite(
+        np.asarray(scores_b, dtype=np.float64)
+    ).all():
+        raise ComparisonError("scores contain NaN or infinity")
+    pairs_a = cluster_pair_counts(scores_a, y, clusters)
+    pairs_b = cluster_pair_counts(scores_b, y, clusters)
+    n_clusters = len(pairs_a.ids)
+    whole = np.ones((1, n_clusters), dtype=np.int32)
+    value_a, value_b = float(replicate_aurocs(pairs_a, whole)[0]), float(replicate_aurocs(pairs_b, whole)[0])
+    counts = resample_cluster_counts(n_clusters, replicates, seed)
+    diffs = replicate_aurocs(pairs_a, counts) - replicate_aurocs(pairs_b, counts)
     kept = diffs[np.isfinite(diffs)]
     if len(kept) == 0:
         raise ComparisonError("every bootstrap replicate held one class only")
@@ -230,7 +141,7 @@ def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: in
     return Comparison(
         metric="auroc", n_shared=len(y), value_a=value_a, value_b=value_b, difference=value_a - value_b,
         ci_low=float(low), ci_high=float(high), p_value=bootstrap_p_value(kept),
-        method=f"paired cluster bootstrap over {len(ids)} subjects ({replicates} replicates, seed {seed}); "
+        method=f"paired cluster bootstrap over {n_clusters} subjects ({replicates} replicates, seed {seed}); "
         "two-sided bootstrap p-value",
         replicates=replicates, seed=seed, dropped_replicates=int(len(diffs) - len(kept)),
         a_only_correct=None, b_only_correct=None,

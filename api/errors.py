@@ -68,8 +68,9 @@ def error_response(request: Request, status: int, code: str, message: str, heade
 
 
 def _current_version(request: Request) -> str:
-    service = getattr(request.app.state, "medbench", None)
-    version = service.store.peek_version() if service is not None else None
+    from api.service import SERVICE, service_of  # api.service imports this module
+
+    version = service_of(request).store.peek_version() if SERVICE in request.app.dependencies else None
     return version or NO_WAREHOUSE
 
 

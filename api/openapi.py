@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Litestar, Router
+from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Server
 
@@ -34,9 +35,11 @@ RESPONSE_HEADERS = {
 }
 
 
-def build_document(router: Router) -> dict[str, Any]:
+def build_document(router: Router, dependencies: dict[str, Provide]) -> dict[str, Any]:
+    """The document of ``router``'s handlers; ``dependencies`` are the served app's, so that injected
+    parameters (``service``) are known as such and not documented as query parameters."""
     config = OpenAPIConfig(title=TITLE, version=API_VERSION, description=DESCRIPTION, servers=[Server(url="/")])
-    schema_only = Litestar(route_handlers=[router], openapi_config=config)
+    schema_only = Litestar(route_handlers=[router], openapi_config=config, dependencies=dependencies)
     document = schema_only.openapi_schema.to_schema()
     for operations in document["paths"].values():
         for operation in operations.values():

@@ -23,6 +23,7 @@ from litestar.openapi import ResponseSpec
 
 from api import schemas
 from api.params import query_guard
+from api.service import SERVICE
 
 _PATH_PARAM_RE = re.compile(r"{(\w+)(?::\w+)?}")
 
@@ -70,5 +71,6 @@ def read_only(
 
 
 def _query_parameters(path: str, fn: Callable[..., Any]) -> set[str]:
-    """The handler's parameters that come from the query string (all but ``request`` and path parameters)."""
-    return set(inspect.signature(fn).parameters) - {"request", *_PATH_PARAM_RE.findall(path)}
+    """The handler's parameters that come from the query string (all but ``request``, the injected
+    ``service`` and path parameters)."""
+    return set(inspect.signature(fn).parameters) - {"request", SERVICE, *_PATH_PARAM_RE.findall(path)}

@@ -1,26 +1,31 @@
 """What every handler of one app shares: settings, the current tables, the reuse counter.
 
-One ``Service`` per app (tests run several apps in one process, each on its own data directory),
-stored in ``app.state.medbench`` so that routes added later (the website) reach the same tables
-through ``service_of(request)``.
+One ``Service`` per app (tests run several apps in one process, each on its own data directory).
+Handlers reach it one way, Litestar's dependency injection: ``create_app`` registers it once at
+app level as the dependency ``service`` (``dependencies``), and every ``/v1`` and website handler
+declares a ``service: NamedDependency[Service]`` parameter (Litestar 2.23+ wants injected
+parameters marked; the schema-only app behind the OpenAPI document registers the same
+dependency). Code Litestar does not inject into (exception handlers, and ``medbench serve``'s
+banner before the first request) reads that same registration with ``service_of``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from litestar import Litestar
-from litestar.connection import ASGIConnection
+from litestar.di import Provide
 from litestar.types import Scope
 
+from api.answer_cache import Answer
 from api.errors import VERSION_SCOPE_KEY, warehouse_unavailable
-from api.answer_cache import KEY_SCOPE_KEY, Answer
 from api.responses import Prepared, Reply, request_origin, respond
 from api.reuse import STORE_NAME, ReuseCounter
 from api.settings import Settings
 from api.tables import Tables, TableStore
 
-STATE_KEY = "medbench"
+SERVICE = "service"  # the dependency's name: the parameter handlers declare
 
 
 @dataclass
@@ -46,20 +51,21 @@ class Service:
     def base_url(self, scope: Scope) -> str:
         return self.settings.public_url or request_origin(scope)
 
-    def answered(self, scope: Scope, tables: Tables, answer: Answer | Prepared) -> None:
-        """A handler's 200 answer, kept for replay (``api.answer_cache``) in the version it came from."""
-        key = scope.get(KEY_SCOPE_KEY)
-        if key is not None:
-            tables.bodies.put(key, answer if isinstance(answer, Answer) else Answer(answer))
-
     def reply(self, scope: Scope, tables: Tables, answer: Answer) -> Reply:
-        """An answer as it leaves, from the handler or from the answer cache: a GET of a lookup that
-        found a result counts as a reuse (a 304 revalidation too; HEAD never)."""
+        """An answer as it leaves, from the handler or replayed by ``api.answer_cache``: a GET of a
+        lookup that found a result counts as a reuse (a 304 revalidation too; HEAD never)."""
         if answer.counts_reuse and scope["method"] == "GET":
             self.reuses.add()
         return respond(scope, answer.prepared, version=tables.version)
 
 
-def service_of(source: ASGIConnection | Litestar) -> Service:
+def dependencies(service: Service) -> dict[str, Provide]:
+    """The app-level dependency that hands ``service`` to every handler declaring a ``service`` parameter."""
+    return {SERVICE: Provide(lambda: service, use_cache=True, sync_to_thread=False)}
+
+
+def service_of(source: Any) -> Service:
+    """The service registered with an app, for code outside injection: from a request or connection
+    (``.app``), the Litestar app itself, or the outer ``AnswerCache`` (``.app`` is the Litestar app)."""
     app = source if isinstance(source, Litestar) else source.app
-    return getattr(app.state, STATE_KEY)
+    return app.dependencies[SERVICE].dependency()

@@ -1,13 +1,15 @@
 """Repeats of answered requests skip the framework, and are byte for byte what the handler answers.
 
-Whether a request went through Litestar is observed by counting calls of ``Litestar.__call__``
-(``MedbenchApp`` falls back to it on a miss). Everything the cache must not change is checked
-against the framework's own answer: status, headers, body, reuses, 304s, HEAD, CORS, self-links,
-errors and a new publish.
+``create_app`` returns ``api.answer_cache.AnswerCache`` around the Litestar app; whether a request
+reached the inner Litestar app is observed by counting calls of ``Litestar.__call__`` (the wrapper
+passes a miss to it, a replay never). Everything the cache must not change is checked against the
+framework's own answer: status, headers, body, reuses, 304s, HEAD, CORS, self-links, errors and a
+new publish.
 """
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import time
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from api.answer_cache import KEY_SCOPE_KEY, replay_key
+from api.answer_cache import AnswerCache, replay_key
 from api.app import create_app
 from api.params import MAX_CACHED_PARAMETER_CHARS
 from api_fixtures import RUN_IDS, own_data, publish_fixture, shared_data  # noqa: F401  (fixtures)
@@ -35,6 +37,8 @@ REPEATABLE = [
 
 
 class FrameworkCalls:
+    """HTTP requests that reached the Litestar app inside the ``AnswerCache``."""
+
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
         original = Litestar.__call__
@@ -58,11 +62,13 @@ def comparable(headers) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def
 
 @pytest.mark.parametrize("path", REPEATABLE)
 def test_a_repeat_skips_the_framework_and_is_identical(shared_data: tuple[Path, str], framework: FrameworkCalls, path: str) -> None:
-    with TestClient(create_app(shared_data[0])) as c:
+    app = create_app(shared_data[0])
+    assert isinstance(app, AnswerCache) and isinstance(app.app, Litestar)
+    with TestClient(app) as c:
         first = c.get(path)
         assert first.status_code == 200 and framework.count == 1
         again = c.get(path)
-        assert framework.count == 1  # answered before routing
+        assert framework.count == 1  # answered by the wrapper: the inner Litestar app was not called
         assert again.status_code == 200
         assert again.content == first.content
         assert comparable(again.headers) == comparable(first.headers)
@@ -91,6 +97,19 @@ def test_replayed_lookups_count_reuses_as_the_handler_does(own_data: tuple[Path,
         assert c.get(LOOKUP, headers={"If-None-Match": tag}).status_code == 304
         assert framework.count == 2  # one evaluated and one not_evaluated lookup went through Litestar
         assert c.get("/v1/stats").json()["reuses"] == 5  # 3 GETs, the GET for the tag and the 304; not HEAD
+
+
+def test_a_first_head_of_a_lookup_counts_no_reuse(own_data: tuple[Path, str], framework: FrameworkCalls) -> None:
+    # the wrapper asks the app a GET to keep a first HEAD, except on the lookup, whose GET counts a reuse
+    with TestClient(create_app(own_data[0])) as c:
+        head = c.head(LOOKUP)
+        assert head.status_code == 200 and head.content == b""
+        assert c.get("/v1/stats").json()["reuses"] == 0
+        get = c.get(LOOKUP)
+        assert int(head.headers["content-length"]) == len(get.content) and head.headers["etag"] == get.headers["etag"]
+        c.get(LOOKUP)
+        assert framework.count == 3  # the HEAD, /v1/stats and the first GET (kept); the repeat was replayed
+        assert c.get("/v1/stats").json()["reuses"] == 2
 
 
 def test_if_none_match_on_a_repeat_is_a_bodiless_304(shared_data: tuple[Path, str], framework: FrameworkCalls) -> None:
@@ -177,5 +196,6 @@ def test_the_key_names_everything_the_answer_depends_on() -> None:
     {"type": "lifespan"}, {"type": "websocket", "path": "/", "headers": []},
 ], ids=["post", "options", "origin", "long-query", "long-host", "lifespan", "websocket"])
 def test_requests_that_are_never_kept(request_scope: dict) -> None:
+    before = copy.deepcopy(request_scope)
     assert replay_key(request_scope) is None
-    assert KEY_SCOPE_KEY not in request_scope
+    assert request_scope == before  # nothing is left in the scope for handlers: they know nothing of replay

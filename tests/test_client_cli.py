@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from api_fixtures import RUN_IDS
-from pipelines.apiclient import ApiClient, NotFound
-from pipelines.cli.main import main
+from api.client import ApiClient, NotFound
+from pipelines.cli import main
 from serving import REPO, closed_port, serve_in_thread
 from site_fixtures import BETTER, WORSE, site_data  # noqa: F401  (fixture)
 

@@ -12,6 +12,7 @@ import os
 
 from litestar import Request
 from litestar.background_tasks import BackgroundTask
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response.base import ASGIResponse
@@ -26,10 +27,7 @@ from warehouse.layout import RUN_ID_RE
 log = logging.getLogger(__name__)
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
-    data = service.settings.data
-    reuses = service.reuses
-
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/artifacts/{run_id:str}/predictions.parquet", operation_id="getPredictions",
         summary="Per-item predictions of one result",
@@ -38,9 +36,10 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         body=bytes, media_type=PARQUET, body_description="The Parquet file",
         errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)"},
     )
-    async def predictions(request: Request, run_id: FromPath[str]) -> ASGIResponse:
+    async def predictions(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
         scope = request.scope
         tables = service.tables(scope)
+        data, reuses = service.settings.data, service.reuses
         if not RUN_ID_RE.match(run_id):
             raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
         published = tables.results.get(run_id)

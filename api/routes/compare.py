@@ -15,6 +15,7 @@ from functools import partial
 
 import anyio.to_thread
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
@@ -90,7 +91,7 @@ async def comparison(service: Service, tables: Tables, a: str | None, b: str | N
     return cached
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/compare", operation_id="compare", summary="Paired comparison of two results of one task",
         description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
@@ -106,6 +107,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def compare(
         request: Request,
+        service: NamedDependency[Service],
         a: str = Parameter(description="Run id of the first result."),
         b: str = Parameter(description="Run id of the second result (same task version)."),
     ) -> ASGIResponse:

@@ -6,6 +6,7 @@ the details; paths are not shown to the public).
 """
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
@@ -32,13 +33,13 @@ def unavailable_cause(service: Service) -> str:
     return f"warehouse version {version} is published but could not be loaded (the server log says why; retrying)"
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/healthz", operation_id="health", summary="Liveness and the warehouse version served",
         description="`{\"status\": \"ok\", \"warehouse_version\": ...}`; 503 `warehouse_unavailable` before the first publish.",
         body=schemas.Health,
     )
-    async def healthz(request: Request) -> ASGIResponse:
+    async def healthz(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.store.current()
         if tables is None:
             raise ApiError(503, "warehouse_unavailable", unavailable_cause(service))

@@ -8,6 +8,7 @@ Rows are the task's results not superseded (one per model), already sorted per v
 from typing import Optional
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
@@ -20,7 +21,7 @@ from api.routing import read_only
 from api.service import Service
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/leaderboard", operation_id="getLeaderboard", summary="Ranked rows for one task",
         description="The task's current results (one per model), sorted by the primary metric descending, then "
@@ -30,6 +31,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def leaderboard(
         request: Request,
+        service: NamedDependency[Service],
         task: str = task_parameter(),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
         limit: int = Parameter(default=100, ge=1, le=1000, description="At most this many rows."),
@@ -49,7 +51,6 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             rows = [render.row(p, base, rank) for rank, p in enumerate(board[:limit], start=1)]
             body = schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows)
             prepared = tables.bodies.put(key, prepare(body))
-        service.answered(request.scope, tables, prepared)
         return respond(request.scope, prepared, version=tables.version)
 
     return leaderboard

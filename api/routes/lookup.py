@@ -4,10 +4,13 @@
 slugs to choose from. An unknown model is simply ``not_evaluated``; an unknown task is an error.
 Several results for the pair: the newest not superseded (precomputed per version in
 ``Tables.current``). This is the hottest route, so the encoded answer is memoised per version,
-parameters and base URL, and the exact request is kept for replay before routing (``api.answer_cache``).
+parameters and base URL; repeats of the exact request are replayed before Litestar by the outer
+``api.answer_cache.AnswerCache``, which this handler knows nothing about. Its own answers count
+reuses through ``Service.reply``, as the replays do.
 """
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
@@ -40,7 +43,7 @@ def _answer(tables: Tables, model: str, task: str, base: str) -> Answer:
     return Answer(evaluated, counts_reuse=True)
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/lookup", operation_id="lookup", summary="Whether a model has been evaluated on a task",
         description="`{\"status\": \"evaluated\", \"result\": Result}` or `{\"status\": \"not_evaluated\", \"result\": null}`. "
@@ -54,6 +57,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def lookup(
         request: Request,
+        service: NamedDependency[Service],
         model: str = model_parameter("Model slug (`provider/name`) or the provider's model id."),
         task: str = task_parameter(),
     ) -> ASGIResponse:
@@ -66,7 +70,6 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             answer = _answer(tables, model, task, base)
             if len(model) + len(task) <= MAX_CACHED_PARAMETER_CHARS:  # no memory for made-up megabyte names
                 tables.bodies.put(key, answer)
-        service.answered(scope, tables, answer)
         return service.reply(scope, tables, answer)
 
     return lookup

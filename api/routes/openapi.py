@@ -3,26 +3,27 @@
 from typing import Any
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
 from api.openapi import build_document
 from api.responses import NO_WAREHOUSE, prepare, respond
 from api.routing import read_only
-from api.service import Service
+from api.service import Service, dependencies
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/openapi.json", operation_id="getOpenAPI", summary="This document",
         description="OpenAPI 3.1 document of every route.", body=dict[str, Any], needs_warehouse=False,
     )
-    async def openapi(request: Request) -> ASGIResponse:
+    async def openapi(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         if service.openapi is None:
             # Imported here: the document describes every route, this one included.
             from api.routes import api_router
 
-            service.openapi = prepare(build_document(api_router(service)))
+            service.openapi = prepare(build_document(api_router(), dependencies(service)))
         tables = service.store.current()
         version = tables.version if tables is not None else NO_WAREHOUSE
         return respond(request.scope, service.openapi, version=version)

@@ -9,6 +9,7 @@ error). ``model`` matches a slug, or every model using that provider model id.
 from typing import Optional
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
@@ -41,7 +42,7 @@ def _matching(
     ]
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/results", operation_id="listResults", summary="Results matching all given filters",
         description="Result summaries, filtered (all filters combine with AND) and paginated. "
@@ -51,6 +52,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def results(
         request: Request,
+        service: NamedDependency[Service],
         dataset: Optional[str] = Parameter(default=None, description="Dataset slug."),
         task: Optional[str] = task_parameter(required=False),
         model: Optional[str] = Parameter(default=None, description="Model slug or provider model id."),
@@ -69,7 +71,6 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
             prepared = prepare(body)
             if sum(len(text or "") for text in (dataset, task, model)) <= MAX_CACHED_PARAMETER_CHARS:
                 tables.bodies.put(key, prepared)  # no memory for made-up megabyte names
-        service.answered(request.scope, tables, prepared)
         return respond(request.scope, prepared, version=tables.version)
 
     @read_only(
@@ -78,7 +79,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         body=schemas.Result,
         errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)"},
     )
-    async def result(request: Request, run_id: FromPath[str]) -> ASGIResponse:
+    async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
         tables = service.tables(request.scope)
         if not RUN_ID_RE.match(run_id):
             raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
@@ -90,7 +91,6 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
         prepared = tables.bodies.get(key) or tables.bodies.put(
             key, prepare(render.result(published, base, tables.dataset_by_slug.get(published.record.dataset)))
         )
-        service.answered(request.scope, tables, prepared)
         return respond(request.scope, prepared, version=tables.version)
 
     return [*results, *result]

@@ -1,6 +1,7 @@
 """``GET /v1/stats``: counts, total cost and reuses (live, so never cached)."""
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
@@ -10,13 +11,13 @@ from api.routing import read_only
 from api.service import Service
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/stats", operation_id="getStats", summary="Counts, total cost, number of reuses",
         description="`reuses` counts lookups answered `evaluated` and predictions downloads; it is live.",
         body=schemas.Stats,
     )
-    async def stats(request: Request) -> ASGIResponse:
+    async def stats(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         body = render.stats(tables, service.reuses.count)
         return respond(request.scope, prepare(body), version=tables.version, cache_control=CACHE_LIVE)

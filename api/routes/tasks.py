@@ -3,6 +3,7 @@
 from typing import Annotated, Optional
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
@@ -15,13 +16,13 @@ from api.routing import read_only
 from api.service import Service
 
 
-def handlers(service: Service) -> list[HTTPRouteHandler]:
+def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/tasks", operation_id="listTasks", summary="Tasks",
         description="One item per task version: dataset, kind, primary metric, preview flag, number of results.",
         body=schemas.TaskList,
     )
-    async def tasks(request: Request) -> ASGIResponse:
+    async def tasks(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         key = ("tasks",)
         prepared = tables.bodies.get(key) or tables.bodies.put(
@@ -39,6 +40,7 @@ def handlers(service: Service) -> list[HTTPRouteHandler]:
     )
     async def task(
         request: Request,
+        service: NamedDependency[Service],
         slug: Annotated[str, Parameter(pattern=TASK_REF_PATTERN, description="Task slug, or `slug@version`.")],
         # Litestar 2.25 documents the inner constraint and validates the outer one of an Optional parameter
         version: Optional[Annotated[int, Parameter(ge=0)]] = Parameter(

@@ -1,7 +1,8 @@
 """The website's routes: HTML pages of the published warehouse, plus ``/llms.txt`` and the stylesheet.
 
-Each page is a GET (and HEAD) that takes the served ``Tables`` once, like every ``/v1`` handler,
-renders a template and links to its JSON twin. Pages live in their own ``Router`` with their own
+Each page is a GET (and HEAD) that, like every ``/v1`` handler, receives the ``Service`` by
+dependency injection (``service: NamedDependency[Service]``), takes the served ``Tables`` once, renders a template
+and links to its JSON twin. Pages live in their own ``Router`` with their own
 exception handlers, so an unknown run or task, a bad parameter, or a warehouse not yet published
 gives an HTML page with the right status here while ``/v1`` and ``/artifacts`` keep answering JSON
 (the app-level handlers still answer 405 and unknown paths everywhere).
@@ -16,6 +17,7 @@ from typing import Any
 from litestar import Request, Router, get, route
 from litestar.enums import HttpMethod
 from litestar.exceptions import ValidationException
+from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, Parameter
 from litestar.response import Response
@@ -26,7 +28,7 @@ from api.errors import ApiError, invalid_parameter, task_not_found
 from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
 from api.routes.compare import comparison
-from api.service import service_of
+from api.service import Service, service_of
 from api.site import views
 from api.site.pages import STATIC, TEXT, page_reply
 from api.site.pages import render as render_template
@@ -38,8 +40,8 @@ log = logging.getLogger(__name__)
 CSS_PATH = "/static/site.css"
 
 
-def _common(request: Request, tables: Tables | None, *, title: str, twin: str | None, nav: str = "") -> dict[str, Any]:
-    service = service_of(request)
+def _common(request: Request, service: Service, tables: Tables | None, *, title: str, twin: str | None,
+            nav: str = "") -> dict[str, Any]:
     return {
         "title": title, "twin": twin, "nav": nav, "css": CSS_PATH,
         "demo": bool(tables and tables.demo), "version": tables.version if tables else NO_WAREHOUSE,
@@ -47,16 +49,16 @@ def _common(request: Request, tables: Tables | None, *, title: str, twin: str | 
     }
 
 
-def _page(request: Request, tables: Tables, template: str, *, title: str, twin: str | None, nav: str = "",
-          **context: Any) -> ASGIResponse:
-    body = render_template(template, **_common(request, tables, title=title, twin=twin, nav=nav), **context)
+def _page(request: Request, service: Service, tables: Tables, template: str, *, title: str, twin: str | None,
+          nav: str = "", **context: Any) -> ASGIResponse:
+    body = render_template(template, **_common(request, service, tables, title=title, twin=twin, nav=nav), **context)
     return page_reply(request.scope, body, version=tables.version)
 
 
 def _error_page(request: Request, status: int, heading: str, message: str) -> Response:
-    service = service_of(request)
+    service = service_of(request)  # an exception handler: Litestar injects nothing here
     tables = service.store.current()
-    body = render_template("error.html", **_common(request, tables, title=heading, twin=None),
+    body = render_template("error.html", **_common(request, service, tables, title=heading, twin=None),
                            status=status, heading=heading, message=message)
     return AsResponse(page_reply(request.scope, body, version=tables.version if tables else NO_WAREHOUSE, status=status))
 
@@ -89,20 +91,19 @@ def _page_route(path: str) -> Callable[[Callable[..., Any]], list[HTTPRouteHandl
 
 def _handlers() -> list[HTTPRouteHandler]:
     @_page_route("/")
-    async def home(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def home(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        return _page(request, tables, "index.html", title="medbench", twin="/v1/stats", nav="home",
+        return _page(request, service, tables, "index.html", title="medbench", twin="/v1/stats", nav="home",
                      summaries=views.home(tables), numbers=render.stats(tables, service.reuses.count))
 
     @_page_route("/tasks/{slug:str}")
     async def task(
         request: Request,
+        service: NamedDependency[Service],
         slug: FromPath[str],
         version: int | None = Parameter(default=None, ge=0),
         model_type: str | None = Parameter(default=None),
     ) -> ASGIResponse:
-        service = service_of(request)
         tables = service.tables(request.scope)
         name, ref_version = parse_task_ref(slug, name="slug")
         wanted = version if version is not None else ref_version
@@ -115,15 +116,14 @@ def _handlers() -> list[HTTPRouteHandler]:
         base = service.base_url(request.scope)
         twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type)
         return _page(
-            request, tables, "task.html", title=f"{entry.title or entry.ref}", twin=twin, nav="tasks",
+            request, service, tables, "task.html", title=f"{entry.title or entry.ref}", twin=twin, nav="tasks",
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
             model_types=views.MODEL_TYPES, board=views.leaderboard(tables, entry, model_type, base),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
         )
 
     @_page_route("/r/{run_id:str}")
-    async def result(request: Request, run_id: FromPath[str]) -> ASGIResponse:
-        service = service_of(request)
+    async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
         tables = service.tables(request.scope)
         published = tables.results.get(run_id) if RUN_ID_RE.match(run_id) else None
         if published is None:
@@ -132,72 +132,66 @@ def _handlers() -> list[HTTPRouteHandler]:
         dataset = tables.dataset_by_slug.get(published.record.dataset)
         full = render.result(published, base, dataset)
         return _page(
-            request, tables, "result.html", title=f"{full.model.name} on {full.task}",
+            request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
             twin=f"/v1/results/{run_id}", nav="tasks", r=full, dataset=dataset,
             task=tables.task_by_ref.get(full.task), picture=views.result_picture(full),
             others=views.same_task_results(tables, published),
         )
 
     @_page_route("/models")
-    async def models(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def models(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        return _page(request, tables, "models.html", title="Models", twin="/v1/results", nav="models",
+        return _page(request, service, tables, "models.html", title="Models", twin="/v1/results", nav="models",
                      models=views.models(tables))
 
     @_page_route("/datasets")
-    async def datasets(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def datasets(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        return _page(request, tables, "datasets.html", title="Datasets", twin="/v1/datasets", nav="datasets",
+        return _page(request, service, tables, "datasets.html", title="Datasets", twin="/v1/datasets", nav="datasets",
                      datasets=tables.datasets, tasks=tables.tasks)
 
     @_page_route("/about")
-    async def about(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def about(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        return _page(request, tables, "about.html", title="About", twin="/v1/stats", nav="about",
+        return _page(request, service, tables, "about.html", title="About", twin="/v1/stats", nav="about",
                      numbers=render.stats(tables, service.reuses.count))
 
     @_page_route("/agents")
-    async def agents(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def agents(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)
-        return _page(request, tables, "agents.html", title="For agents", twin="/v1/openapi.json", nav="agents",
+        return _page(request, service, tables, "agents.html", title="For agents", twin="/v1/openapi.json", nav="agents",
                      ex=views.agent_examples(tables, base))
 
     @_page_route("/llms.txt")
-    async def llms(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def llms(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)
-        body = render_template("llms.txt", **_common(request, tables, title="medbench", twin=None),
+        body = render_template("llms.txt", **_common(request, service, tables, title="medbench", twin=None),
                                ex=views.agent_examples(tables, base), summaries=views.home(tables))
         return page_reply(request.scope, body, version=tables.version, media_type=TEXT)
 
     @_page_route("/compare")
     async def compare(
         request: Request,
+        service: NamedDependency[Service],
         a: str | None = Parameter(default=None),
         b: str | None = Parameter(default=None),
     ) -> ASGIResponse:
-        service = service_of(request)
         tables = service.tables(request.scope)
         a, b = (a or "").strip() or None, (b or "").strip() or None
         if a is None or b is None:
-            return _page(request, tables, "compare.html", title="Compare two results", twin=None, nav="compare",
+            return _page(request, service, tables, "compare.html", title="Compare two results", twin=None, nav="compare",
                          choices=views.compare_choices(tables), picked_a=a, picked_b=b, cmp=None)
         body = await comparison(service, tables, a, b)
-        return _page(request, tables, "compare.html", title="Compare two results",
+        return _page(request, service, tables, "compare.html", title="Compare two results",
                      twin=views.query("/v1/compare", a=a, b=b), nav="compare", choices=views.compare_choices(tables),
                      picked_a=a, picked_b=b, cmp=views.comparison_context(tables, body))
 
     css = Prepared((STATIC / "site.css").read_bytes())
 
     @_page_route(CSS_PATH)
-    async def stylesheet(request: Request) -> ASGIResponse:
-        service = service_of(request)
+    async def stylesheet(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         version = service.store.peek_version() or NO_WAREHOUSE
         return respond(request.scope, css, version=version, cache_control=CACHE_PUBLISHED, media_type="text/css; charset=utf-8")
 

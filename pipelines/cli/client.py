@@ -4,8 +4,9 @@ One module registers all of them because they share everything but the route: ``
 (default ``$MEDBENCH_API_URL``, else the local server), ``--json`` (print the server's JSON as
 is), and the exit codes of CONTRACT.md: 0 found, 1 not found (including a lookup answered
 ``not_evaluated``), 2 usage error (argparse, or the server's ``invalid_parameter``), 3 server
-unreachable. Only httpx is imported, and only when a command runs: a look-up must not pay for
-Dagster.
+unreachable. Answers are decoded by ``api.client`` into the ``api.schemas`` Structs and turned back
+into plain JSON for printing. Only httpx and msgspec are imported, and only when a command runs:
+a look-up must not pay for Dagster.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(fn: Callable[[Any, argparse.Namespace], int], args: argparse.Namespace) -> int:
-    from pipelines.apiclient import ApiClient, ClientError
+    from api.client import ApiClient, ClientError
 
     with ApiClient(args.api_url) as client:
         try:
@@ -73,6 +74,13 @@ def run(fn: Callable[[Any, argparse.Namespace], int], args: argparse.Namespace) 
                 emit(exc.body)
             print(f"medbench {args.command}: {exc.message}", file=sys.stderr)
             return exc.exit_code
+
+
+def plain(struct: Any) -> Any:
+    """A decoded answer as the JSON it came as (dicts, lists, ISO dates), for ``--json`` and ``client_text``."""
+    import msgspec
+
+    return msgspec.to_builtins(struct)
 
 
 def emit(body: Any) -> None:
@@ -89,7 +97,7 @@ def show(args: argparse.Namespace, body: Any, as_text: Callable[[Any], str]) -> 
 def _tasks(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get("/v1/tasks")
+    body = plain(client.tasks())
     show(args, body, client_text.tasks)
     return 0
 
@@ -97,7 +105,7 @@ def _tasks(client: Any, args: argparse.Namespace) -> int:
 def _datasets(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get("/v1/datasets")
+    body = plain(client.datasets())
     show(args, body, client_text.datasets)
     return 0
 
@@ -105,7 +113,7 @@ def _datasets(client: Any, args: argparse.Namespace) -> int:
 def _leaderboard(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get("/v1/leaderboard", task=args.task, model_type=args.model_type, limit=args.limit)
+    body = plain(client.leaderboard(args.task, args.model_type, args.limit))
     show(args, body, client_text.leaderboard)
     return 0
 
@@ -113,7 +121,7 @@ def _leaderboard(client: Any, args: argparse.Namespace) -> int:
 def _result(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get(f"/v1/results/{args.run_id}")
+    body = plain(client.result(args.run_id))
     show(args, body, client_text.result)
     return 0
 
@@ -121,7 +129,7 @@ def _result(client: Any, args: argparse.Namespace) -> int:
 def _lookup(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get("/v1/lookup", model=args.model, task=args.task)
+    body = plain(client.lookup(args.model, args.task))
     if args.json:
         emit(body)
     elif body["status"] == "evaluated":
@@ -134,8 +142,8 @@ def _lookup(client: Any, args: argparse.Namespace) -> int:
 
 
 def _predictions(client: Any, args: argparse.Namespace) -> int:
-    result = client.get(f"/v1/results/{args.run_id}")
-    run_id = result["run_id"]
+    result = client.result(args.run_id)
+    run_id = result.run_id
     bar = None
 
     def progress(total: int | None) -> Callable[[int], None]:
@@ -148,7 +156,7 @@ def _predictions(client: Any, args: argparse.Namespace) -> int:
 
     try:
         size, sha = client.download(f"/artifacts/{run_id}/predictions.parquet", args.output,
-                                    result["predictions_sha256"], progress)
+                                    result.predictions_sha256, progress)
     finally:
         if bar is not None:
             bar.close()
@@ -162,7 +170,7 @@ def _predictions(client: Any, args: argparse.Namespace) -> int:
 def _stats(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get("/v1/stats")
+    body = plain(client.stats())
     show(args, body, client_text.stats)
     return 0
 
@@ -170,11 +178,11 @@ def _stats(client: Any, args: argparse.Namespace) -> int:
 def _compare(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = client.get("/v1/compare", a=args.a, b=args.b)
+    body = plain(client.compare(args.a, args.b))
     if args.json:
         emit(body)
     else:
-        a = client.get(f"/v1/results/{body['a']}")
-        b = client.get(f"/v1/results/{body['b']}")
+        a = plain(client.result(body['a']))
+        b = plain(client.result(body['b']))
         print(client_text.comparison(body, a, b))
     return 0

@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.apiclient import ApiClient, NotFound, Unreachable, UsageError
+    from api.client import ApiClient, NotFound, Unreachable, UsageError
 
     resolved = None
     if not args.force:

@@ -91,7 +91,7 @@ def _scratch_dir(args: argparse.Namespace) -> Path | None:
 
 def _fetch(args: argparse.Namespace, download_to: Path) -> tuple[dict[str, Any], Path] | int:
     """The published result (as the API shows it) and a local path to its predictions file."""
-    from pipelines.apiclient import ApiClient, NotFound, Unreachable
+    from api.client import ApiClient, NotFound, Unreachable
 
     with ApiClient(args.api_url) as client:
         try:

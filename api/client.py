@@ -1,0 +1,203 @@
+"""The typed HTTP client of the medbench API: GET a route, get its Struct or a failure with its exit code.
+
+Client commands (``medbench lookup``, ``leaderboard``, ``eval``'s look-up step, ...) all speak to
+the server through this one class, so they agree on what each failure means for the shell
+(CONTRACT.md): 1 not found (404, or a lookup answered ``not_evaluated``), 2 usage error (400
+``invalid_parameter``), 3 server unreachable (no connection, a timeout, a 5xx, or an answer that is
+not the medbench API).
+
+It lives in ``api`` because it decodes with the very ``api.schemas`` Structs the server encodes
+with: a body that does not match its route's Struct is "not the medbench API" (exit 3), caught
+here rather than as a ``KeyError`` deep in a command. The typed methods (``lookup``, ``result``,
+...) return Structs; ``get`` returns plain JSON (checked against the route's Struct when it has
+one) for callers that print or pass the body on. It imports httpx, msgspec and ``api.schemas``
+only, never Dagster or the server's tables: a look-up must stay instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from warehouse.files import atomic_path
+import msgspec
+
+from api import schemas
+
+API_URL_ENV = "MEDBENCH_API_URL"
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+CHUNK = 1 << 16
+
+T = TypeVar("T")
+
+# The Struct of each route's 200 body: exact paths, then path prefixes (one path parameter).
+ROUTE_SCHEMAS: dict[str, type] = {
+    "/v1/datasets": schemas.DatasetList, "/v1/tasks": schemas.TaskList, "/v1/leaderboard": schemas.Leaderboard,
+    "/v1/results": schemas.ResultPage, "/v1/lookup": schemas.Lookup, "/v1/stats": schemas.Stats,
+    "/v1/compare": schemas.Compare, "/healthz": schemas.Health,
+}
+PREFIX_SCHEMAS: dict[str, type] = {"/v1/results/": schemas.Result, "/v1/tasks/": schemas.TaskDetail}
+
+
+def schema_of(path: str) -> type | None:
+    """The Struct a 200 answer of ``path`` decodes into, or None for a route without one."""
+    if path in ROUTE_SCHEMAS:
+        return ROUTE_SCHEMAS[path]
+    for prefix, schema in PREFIX_SCHEMAS.items():
+        if path.startswith(prefix) and "/" not in path[len(prefix):]:
+            return schema
+    return None
+
+
+def default_api_url() -> str:
+    return os.environ.get(API_URL_ENV) or DEFAULT_API_URL
+
+
+class ClientError(Exception):
+    """A failure with the exit code the CLI should return; ``body`` is the server's error JSON, if any."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, body: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.body = body
+
+
+class NotFound(ClientError):
+    exit_code = 1
+
+
+class UsageError(ClientError):
+    exit_code = 2
+
+
+class Unreachable(ClientError):
+    exit_code = 3
+
+
+class ApiClient:
+    def __init__(self, base_url: str | None = None, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
+        self.base_url = (base_url or default_api_url()).rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  headers={"user-agent": "medbench-cli"})
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- typed routes ---------------------------------------------------------------------------
+
+    def tasks(self) -> schemas.TaskList:
+        return self.fetch("/v1/tasks", schemas.TaskList)
+
+    def datasets(self) -> schemas.DatasetList:
+        return self.fetch("/v1/datasets", schemas.DatasetList)
+
+    def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None) -> schemas.Leaderboard:
+        return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit)
+
+    def result(self, run_id: str) -> schemas.Result:
+        return self.fetch(f"/v1/results/{run_id}", schemas.Result)
+
+    def lookup(self, model: str, task: str) -> schemas.Lookup:
+        return self.fetch("/v1/lookup", schemas.Lookup, model=model, task=task)
+
+    def stats(self) -> schemas.Stats:
+        return self.fetch("/v1/stats", schemas.Stats)
+
+    def compare(self, a: str, b: str) -> schemas.Compare:
+        return self.fetch("/v1/compare", schemas.Compare, a=a, b=b)
+
+    # -- any route ------------------------------------------------------------------------------
+
+    def fetch(self, path: str, schema: type[T], **params: Any) -> T:
+        """GET a route and decode its 200 body into ``schema``, else raise the matching ``ClientError``."""
+        return self._decode(self._get(path, params), schema)
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET a route; its 200 body as plain JSON (checked against the route's Struct where it has one)."""
+        response = self._get(path, params)
+        schema = schema_of(path)
+        if schema is None:
+            return self._decode(response, None)
+        return msgspec.to_builtins(self._decode(response, schema))
+
+    def _get(self, path: str, params: dict[str, Any]) -> httpx.Response:
+        try:
+            return self._http.get(path, params={k: v for k, v in params.items() if v is not None})
+        except httpx.HTTPError as exc:
+            raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+
+    def _decode(self, response: httpx.Response, schema: type | None) -> Any:
+        if response.status_code == 200:
+            try:
+                return msgspec.json.decode(response.content) if schema is None else msgspec.json.decode(
+                    response.content, type=schema)
+            except msgspec.ValidationError as exc:
+                raise Unreachable(f"{self.base_url} answered 200 with a body that is not the medbench API's "
+                                  f"{schema.__name__ if schema else 'JSON'}: {exc}") from None
+            except msgspec.DecodeError:
+                raise Unreachable(f"{self.base_url} answered 200 with something that is not the "
+                                  "medbench API (not JSON)") from None
+        try:
+            body = msgspec.json.decode(response.content)
+        except msgspec.DecodeError:
+            raise Unreachable(f"{self.base_url} answered {response.status_code} with something that is not the "
+                              "medbench API (not JSON)") from None
+        try:
+            error = msgspec.convert(body, schemas.Error)
+        except msgspec.ValidationError:
+            error = None
+        body = body if error is not None else None
+        message = f"{error.error}: {error.message}" if error else f"HTTP {response.status_code}"
+        if response.status_code == 404:
+            raise NotFound(message, body)
+        if response.status_code == 400:
+            raise UsageError(message, body)
+        raise Unreachable(f"{self.base_url} answered {response.status_code}: {message}", body)
+
+    # -- files ------------------------------------------------------------------------------------
+
+    def download(self, path: str, dest: Path, expected_sha256: str,
+                 progress: Callable[[int | None], Callable[[int], None]] | None = None) -> tuple[int, str]:
+        """Stream ``path`` to ``dest`` (written atomically) and check its sha256; returns (bytes, sha256).
+
+        ``progress(total)`` may return a callback receiving the size of each chunk (a progress bar).
+        A checksum mismatch leaves no file behind and raises ``NotFound`` (exit 1: the published file
+        was not obtained).
+        """
+        digest = hashlib.sha256()
+        size = 0
+        with atomic_path(Path(dest), suffix=".part") as tmp:  # removed again on any failure below
+            try:
+                with self._http.stream("GET", path) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        self._decode(response, None)
+                    total = int(response.headers["content-length"]) if "content-length" in response.headers else None
+                    advance = progress(total) if progress else None
+                    with open(tmp, "wb") as fh:
+                        for chunk in response.iter_bytes(CHUNK):
+                            fh.write(chunk)
+                            digest.update(chunk)
+                            size += len(chunk)
+                            if advance:
+                                advance(len(chunk))
+            except httpx.HTTPError as exc:
+                raise Unreachable(f"download from {self.base_url}{path} failed: {exc}") from None
+            sha = digest.hexdigest()
+            if sha != expected_sha256:
+                raise NotFound(f"the downloaded file's sha256 is {sha}, not the published {expected_sha256}; nothing "
+                               "was written")
+        return size, sha
