@@ -8,8 +8,8 @@ the settings are a tagged union keyed by the field that says which (``rule``, ``
 each kind accepts exactly its own keys.
 
 Defaults are today's behaviour; a field equal to its default is left out of the spec hash and of
-the published ``config.backend_settings`` (``pipelines.engine.canonical``), and tests/test_specs.py
-locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
+the generation key (``pipelines.engine.canonical``), while results publish every key, defaults
+included, as ``config.backend_settings``; tests/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
 backend that runs them.
 """
 
@@ -197,5 +197,11 @@ def settings_for(backend: str, settings: Any) -> Any:
 
 
 def published(settings: Any) -> dict[str, Any]:
-    """What results publish as ``config.backend_settings``: the hashed form (defaults omitted)."""
+    """What results publish as ``config.backend_settings``: every key, defaults included, so a
+    result says exactly what ran even after a later code version changes a default."""
+    return spec_builtins(settings, keep_defaults=True)
+
+
+def hashed(settings: Any) -> dict[str, Any]:
+    """The settings as the spec hash and the generation key see them: defaults omitted."""
     return spec_builtins(settings)

@@ -50,8 +50,9 @@ def defaults(cls: type[msgspec.Struct]) -> dict[str, Any]:
     return out
 
 
-def spec_builtins(value: Any) -> Any:
-    """``msgspec.to_builtins`` with every Struct field equal to its default omitted (tags kept)."""
+def spec_builtins(value: Any, *, keep_defaults: bool = False) -> Any:
+    """``msgspec.to_builtins`` with every Struct field equal to its default omitted (tags kept);
+    with ``keep_defaults`` every field is written (a full record of what ran)."""
     if isinstance(value, msgspec.Struct):
         config = value.__struct_config__
         out: dict[str, Any] = {}
@@ -60,14 +61,14 @@ def spec_builtins(value: Any) -> Any:
         for field in msgspec.structs.fields(value):
             item = getattr(value, field.name)
             default = _default_of(field)
-            if default is not msgspec.NODEFAULT and _equal(item, default):
+            if not keep_defaults and default is not msgspec.NODEFAULT and _equal(item, default):
                 continue
-            out[field.encode_name] = spec_builtins(item)
+            out[field.encode_name] = spec_builtins(item, keep_defaults=keep_defaults)
         return out
     if isinstance(value, dict):
-        return {key: spec_builtins(item) for key, item in value.items()}
+        return {key: spec_builtins(item, keep_defaults=keep_defaults) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [spec_builtins(item) for item in value]
+        return [spec_builtins(item, keep_defaults=keep_defaults) for item in value]
     return msgspec.to_builtins(value)
 
 

@@ -28,7 +28,7 @@ from pipelines.engine.identity import code_revision, library_versions, run_id
 from pipelines.engine.inputs import clinicalqa_items_path, ioh_windows_path
 from pipelines.backends.base import Usage
 from pipelines.backends.registry import max_new_tokens, text_generator, window_scorer
-from pipelines.backends.settings import published
+from pipelines.backends.settings import hashed, published
 from pipelines.engine.summary import ScoreSummary
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
 from warehouse.layout import DataDir
@@ -117,7 +117,7 @@ def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     decoding = {"max_new_tokens": max_new_tokens(ev.model, ev.task), "temperature": settings.temperature}
     key = generation_key({
         "model": ev.model.slug, "revision": ev.model.revision, "backend": ev.model.backend,
-        "settings": published(ev.model.settings), "prompt_hash": template_hash(settings), "decoding": decoding,
+        "settings": hashed(ev.model.settings), "prompt_hash": template_hash(settings), "decoding": decoding,
         "snapshot": ev.snapshot_id,
     })
     store = GenerationStore(data.generations(key))
