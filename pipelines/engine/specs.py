@@ -204,8 +204,25 @@ def _decode(path: Path, typ: type) -> Any:
 def _decode_model(path: Path) -> ModelSpec:
     """Two phases: ``backend`` first, then the whole file as that backend's ModelSpec, so the
     ``[settings]`` table is checked key by key against the backend's own settings Struct."""
-    head = _decode(path, _ModelHead)
-    return _decode(path, MODEL_SPECS[head.backend])
+    try:
+        head = _decode(path, _ModelHead)
+        return _decode(path, MODEL_SPECS[head.backend])
+    except SpecError as exc:
+        for key, allowed in _MODEL_CHOICES.items():
+            if f"key `{key}`: invalid value" in str(exc):
+                raise SpecError(f"{exc} (one of: {', '.join(allowed)})") from None
+        raise
+
+
+def _tags(union: Any) -> list[str]:
+    return [t.__struct_config__.tag for t in union.__args__]
+
+
+_MODEL_CHOICES = {
+    "backend": list(MODEL_SETTINGS),
+    "settings.rule": _tags(MODEL_SETTINGS["rule"]),
+    "settings.estimator": _tags(MODEL_SETTINGS["sklearn"]),
+}
 
 
 def _explain(exc: msgspec.ValidationError) -> str:
