@@ -29,7 +29,7 @@ def test_backend_modules_import_without_torch_vllm_or_transformers():
 
 def test_transformers_needs_its_extra(monkeypatch, tmp_path):
     monkeypatch.setattr(availability, "_has_module", lambda name: name not in {"torch", "transformers"})
-    reason = check_backend("transformers", {})
+    reason = check_backend("transformers", {"model": "m"})
     assert reason == (
         "not runnable here: needs the transformers extra (pip install -e .[transformers]); missing torch, transformers"
     )
@@ -41,25 +41,25 @@ def test_transformers_needs_its_extra(monkeypatch, tmp_path):
 
 def test_transformers_on_cuda_needs_a_gpu(monkeypatch):
     monkeypatch.setattr(availability, "_cuda_device_count", lambda: 0)
-    assert "no CUDA GPU" in check_backend("transformers", {"device": "cuda"})
-    assert check_backend("transformers", {"device": "auto"}) is None  # falls back to the CPU
+    assert "no CUDA GPU" in check_backend("transformers", {"model": "m", "device": "cuda"})
+    assert check_backend("transformers", {"model": "m", "device": "auto"}) is None  # falls back to the CPU
 
 
 def test_vllm_needs_the_package_and_enough_gpus(monkeypatch):
     monkeypatch.setattr(availability, "_has_module", lambda name: name != "vllm")
-    assert check_backend("vllm", {}) == "not runnable here: needs vllm (pip install -e .[vllm]) and an NVIDIA GPU"
+    assert check_backend("vllm", {"model": "m"}) == "not runnable here: needs vllm (pip install -e .[vllm]) and an NVIDIA GPU"
 
     monkeypatch.setattr(availability, "_has_module", lambda name: True)
     monkeypatch.setattr(availability, "_is_vllm_cpu_build", lambda: False)
     monkeypatch.setattr(availability, "_cuda_device_count", lambda: 0)
-    assert "has none" in check_backend("vllm", {})
+    assert "has none" in check_backend("vllm", {"model": "m"})
     monkeypatch.setattr(availability, "_cuda_device_count", lambda: 2)
-    assert check_backend("vllm", {"engine": {"tensor_parallel_size": 2}}) is None
+    assert check_backend("vllm", {"model": "m", "engine": {"tensor_parallel_size": 2}}) is None
     assert "needs 4 GPUs, this machine has 2" in check_backend(
-        "vllm", {"engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}
+        "vllm", {"model": "m", "engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}
     )
     monkeypatch.setattr(availability, "_is_vllm_cpu_build", lambda: True)
-    assert check_backend("vllm", {}) is None  # the CPU build runs without a GPU
+    assert check_backend("vllm", {"model": "m"}) is None  # the CPU build runs without a GPU
 
 
 def test_vllm_generator_without_vllm_is_unavailable_not_a_crash(monkeypatch, tmp_path):

@@ -6,7 +6,7 @@ import json
 import msgspec
 
 from pipelines.engine.identity import code_revision, library_versions, run_id
-from pipelines.engine.specs import load_specs, spec_hash
+from pipelines.engine.specs import load_specs, spec_builtins, spec_hash
 
 
 def test_run_id_formula():
@@ -19,10 +19,14 @@ def test_run_id_formula():
     assert len(expected) == 12 and int(expected, 16) >= 0
 
 
-def test_spec_hash_is_sha256_of_sorted_canonical_json():
-    task = load_specs().task("vitaldb-ioh@0")
-    canonical = json.dumps(msgspec.to_builtins(task), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert spec_hash(task) == hashlib.sha256(canonical.encode()).hexdigest()
+def test_spec_hash_is_sha256_of_sorted_canonical_json_without_defaults():
+    specs = load_specs()
+    for spec in (specs.task("vitaldb-ioh@0"), specs.model("medbench/tiny-llama")):
+        builtins = spec_builtins(spec)
+        canonical = json.dumps(builtins, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert spec_hash(spec) == hashlib.sha256(canonical.encode()).hexdigest()
+    assert "choice" not in spec_builtins(specs.task("vitaldb-ioh@0"))  # None, its default
+    assert "device" not in spec_builtins(specs.model("medbench/tiny-llama"))["settings"]  # "auto", its default
 
 
 def test_run_id_changes_with_snapshot_and_model():

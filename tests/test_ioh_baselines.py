@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -113,7 +114,7 @@ def demo(tmp_path_factory):
     return {name: read_windows(path, name) for name in ("train", "validation", "test")}
 
 
-def _fit_score(settings: dict, demo, seed: int) -> tuple[np.ndarray, object]:
+def _fit_score(settings, demo, seed: int) -> tuple[np.ndarray, object]:
     (tr, xtr), (va, xva), (_, xte) = demo["train"], demo["validation"], demo["test"]
     scorer = make_window_scorer(settings, S)
     scorer.fit(xtr, tr["label"].to_numpy(), xva, va["label"].to_numpy(), seed=seed)
@@ -137,8 +138,9 @@ def test_trained_models_score_every_test_window(demo, slug):
     assert scores.shape == (meta.height,) and np.isfinite(scores).all()
     assert auroc(scores, meta["label"].to_numpy()) > 0.75
     chosen = scorer.describe()["chosen"]
-    grid_keys = [k for k, v in settings.items() if isinstance(v, list) and k not in ("below", "recent_seconds")]
-    assert all(chosen[k] in settings[k] for k in grid_keys)
+    grid = {k: v for k, v in msgspec.structs.asdict(settings).items()
+            if isinstance(v, tuple) and k not in ("below", "recent_seconds")}
+    assert grid and all(chosen[k] in v for k, v in grid.items())
 
 
 def test_trained_models_are_deterministic_with_the_seed(demo):

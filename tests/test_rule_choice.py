@@ -53,8 +53,9 @@ def test_generator_resumes_without_rewriting(tmp_path: Path) -> None:
 def test_from_the_model_spec() -> None:
     spec = load_specs().model("medbench/random")
     generator = UniformChoiceGenerator.from_settings(spec.settings)
-    assert generator.seed == spec.settings["seed"]
+    assert generator.seed == spec.settings.seed
+    assert UniformChoiceGenerator.from_settings({"rule": "uniform_choice", "seed": 7}).seed == 7
     with pytest.raises(ValueError, match="not 'uniform_choice'"):
-        UniformChoiceGenerator.from_settings({"rule": "neg_last_map", "seed": 1})
-    with pytest.raises(ValueError, match="`seed` must be an integer"):
+        UniformChoiceGenerator.from_settings({"rule": "neg_last_map"})
+    with pytest.raises(ValueError, match="Expected `int`, got `str` - at `\\$.seed`"):
         UniformChoiceGenerator.from_settings({"rule": "uniform_choice", "seed": "1"})

@@ -1,10 +1,12 @@
 """Spec decoding is strict, hashes are stable, and released task versions never change."""
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+from pipelines.engine.canonical import SpecStruct, canonical_json, defaults
 from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError, load_specs, spec_hash
 
 # Released (preview = false) task versions and their locked spec hashes. A released version
@@ -120,3 +122,79 @@ def test_task_and_model_resolution():
     assert specs.model("random").slug == "medbench/random"
     with pytest.raises(KeyError):
         specs.task("nope")
+
+
+# Every default value of every spec Struct (the classes under pipelines.engine.canonical.SpecStruct
+# defined in a module), as builtins. A field equal to its default is left out of the spec hash, so
+# changing a default changes what existing specs mean without changing their hashes (their results
+# would silently stand for something else): it must be a deliberate change of this lock, made with
+# a new task or model version where results depend on it. Adding an optional field adds a line
+# here; choose its default so that existing specs keep their meaning.
+SPEC_DEFAULTS: dict[str, dict[str, object]] = {
+    "TaskSpec": {"choice": None, "ioh": None},
+    "PriceSpec": {"key": ""},
+    "ModelSpec": {"release_date": None, "knowledge_cutoff": None},
+    "PriceTable": {"device_hours": {}, "tokens": {}},
+    "LogisticRegressionSettings": {
+        "below": [65.0, 70.0, 75.0], "recent_seconds": [30, 60], "slope_seconds": 60, "first_seconds": 60,
+        "seed": None, "C": [0.01, 0.1, 1.0, 10.0], "max_iter": 1000,
+    },
+    "HistGradientBoostingSettings": {
+        "below": [65.0, 70.0, 75.0], "recent_seconds": [30, 60], "slope_seconds": 60, "first_seconds": 60,
+        "seed": None, "learning_rate": [0.05, 0.1], "max_leaf_nodes": [15, 31], "max_iter": 200,
+        "l2_regularization": 0.0,
+    },
+    "TransformersSettings": {
+        "seed": 0, "max_new_tokens": None, "batch_size": 16, "device": "auto", "dtype": "auto", "num_threads": None,
+        "chat_template_kwargs": {},
+    },
+    "VllmSettings": {"seed": 0, "max_new_tokens": None, "chunk_size": 256, "chat_template_kwargs": {}, "engine": {}},
+    "VllmEngine": {
+        "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "dtype": None, "max_model_len": None,
+        "gpu_memory_utilization": None, "enforce_eager": None, "extra": {},
+    },
+    "OpenAISettings": {
+        "model": None, "base_url": None, "base_url_env": None, "api_key_env": None, "max_new_tokens": None,
+        "concurrency": 8, "timeout_s": 120.0, "max_retries": 6, "checkpoint_every": 32, "extra_body": {},
+    },
+}
+
+
+def _spec_structs() -> list[type]:
+    load_specs()  # imports every module that defines spec Structs
+    found, todo = [], [SpecStruct]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        module = sys.modules.get(cls.__module__)
+        if cls is not SpecStruct and not cls.__name__.startswith("_") and getattr(module, cls.__name__, None) is cls:
+            found.append(cls)
+    return found
+
+
+def test_default_values_are_locked():
+    actual = {cls.__name__: defaults(cls) for cls in _spec_structs() if defaults(cls)}
+    assert actual == SPEC_DEFAULTS, (
+        "a spec Struct's default values changed: defaults are left out of spec hashes, so a changed default "
+        "changes what existing specs mean without changing their hashes; if deliberate, update SPEC_DEFAULTS"
+    )
+
+
+def test_hash_omits_defaults_so_a_new_optional_field_does_not_rekey(specs_copy: Path):
+    before = load_specs().hashes
+    path = specs_copy / "models" / "medbench" / "tiny-llama.toml"
+    path.write_text(path.read_text().replace("batch_size = 32", 'batch_size = 32\ndevice = "auto"\ndtype = "auto"'))
+    path = specs_copy / "models" / "medbench" / "random.toml"
+    path.write_text(path.read_text().replace('basis = "free"', 'basis = "free"\nkey = ""'))
+    assert load_specs(specs_copy).hashes == before  # a default written out is the same spec
+
+    class Old(SpecStruct):
+        a: int
+
+    class New(SpecStruct):
+        a: int
+        b: tuple[float, ...] = (65.0, 70.0)
+        c: int = 20261029
+
+    assert canonical_json(Old(a=1)) == canonical_json(New(a=1)) == canonical_json(New(a=1, b=(65.0, 70.0)))
+    assert canonical_json(New(a=1, c=7)) == b'{"a":1,"c":7}'

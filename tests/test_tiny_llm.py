@@ -82,8 +82,8 @@ def test_build_is_reused_when_complete_and_redone_when_broken(tiny_model, tmp_pa
 
 def test_spec_revision_is_the_revision_of_a_fresh_build(tiny_model, tmp_path):
     spec = load_specs().model("medbench/tiny-llama")
-    assert spec.settings["model"] == TINY_LLAMA
-    built = resolve_model_path(spec.settings["model"], tmp_path, seed=spec.settings["seed"])
+    assert spec.settings.model == TINY_LLAMA
+    built = resolve_model_path(spec.settings.model, tmp_path, seed=spec.settings.seed)
     assert tiny_llm_revision(Path(built)) == spec.revision
     assert resolve_model_path("google/medgemma-27b-text-it", tmp_path) == "google/medgemma-27b-text-it"
     with pytest.raises(ValueError, match="unknown builtin model"):

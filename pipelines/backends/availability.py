@@ -11,7 +11,15 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+from collections.abc import Mapping
 from typing import Any
+
+from pipelines.backends.settings import (
+    OpenAISettings,
+    TransformersSettings,
+    VllmSettings,
+    settings_for,
+)
 
 TRANSFORMERS_EXTRA = "pip install -e .[transformers]"
 VLLM_EXTRA = "pip install -e .[vllm]"
@@ -25,21 +33,24 @@ class BackendUnavailable(RuntimeError):
         self.reason = reason
 
 
-def check_backend(backend: str, settings: dict[str, Any]) -> str | None:
+def check_backend(backend: str, settings: Any) -> str | None:
     """A reason why ``backend`` with these spec settings cannot run here, or None if it can.
 
-    Only the language-model backends have machine requirements; any other backend returns None.
+    ``settings`` is the backend's settings Struct (``pipelines.backends.settings``); a mapping is
+    decoded into it strictly. Only the language-model backends have machine requirements; any
+    other backend returns None.
     """
-    if backend == "transformers":
-        return _check_transformers(settings)
-    if backend == "vllm":
-        return _check_vllm(settings)
-    if backend == "openai":
-        return _check_openai(settings)
-    return None
+    if backend not in ("transformers", "vllm", "openai"):
+        return None
+    typed = settings_for(backend, settings)
+    if isinstance(typed, TransformersSettings):
+        return check_transformers(typed.device)
+    if isinstance(typed, VllmSettings):
+        return check_vllm(typed.engine.devices)
+    return _check_openai(typed)
 
 
-def require_backend(backend: str, settings: dict[str, Any]) -> None:
+def require_backend(backend: str, settings: Any) -> None:
     reason = check_backend(backend, settings)
     if reason is not None:
         raise BackendUnavailable(reason)
@@ -52,21 +63,22 @@ def _has_module(name: str) -> bool:
         return False
 
 
-def _check_transformers(settings: dict[str, Any]) -> str | None:
+def check_transformers(device: str = "auto") -> str | None:
+    """Why the transformers backend cannot run on ``device`` here, or None."""
     missing = [m for m in ("torch", "transformers", "tokenizers") if not _has_module(m)]
     if missing:
         return f"not runnable here: needs the transformers extra ({TRANSFORMERS_EXTRA}); missing {', '.join(missing)}"
-    if str(settings.get("device", "auto")).startswith("cuda") and _cuda_device_count() == 0:
+    if device.startswith("cuda") and _cuda_device_count() == 0:
         return "not runnable here: the spec asks for device 'cuda' and this machine has no CUDA GPU"
     return None
 
 
-def _check_vllm(settings: dict[str, Any]) -> str | None:
+def check_vllm(needed: int = 1) -> str | None:
+    """Why a vLLM engine holding ``needed`` GPUs cannot run here, or None."""
     if not _has_module("vllm"):
         return f"not runnable here: needs vllm ({VLLM_EXTRA}) and an NVIDIA GPU"
     if _is_vllm_cpu_build():
         return None
-    needed = parallel_devices(settings.get("engine") or {})
     have = _cuda_device_count()
     if have == 0:
         return "not runnable here: vllm needs an NVIDIA GPU and this machine has none (the CPU build is vllm-cpu)"
@@ -77,12 +89,12 @@ def _check_vllm(settings: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_openai(settings: dict[str, Any]) -> str | None:
+def _check_openai(settings: OpenAISettings) -> str | None:
     if not resolve_base_url(settings):
-        env = settings.get("base_url_env")
+        env = settings.base_url_env
         where = f"environment variable {env} is unset" if env else "the spec sets neither base_url nor base_url_env"
         return f"not runnable here: no server URL for the openai backend ({where})"
-    return missing_api_key(settings.get("api_key_env"))
+    return missing_api_key(settings.api_key_env)
 
 
 def missing_api_key(key_env: str | None) -> str | None:
@@ -93,17 +105,18 @@ def missing_api_key(key_env: str | None) -> str | None:
     return None
 
 
-def parallel_devices(engine: dict[str, Any]) -> int:
-    """The GPUs a vLLM engine with these ``[settings.engine]`` keys holds: tensor x pipeline parallel size."""
+def parallel_devices(engine: Mapping[str, Any]) -> int:
+    """The GPUs a vLLM engine with these ``vllm.LLM`` keyword arguments holds: tensor x pipeline parallel size."""
     return int(engine.get("tensor_parallel_size", 1)) * int(engine.get("pipeline_parallel_size", 1))
 
 
-def resolve_base_url(settings: dict[str, Any]) -> str | None:
+def resolve_base_url(settings: Any) -> str | None:
     """The server URL of an openai-backend spec: ``base_url``, else the variable ``base_url_env``
     names (so a maintainer points the same spec at their own server without editing it)."""
-    if settings.get("base_url"):
-        return str(settings["base_url"])
-    env = settings.get("base_url_env")
+    settings = settings_for("openai", settings)
+    if settings.base_url:
+        return settings.base_url
+    env = settings.base_url_env
     return (os.environ.get(env) or None) if env else None
 
 

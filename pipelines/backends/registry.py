@@ -10,6 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipelines.backends.base import TextGenerator
+from pipelines.backends.settings import (
+    OpenAISettings,
+    ReplaySettings,
+    TransformersSettings,
+    UniformChoiceRule,
+    VllmSettings,
+)
 from pipelines.engine.specs import ModelSpec, TaskSpec
 from warehouse.layout import DataDir
 
@@ -30,8 +37,8 @@ def not_runnable_reason(model: ModelSpec) -> str | None:
 def max_new_tokens(model: ModelSpec, task: TaskSpec) -> int:
     """The task's cap, lowered by the model spec's own ``max_new_tokens`` where it sets one."""
     assert task.choice is not None
-    cap = int(model.settings.get("max_new_tokens", task.choice.max_new_tokens))
-    return min(cap, task.choice.max_new_tokens)
+    own = getattr(model.settings, "max_new_tokens", None)  # language-model settings only
+    return min(task.choice.max_new_tokens if own is None else own, task.choice.max_new_tokens)
 
 
 def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGenerator:
@@ -40,50 +47,52 @@ def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGener
         raise NotRunnable(f"{model.slug}: {reason}")
     s = model.settings
     if model.backend == "rule":
-        if s.get("rule") != "uniform_choice":
-            raise NotRunnable(f"{model.slug}: rule {s.get('rule')!r} does not answer choice tasks")
+        if not isinstance(s, UniformChoiceRule):
+            raise NotRunnable(f"{model.slug}: rule {type(s).__struct_config__.tag!r} does not answer choice tasks")
         from pipelines.backends.rule import UniformChoiceGenerator
 
-        return UniformChoiceGenerator(seed=int(s["seed"]))
-    if model.backend == "replay":
+        return UniformChoiceGenerator.from_settings(s)
+    if isinstance(s, ReplaySettings):
         from pipelines.backends.replay import ReplayGenerator
 
-        return ReplayGenerator(Path(s["outputs"]).expanduser())
+        return ReplayGenerator(Path(s.outputs).expanduser())
     tokens = max_new_tokens(model, task)
-    name = str(s.get("model", ""))
-    revision = None if name.startswith("builtin:") or Path(name).exists() else model.revision  # hub ids only
-    if model.backend == "transformers":
+    if isinstance(s, TransformersSettings):
         from pipelines.backends.transformers_backend import TransformersGenerator
 
         return TransformersGenerator(
-            model_path=resolve_model_path(s["model"], s, data), max_new_tokens=tokens,
-            batch_size=int(s.get("batch_size", 16)), device=s.get("device", "auto"), dtype=s.get("dtype", "auto"),
-            revision=revision, num_threads=s.get("num_threads"), chat_template_kwargs=s.get("chat_template_kwargs"),
+            model_path=resolve_model_path(s.model, s, data), max_new_tokens=tokens, batch_size=s.batch_size,
+            device=s.device, dtype=s.dtype, revision=_hub_revision(model, s.model), num_threads=s.num_threads,
+            chat_template_kwargs=s.chat_template_kwargs,
         )
-    if model.backend == "vllm":
+    if isinstance(s, VllmSettings):
         from pipelines.backends.vllm_backend import VllmGenerator
 
-        return VllmGenerator(model=resolve_model_path(s["model"], s, data), max_new_tokens=tokens,
-                             chunk_size=int(s.get("chunk_size", 256)), engine_kwargs=dict(s.get("engine", {})),
-                             revision=revision, chat_template_kwargs=s.get("chat_template_kwargs"))
-    if model.backend == "openai":
+        return VllmGenerator(model=resolve_model_path(s.model, s, data), max_new_tokens=tokens,
+                             chunk_size=s.chunk_size, engine_kwargs=s.engine.kwargs(),
+                             revision=_hub_revision(model, s.model), chat_template_kwargs=s.chat_template_kwargs)
+    if isinstance(s, OpenAISettings):
         from pipelines.backends.availability import resolve_base_url
         from pipelines.backends.openai_backend import OpenAIChatGenerator
 
         return OpenAIChatGenerator(
-            base_url=resolve_base_url(s), model=s.get("model", model.provider_model_id), max_new_tokens=tokens,
-            api_key_env=s.get("api_key_env"), concurrency=int(s.get("concurrency", 8)),
-            timeout_s=float(s.get("timeout_s", 120)), max_retries=int(s.get("max_retries", 6)),
-            checkpoint_every=int(s.get("checkpoint_every", 32)), extra_body=s.get("extra_body"),
+            base_url=resolve_base_url(s), model=model.provider_model_id if s.model is None else s.model, max_new_tokens=tokens,
+            api_key_env=s.api_key_env, concurrency=s.concurrency, timeout_s=s.timeout_s, max_retries=s.max_retries,
+            checkpoint_every=s.checkpoint_every, extra_body=s.extra_body,
         )
     raise NotRunnable(f"{model.slug}: backend {model.backend!r} does not answer choice tasks")
 
 
-def resolve_model_path(name: str, settings: dict, data: DataDir) -> str:
+def _hub_revision(model: ModelSpec, name: str) -> str | None:
+    """The spec's revision pins a hub id; a built-in model or a local folder has none to pin."""
+    return None if name.startswith("builtin:") or Path(name).exists() else model.revision
+
+
+def resolve_model_path(name: str, settings: TransformersSettings | VllmSettings, data: DataDir) -> str:
     """``builtin:tiny-llama`` is built locally (seeded, no hub); anything else is passed through."""
     from pipelines.backends.tiny_llm import resolve_model_path as resolve
 
-    return resolve(name, data.models, seed=int(settings.get("seed", 0)))
+    return resolve(name, data.models, seed=settings.seed)
 
 
 def window_scorer(model: ModelSpec, task: TaskSpec):
@@ -91,4 +100,4 @@ def window_scorer(model: ModelSpec, task: TaskSpec):
         raise NotRunnable(f"{model.slug}: backend {model.backend!r} does not score windows")
     from pipelines.tasks.vitaldb_ioh.baselines import make_window_scorer
 
-    return make_window_scorer(dict(model.settings), task.ioh)
+    return make_window_scorer(model.settings, task.ioh)

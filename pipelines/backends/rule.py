@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import chunks, pending_items
 from pipelines.backends.base import PromptItem, Usage
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS
+from pipelines.backends.settings import UniformChoiceRule, settings_for
+from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.engine.progress import Progress
+from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS
 
 CHUNK = 500
 
@@ -28,22 +29,19 @@ def uniform_choice(seed: int, instance_id: str, options: Sequence[str] = DEFAULT
 
 
 class UniformChoiceGenerator:
-    """TextGenerator for the ``rule`` backend with settings ``{"rule": "uniform_choice", "seed": ...}``."""
+    """TextGenerator for the ``rule`` backend with settings ``rule = "uniform_choice"``, ``seed = ...``."""
 
     def __init__(self, seed: int, options: Sequence[str] = DEFAULT_OPTIONS):
         self.seed = seed
         self.options = tuple(options)
 
     @classmethod
-    def from_settings(
-        cls, settings: Mapping[str, Any], options: Sequence[str] = DEFAULT_OPTIONS
-    ) -> UniformChoiceGenerator:
-        if settings.get("rule") != "uniform_choice":
-            raise ValueError(f"model settings name rule {settings.get('rule')!r}, not 'uniform_choice'")
-        seed = settings.get("seed")
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ValueError(f"model setting `seed` must be an integer, got {seed!r}")
-        return cls(seed, options)
+    def from_settings(cls, settings: Any, options: Sequence[str] = DEFAULT_OPTIONS) -> UniformChoiceGenerator:
+        """From typed rule settings (a mapping, e.g. ``{"rule": "uniform_choice", "seed": 7}``, is decoded strictly)."""
+        typed = settings_for("rule", settings)
+        if not isinstance(typed, UniformChoiceRule):
+            raise ValueError(f"model settings name rule {type(typed).__struct_config__.tag!r}, not 'uniform_choice'")
+        return cls(typed.seed, options)
 
     def generate(self, items: Sequence[PromptItem], store: GenerationStore, log: Callable[[str], None]) -> Usage:
         start = time.monotonic()

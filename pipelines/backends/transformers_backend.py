@@ -16,7 +16,7 @@ from typing import Any
 
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import chunks, cpu_hardware, pending_items, stored_usage
-from pipelines.backends.availability import require_backend
+from pipelines.backends.availability import BackendUnavailable, check_transformers
 from pipelines.backends.base import PromptItem, Usage
 from pipelines.engine.progress import Progress
 
@@ -58,7 +58,9 @@ class TransformersGenerator:
     # -- TextGenerator -----------------------------------------------------------------------
 
     def generate(self, items: Sequence[PromptItem], store: GenerationStore, log: Callable[[str], None]) -> Usage:
-        require_backend("transformers", {"device": self.device})
+        reason = check_transformers(self.device)
+        if reason is not None:
+            raise BackendUnavailable(reason)
         start = time.monotonic()
         todo = pending_items(items, store)
         log(f"transformers {Path(self.model_path).name}: {len(items) - len(todo)} of {len(items)} already generated")

@@ -27,6 +27,7 @@ from pipelines.engine.identity import code_revision, library_versions, run_id
 from pipelines.engine.inputs import clinicalqa_items_path, ioh_windows_path
 from pipelines.backends.base import Usage
 from pipelines.backends.registry import max_new_tokens, text_generator, window_scorer
+from pipelines.backends.settings import hashed, published
 from pipelines.engine.summary import ScoreSummary
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
 from warehouse.files import atomic_write_bytes
@@ -116,7 +117,7 @@ def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     decoding = {"max_new_tokens": max_new_tokens(ev.model, ev.task), "temperature": settings.temperature}
     key = generation_key({
         "model": ev.model.slug, "revision": ev.model.revision, "backend": ev.model.backend,
-        "settings": ev.model.settings, "prompt_hash": template_hash(settings), "decoding": decoding,
+        "settings": hashed(ev.model.settings), "prompt_hash": template_hash(settings), "decoding": decoding,
         "snapshot": ev.snapshot_id,
     })
     store = GenerationStore(data.generations(key))
@@ -130,7 +131,7 @@ def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     sha = _write_parquet(data.predictions_path(ev.run_id), table)
     config = {
         "decoding": decoding, "prompt_hash": template_hash(settings), "parser": settings.parser,
-        "backend": ev.model.backend, "backend_settings": ev.model.settings,
+        "backend": ev.model.backend, "backend_settings": published(ev.model.settings),
         "bootstrap": msgspec.to_builtins(ev.task.bootstrap),
     }
     return RunInfo(usage=asdict(usage), config=config, generation_key=key, predictions_sha256=sha)
@@ -161,7 +162,7 @@ def _score_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     sha = _write_parquet(data.predictions_path(ev.run_id), table)
     wall = time.monotonic() - started
     usage = Usage(wall_seconds=wall, device_seconds=wall)
-    config = {"backend": ev.model.backend, "backend_settings": ev.model.settings,
+    config = {"backend": ev.model.backend, "backend_settings": published(ev.model.settings),
               "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": ev.task.bootstrap.seed,
               "fitted": scorer.describe()}
     return RunInfo(usage=asdict(usage), config=config, generation_key=None, predictions_sha256=sha)

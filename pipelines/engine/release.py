@@ -1,13 +1,15 @@
-"""Gather specs and every finished run into a Catalog and publish it as a new warehouse version."""
+"""Gather specs and every finished run into a Catalog and publish it as a new warehouse version.
+
+Each spec is published in the form its hash is taken over (defaults omitted, ``spec_builtins``),
+so a reader can check ``sha256(canonical JSON of spec) == spec_hash`` from the warehouse alone.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
-import msgspec
-
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
-from pipelines.engine.specs import Specs, spec_hash
+from pipelines.engine.specs import Specs, spec_builtins, spec_hash
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.records import ResultRecord, decode_record
@@ -25,7 +27,7 @@ def finished_results(data: DataDir) -> list[ResultRecord]:
 def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     datasets = []
     for d in specs.datasets.values():
-        row = msgspec.to_builtins(d)
+        row = spec_builtins(d)
         row["public_since"] = d.public_since
         try:
             row["snapshot_id"] = current_snapshot(data, d.slug).snapshot_id
@@ -35,14 +37,14 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     tasks = [
         {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
          "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
-         "spec_hash": spec_hash(t), "spec": msgspec.to_builtins(t)}
+         "spec_hash": spec_hash(t), "spec": spec_builtins(t)}
         for t in specs.tasks.values()
     ]
     models = [
         {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
          "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
-         "spec_hash": spec_hash(m), "spec": msgspec.to_builtins(m)}
+         "spec_hash": spec_hash(m), "spec": spec_builtins(m)}
         for m in specs.models.values()
     ]
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=finished_results(data),

@@ -2,8 +2,11 @@
 
 Specs are data, not code: they are the single source of truth for what is evaluated and how.
 Decoding is strict (an unknown or missing key is an error that names the file and the key) so a
-typo can never silently change what a score means. The spec hash is the sha256 of the canonical
-JSON of the decoded spec; it enters every run id, so any change to a spec makes new results.
+typo can never silently change what a score means; a model's ``[settings]`` table is typed by its
+``backend`` (``pipelines.backends.settings``), so the same holds there. The spec hash is the sha256
+of the canonical JSON of the decoded spec with default values omitted (``pipelines.engine.canonical``):
+it enters every run id, so any change to a spec makes new results, while adding an optional field
+later does not re-key (and re-pay for) existing ones.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from pipelines.backends.settings import MODEL_SETTINGS, BackendName, BackendSettings
+from pipelines.engine.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
+
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 
@@ -25,8 +31,8 @@ class SpecError(ValueError):
     """A spec file is malformed; the message names the file and the offending key."""
 
 
-class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    pass
+class _Spec(SpecStruct):
+    """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
 
 
 # --------------------------------------------------------------------------- datasets
@@ -128,6 +134,9 @@ class PriceSpec(_Spec):
 
 
 class ModelSpec(_Spec):
+    """A model spec; decoded as the subclass of its backend (``MODEL_SPECS``), whose ``settings``
+    field has that backend's settings type."""
+
     slug: str
     name: str
     type: Literal["llm", "ml", "rule"]
@@ -135,12 +144,35 @@ class ModelSpec(_Spec):
     provider_model_id: str
     revision: str
     description: str
-    backend: Literal["rule", "sklearn", "replay", "transformers", "openai", "vllm"]
+    backend: BackendName
     tasks: list[str]
     price: PriceSpec
-    settings: dict[str, Any] = {}
+    settings: BackendSettings
     release_date: dt.date | None = None
     knowledge_cutoff: dt.date | None = None
+
+
+def _model_spec_type(backend: str, settings_type: Any) -> type[ModelSpec]:
+    """ModelSpec with ``backend`` fixed and ``settings`` typed; the table may be left out only
+    when every settings key has a default."""
+    try:
+        default = settings_type()
+    except TypeError:  # a union, or a required key
+        settings_field: tuple = ("settings", settings_type)
+    else:
+        settings_field = ("settings", settings_type, default)
+    return msgspec.defstruct(f"ModelSpec[{backend}]", [("backend", Literal[backend]), settings_field],
+                             bases=(ModelSpec,), module=__name__)
+
+
+MODEL_SPECS: dict[str, type[ModelSpec]] = {b: _model_spec_type(b, t) for b, t in MODEL_SETTINGS.items()}
+"""backend -> the ModelSpec subclass a model file with that backend decodes into."""
+
+
+class _ModelHead(msgspec.Struct):
+    """Phase one of decoding a model file: its backend only (every other key is checked in phase two)."""
+
+    backend: BackendName
 
 
 class PriceTable(_Spec):
@@ -152,13 +184,8 @@ class PriceTable(_Spec):
 # --------------------------------------------------------------------------- hashing
 
 
-def canonical_json(value: Any) -> bytes:
-    """Canonical JSON: builtins only, keys sorted, no whitespace. Dates become ISO strings."""
-    return msgspec.json.encode(msgspec.to_builtins(value), order="sorted")
-
-
 def spec_hash(spec: msgspec.Struct) -> str:
-    """sha256 of the canonical JSON of the decoded spec."""
+    """sha256 of the canonical JSON of the decoded spec (default values omitted, keys sorted)."""
     return hashlib.sha256(canonical_json(spec)).hexdigest()
 
 
@@ -174,13 +201,37 @@ def _decode(path: Path, typ: type) -> Any:
         raise SpecError(f"{path}: not valid TOML ({exc})") from None
 
 
+def _decode_model(path: Path) -> ModelSpec:
+    """Two phases: ``backend`` first, then the whole file as that backend's ModelSpec, so the
+    ``[settings]`` table is checked key by key against the backend's own settings Struct."""
+    try:
+        head = _decode(path, _ModelHead)
+        return _decode(path, MODEL_SPECS[head.backend])
+    except SpecError as exc:
+        for key, allowed in _MODEL_CHOICES.items():
+            if f"key `{key}`: invalid value" in str(exc):
+                raise SpecError(f"{exc} (one of: {', '.join(allowed)})") from None
+        raise
+
+
+def _tags(union: Any) -> list[str]:
+    return [t.__struct_config__.tag for t in union.__args__]
+
+
+_MODEL_CHOICES = {
+    "backend": list(MODEL_SETTINGS),
+    "settings.rule": _tags(MODEL_SETTINGS["rule"]),
+    "settings.estimator": _tags(MODEL_SETTINGS["sklearn"]),
+}
+
+
 def _explain(exc: msgspec.ValidationError) -> str:
     """Rephrase msgspec's message so it names the key the way a spec author writes it."""
     text = str(exc)
     key = ""
-    if " - at `$." in text:
-        text, _, where = text.partition(" - at `$.")
-        key = where.rstrip("`")
+    if " - at `$" in text:
+        text, _, where = text.partition(" - at `$")
+        key = where.rstrip("`").lstrip(".")
     if text.startswith("Object contains unknown field"):
         field = text.split("`")[1]
         full = f"{key}.{field}" if key else field
@@ -189,7 +240,13 @@ def _explain(exc: msgspec.ValidationError) -> str:
         field = text.split("`")[1]
         full = f"{key}.{field}" if key else field
         return f"missing required key `{full}`"
-    return f"{text} (at key `{key}`)" if key else text
+    if not key:
+        return text
+    if text.startswith("Expected"):  # "Expected `int`, got `str`"
+        return f"key `{key}`: {text[0].lower()}{text[1:]}"
+    if text.startswith("Invalid"):  # "Invalid value 'x'", "Invalid enum value 'x'"
+        return f"key `{key}`: invalid value {text.split('value ', 1)[-1]}"
+    return f"key `{key}`: {text}"
 
 
 class Specs:
@@ -211,7 +268,7 @@ class Specs:
             _check_task(path, spec, self.datasets)
             self.tasks[spec.ref] = spec
         for path in sorted((self.root / "models").glob("*/*.toml")):
-            spec = _decode(path, ModelSpec)
+            spec = _decode_model(path)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
             for ref in spec.tasks:

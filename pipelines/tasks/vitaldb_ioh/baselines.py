@@ -15,8 +15,17 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
 import numpy as np
 
+from pipelines.backends.settings import (
+    HistGradientBoostingSettings,
+    LinearExtrapolationRule,
+    LogisticRegressionSettings,
+    NegLastMapRule,
+    SklearnSettings,
+    settings_for,
+)
 from pipelines.engine.specs import IohSettings
 from pipelines.stats.auroc import auroc
 
@@ -211,12 +220,13 @@ def _stretch_mean(filled: np.ndarray, w: np.ndarray, fallback: np.ndarray) -> np
 # --------------------------------------------------------------------------- trained models
 
 
-def _grid(settings: dict[str, Any], keys: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Hyperparameter candidates: each key may be a value or a list of values in the settings."""
+def _grid(settings: SklearnSettings, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Hyperparameter candidates: each key holds a value or a tuple of values (the settings' defaults
+    fill what the spec leaves out)."""
     values = []
-    for key, default in keys.items():
-        given = settings.get(key, default)
-        values.append(given if isinstance(given, list) else [given])
+    for key in keys:
+        given = getattr(settings, key)
+        values.append(list(given) if isinstance(given, tuple) else [given])
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
@@ -309,41 +319,38 @@ def _key(params: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- factory
 
 
-def make_window_scorer(settings: dict[str, Any], ioh: IohSettings | None = None) -> WindowScorer:
-    """A scorer from a model spec's ``settings`` table.
+def make_window_scorer(settings: Any, ioh: IohSettings | None = None) -> WindowScorer:
+    """A scorer from a model spec's typed settings (``pipelines.backends.settings``).
 
-    ``{"rule": "neg_last_map"}``; ``{"rule": "linear_extrapolation", "fit_seconds": 60,
-    "ahead_seconds": 60}``; ``{"estimator": "logistic_regression", "C": [...], "max_iter": 1000}``;
-    ``{"estimator": "hist_gradient_boosting", "learning_rate": [...], "max_leaf_nodes": [...],
-    "max_iter": 200, "l2_regularization": 0.0}``. Trained models also accept the feature settings
-    of :class:`FeatureSpec` (``below`` thresholds in mmHg, ``recent_seconds``, ``slope_seconds``,
-    ``first_seconds``). The grid's bin length comes
-    from the task (``ioh``), 2 s when not given.
+    The rules: ``NegLastMapRule``, ``LinearExtrapolationRule`` (``fit_seconds``, ``ahead_seconds``).
+    The trained models: ``LogisticRegressionSettings`` (grid over ``C``, ``max_iter``) and
+    ``HistGradientBoostingSettings`` (``learning_rate``, ``max_leaf_nodes``, ``max_iter``,
+    ``l2_regularization``), both with the feature settings of :class:`FeatureSpec` (``below``
+    thresholds in mmHg, ``recent_seconds``, ``slope_seconds``, ``first_seconds``). A mapping (e.g.
+    ``{"rule": "neg_last_map"}``) is decoded strictly as rule or sklearn settings. The grid's bin
+    length comes from the task (``ioh``), 2 s when not given.
     """
+    if not isinstance(settings, msgspec.Struct):
+        backend = "rule" if "rule" in settings else "sklearn"
+        settings = settings_for(backend, settings)
     bin_seconds = ioh.bin_seconds if ioh is not None else DEFAULT_BIN_SECONDS
-    rule = settings.get("rule")
-    if rule == "neg_last_map":
+    if isinstance(settings, NegLastMapRule):
         return NegLastMap()
-    if rule == "linear_extrapolation":
-        return LinearExtrapolation(int(settings["fit_seconds"]), int(settings["ahead_seconds"]), bin_seconds)
-    estimator = settings.get("estimator")
+    if isinstance(settings, LinearExtrapolationRule):
+        return LinearExtrapolation(settings.fit_seconds, settings.ahead_seconds, bin_seconds)
+    if not isinstance(settings, (LogisticRegressionSettings, HistGradientBoostingSettings)):
+        raise ValueError(
+            f"settings {settings!r} do not score windows: need rule neg_last_map|linear_extrapolation "
+            "or estimator logistic_regression|hist_gradient_boosting"
+        )
     features = FeatureSpec(
-        below=tuple(float(v) for v in settings.get("below", FeatureSpec.below)),
-        recent_seconds=tuple(int(v) for v in settings.get("recent_seconds", FeatureSpec.recent_seconds)),
-        slope_seconds=int(settings.get("slope_seconds", FeatureSpec.slope_seconds)),
-        first_seconds=int(settings.get("first_seconds", FeatureSpec.first_seconds)),
+        below=settings.below,
+        recent_seconds=settings.recent_seconds,
+        slope_seconds=settings.slope_seconds,
+        first_seconds=settings.first_seconds,
         bin_seconds=bin_seconds,
     )
-    if estimator == "logistic_regression":
-        grid = _grid(settings, {"C": [0.01, 0.1, 1.0, 10.0], "max_iter": 1000})
-        return SklearnWindowModel("logistic_regression", grid, features)
-    if estimator == "hist_gradient_boosting":
-        grid = _grid(
-            settings,
-            {"learning_rate": [0.05, 0.1], "max_leaf_nodes": [15, 31], "max_iter": 200, "l2_regularization": 0.0},
-        )
-        return SklearnWindowModel("hist_gradient_boosting", grid, features)
-    raise ValueError(
-        f"unknown window scorer settings {settings!r}: need rule neg_last_map|linear_extrapolation "
-        "or estimator logistic_regression|hist_gradient_boosting"
-    )
+    if isinstance(settings, LogisticRegressionSettings):
+        return SklearnWindowModel("logistic_regression", _grid(settings, ("C", "max_iter")), features)
+    grid = _grid(settings, ("learning_rate", "max_leaf_nodes", "max_iter", "l2_regularization"))
+    return SklearnWindowModel("hist_gradient_boosting", grid, features)

@@ -1,0 +1,207 @@
+"""The ``[settings]`` table of a model spec, typed per backend.
+
+A model spec's ``backend`` chooses the Struct its ``[settings]`` table is decoded into (see
+``MODEL_SETTINGS``), so a misspelt or unknown settings key is an error that names the file and the
+key, like every other spec key, instead of a value silently left at its default. Where one backend
+runs several kinds of model (the ``rule`` backend's rules, the ``sklearn`` backend's estimators),
+the settings are a tagged union keyed by the field that says which (``rule``, ``estimator``), so
+each kind accepts exactly its own keys.
+
+Defaults are today's behaviour; a field equal to its default is left out of the spec hash and of
+the generation key (``pipelines.engine.canonical``), while results publish every key, defaults
+included, as ``config.backend_settings``; tests/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
+backend that runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from pipelines.engine.canonical import SpecStruct, spec_builtins
+
+
+class _Settings(SpecStruct):
+    """Base of every backend settings Struct (strict, frozen, keyword-only)."""
+
+
+# --------------------------------------------------------------------------- rule (no training)
+
+
+class UniformChoiceRule(_Settings, tag_field="rule", tag="uniform_choice"):
+    """``medbench/random``: one option per item, drawn from sha256 of ``"<seed>:<instance_id>"``."""
+
+    seed: int
+
+
+class NegLastMapRule(_Settings, tag_field="rule", tag="neg_last_map"):
+    """Window score = minus the last valid MAP of the input."""
+
+
+class LinearExtrapolationRule(_Settings, tag_field="rule", tag="linear_extrapolation"):
+    """A line through the last ``fit_seconds`` of valid MAP, scored ``ahead_seconds`` after T."""
+
+    fit_seconds: int
+    ahead_seconds: int
+
+
+RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule
+
+
+# --------------------------------------------------------------------------- sklearn (trained on the train split)
+
+
+class _WindowModel(_Settings):
+    """Window features of the trained models (pipelines.tasks.vitaldb_ioh.baselines.FeatureSpec).
+
+    ``seed`` is accepted and hashed but not read: the fit seed is the task's bootstrap seed.
+    """
+
+    below: tuple[float, ...] = (65.0, 70.0, 75.0)
+    recent_seconds: tuple[int, ...] = (30, 60)
+    slope_seconds: int = 60
+    first_seconds: int = 60
+    seed: int | None = None
+
+
+class LogisticRegressionSettings(_WindowModel, tag_field="estimator", tag="logistic_regression"):
+    """Each hyperparameter is a value or a list of candidates (chosen by validation AUROC)."""
+
+    C: float | tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
+    max_iter: int | tuple[int, ...] = 1000
+
+
+class HistGradientBoostingSettings(_WindowModel, tag_field="estimator", tag="hist_gradient_boosting"):
+    """Each hyperparameter is a value or a list of candidates (chosen by validation AUROC)."""
+
+    learning_rate: float | tuple[float, ...] = (0.05, 0.1)
+    max_leaf_nodes: int | tuple[int, ...] = (15, 31)
+    max_iter: int | tuple[int, ...] = 200
+    l2_regularization: float | tuple[float, ...] = 0.0
+
+
+SklearnSettings = LogisticRegressionSettings | HistGradientBoostingSettings
+
+
+# --------------------------------------------------------------------------- replay
+
+
+class ReplaySettings(_Settings):
+    """``outputs``: the JSONL file of ``{"instance_id", "output"}`` (``~`` is expanded)."""
+
+    outputs: str
+
+
+# --------------------------------------------------------------------------- language models
+
+
+class TransformersSettings(_Settings):
+    """``model``: a hub id, a local folder or ``builtin:tiny-llama`` (built with ``seed``).
+
+    ``max_new_tokens`` lowers the task's cap (never raises it); ``num_threads`` None leaves torch's.
+    """
+
+    model: str
+    seed: int = 0
+    max_new_tokens: int | None = None
+    batch_size: int = 16
+    device: str = "auto"
+    dtype: str = "auto"
+    num_threads: int | None = None
+    chat_template_kwargs: dict[str, Any] = {}
+
+
+class VllmEngine(_Settings):
+    """``[settings.engine]``: keyword arguments of ``vllm.LLM``.
+
+    The keys our specs and the availability check use are typed, so a misspelt
+    ``tensor_paralel_size`` is an error rather than a silently single-GPU engine; any other
+    ``vllm.LLM`` argument goes in ``extra`` (``[settings.engine.extra]``), passed through verbatim.
+    A key left unset is not passed, so vLLM's own default applies.
+    """
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    dtype: str | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    enforce_eager: bool | None = None
+    extra: dict[str, Any] = {}
+
+    @property
+    def devices(self) -> int:
+        """The GPUs the engine holds: tensor x pipeline parallel size."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def kwargs(self) -> dict[str, Any]:
+        """The arguments for ``vllm.LLM``: the keys set to something other than their default, then ``extra``."""
+        typed = {k: v for k, v in spec_builtins(self).items() if k != "extra" and v is not None}
+        return {**typed, **self.extra}
+
+
+class VllmSettings(_Settings):
+    """``model``: a hub id, a local folder or ``builtin:tiny-llama``; ``chunk_size`` prompts per checkpoint."""
+
+    model: str
+    seed: int = 0
+    max_new_tokens: int | None = None
+    chunk_size: int = 256
+    chat_template_kwargs: dict[str, Any] = {}
+    engine: VllmEngine = VllmEngine()
+
+
+class OpenAISettings(_Settings):
+    """Any OpenAI-compatible server. ``model`` defaults to the spec's ``provider_model_id``;
+    the URL is ``base_url``, else the variable ``base_url_env`` names; the key is read from the
+    variable ``api_key_env`` names (never stored)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    base_url_env: str | None = None
+    api_key_env: str | None = None
+    max_new_tokens: int | None = None
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 6
+    checkpoint_every: int = 32
+    extra_body: dict[str, Any] = {}
+
+
+BackendName = Literal["rule", "sklearn", "replay", "transformers", "openai", "vllm"]
+BackendSettings = RuleSettings | SklearnSettings | ReplaySettings | TransformersSettings | VllmSettings | OpenAISettings
+
+MODEL_SETTINGS: dict[str, Any] = {
+    "rule": RuleSettings,
+    "sklearn": SklearnSettings,
+    "replay": ReplaySettings,
+    "transformers": TransformersSettings,
+    "openai": OpenAISettings,
+    "vllm": VllmSettings,
+}
+"""backend -> the type its ``[settings]`` table decodes into."""
+
+
+def settings_for(backend: str, settings: Any) -> Any:
+    """Typed settings of ``backend``: a Struct passes through; a mapping is decoded strictly.
+
+    For callers that build settings in code (tests, benchmarks); spec files are decoded by the loader.
+    """
+    typ = MODEL_SETTINGS[backend]
+    if isinstance(settings, msgspec.Struct):
+        return settings
+    if not isinstance(settings, Mapping):
+        raise TypeError(f"{backend} settings must be a mapping or a settings Struct, got {type(settings).__name__}")
+    return msgspec.convert(dict(settings), typ)
+
+
+def published(settings: Any) -> dict[str, Any]:
+    """What results publish as ``config.backend_settings``: every key, defaults included, so a
+    result says exactly what ran even after a later code version changes a default."""
+    return spec_builtins(settings, keep_defaults=True)
+
+
+def hashed(settings: Any) -> dict[str, Any]:
+    """The settings as the spec hash and the generation key see them: defaults omitted."""
+    return spec_builtins(settings)
