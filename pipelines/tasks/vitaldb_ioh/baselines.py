@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pipelines.engine.specs import IohSettings
+from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 from pipelines.stats.auroc import auroc
 
 _PARALLEL_MIN_ROWS = 200_000
