@@ -33,7 +33,7 @@ class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 
 
 class SourceSpec(_Spec):
-    kind: Literal["huggingface", "vitaldb-api"]
+    kind: str  # where the data comes from, as its dataset module reads it: "huggingface", "vitaldb-api", ...
     location: str
     split: str
     revision: str
