@@ -4,6 +4,11 @@ Specs are data, not code: they are the single source of truth for what is evalua
 Decoding is strict (an unknown or missing key is an error that names the file and the key) so a
 typo can never silently change what a score means. The spec hash is the sha256 of the canonical
 JSON of the decoded spec; it enters every run id, so any change to a spec makes new results.
+
+The specs directory is ``MEDBENCH_SPECS`` (default: the checkout's ``specs/``), so tests, benches
+and deployments can use their own. A task file names its ``family``; the family (looked up in
+``pipelines.tasks.registry``, so one registered at runtime works too) supplies the type of its
+settings table, and the loader checks that the task's ``dataset`` and ``kind`` are the family's.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 
 
 class SourceSpec(_Spec):
-    kind: str  # where the data comes from, as its dataset module reads it: "huggingface", "vitaldb-api", ...
+    kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
     location: str
     split: str
     revision: str

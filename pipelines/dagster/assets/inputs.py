@@ -1,6 +1,6 @@
 """Assets holding the dataset snapshots and the task instances built from them, one snapshot asset
 per registered dataset (``<dataset>_snapshot``) and one instances asset per registered task family
-(its ``instances_asset``, e.g. ``clinicalqa_items``), made by the factories below.
+(named by its ``instances_asset``), made by the factories below.
 
 Thin wrappers over ``pipelines.engine.inputs``; the checks are the family's instance checks (row
 counts as the spec says, no subject in two splits, a sane prevalence, ...), over every task
