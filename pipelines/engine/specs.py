@@ -120,6 +120,7 @@ def task_spec_type(family: Any) -> type[TaskSpec]:
             kw_only=True, namespace={"settings_key": family.settings_key}, module=__name__,
         )
         _TASK_TYPES[key] = typ
+        globals()[typ.__qualname__] = typ  # so that pickle (Dagster's multiprocess executor) finds the class
     return typ
 
 
