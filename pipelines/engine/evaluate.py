@@ -104,6 +104,9 @@ def _run_info_path(data: DataDir, run: str) -> Path:
 def make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     """Have the family predict the instances; write the predictions Parquet, then ``run.json``."""
     predicted = ev.family.predict(ev, task_instances_path(data, ev.task), data, log)
+    if not predicted.table.schema.equals(ev.family.predictions_schema):
+        raise ValueError(f"{ev.partition_key}: family {ev.task.family!r} predicted a table with schema "
+                         f"{predicted.table.schema}, not its predictions_schema {ev.family.predictions_schema}")
     sha = _write_parquet(data.predictions_path(ev.run_id), predicted.table)
     info = RunInfo(usage=predicted.usage, config=predicted.config, generation_key=predicted.generation_key,
                    predictions_sha256=sha)
