@@ -147,7 +147,7 @@ def _settings():
 
 
 def child(payload: dict) -> None:
-    from pipelines.tasks.vitaldb_ioh.windows import build_windows
+    from pipelines.tasks.vitaldb_ioh.instances import build_windows
 
     start = time.perf_counter()
     summary = build_windows(Path(payload["snapshot"]), _settings(), Path(payload["out"]), log=lambda _: None)
@@ -159,7 +159,7 @@ def compare(snapshot_dir: Path, windows_path: Path, settings, caseids: list[int]
     """Run the reference on ``caseids``; assert it agrees exactly; return (seconds, candidates, kept)."""
     import polars as pl
 
-    from pipelines.tasks.vitaldb_ioh.windows import read_windows
+    from pipelines.tasks.vitaldb_ioh.instances import read_windows
 
     start = time.perf_counter()
     rows, candidates = pandas_reference(snapshot_dir, settings, caseids)

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from pipelines.backends.base import PromptItem
-from pipelines.engine.specs import ChoiceSettings, load_specs
+from pipelines.engine.specs import load_specs
+from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.tasks.clinicalqa.items import (
     UNCATEGORISED,
     build_prompt,

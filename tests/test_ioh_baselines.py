@@ -18,7 +18,7 @@ from pipelines.tasks.vitaldb_ioh.baselines import (
 from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
 from pipelines.engine.specs import load_specs
 from pipelines.stats.auroc import auroc
-from pipelines.tasks.vitaldb_ioh.windows import build_windows, read_windows
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
 
 SPECS = load_specs()
 S = SPECS.task("vitaldb-ioh@0").ioh

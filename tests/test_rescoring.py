@@ -24,8 +24,8 @@ def clinicalqa_data(tmp_path):
     data = DataDir(tmp_path)
     data.claim("demo")
     specs = load_specs()
-    inputs.materialise_clinicalqa_snapshot(specs, data, lambda _: None)
-    inputs.materialise_clinicalqa_items(specs, data, "clinicalqa@0", lambda _: None)
+    inputs.materialise_snapshot(specs, data, "clinicalqa", lambda _: None)
+    inputs.materialise_instances(specs, data, "clinicalqa@0", lambda _: None)
     return specs, data
 
 

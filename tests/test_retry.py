@@ -175,10 +175,10 @@ def test_parse_retry_after() -> None:
 def test_vitaldb_opener_backoff_honours_whole_second_retry_after(tmp_path, monkeypatch) -> None:
     import httpx
 
-    from pipelines.datasets.vitaldb.source import HttpOpener, VitaldbSourceError
+    from pipelines.datasets.vitaldb.openers import HttpOpener, VitaldbSourceError
 
     clock = FakeClock()
-    monkeypatch.setattr("pipelines.datasets.vitaldb.source.time.sleep", clock.sleep)
+    monkeypatch.setattr("pipelines.datasets.vitaldb.openers.time.sleep", clock.sleep)
     answers = [
         httpx.Response(503, headers={"retry-after": "3"}),
         httpx.Response(429, headers={"retry-after": "1.5"}),  # not whole seconds: ignored, as before
@@ -208,10 +208,10 @@ def test_vitaldb_opener_backoff_honours_whole_second_retry_after(tmp_path, monke
 
 
 def test_clinicalqa_retries_transient_hub_errors_four_times_doubling_from_one_second(monkeypatch) -> None:
-    from pipelines.datasets.clinicalqa import source as clinicalqa
+    from pipelines.datasets.clinicalqa import hub as clinicalqa
 
     clock = FakeClock()
-    monkeypatch.setattr("pipelines.datasets.clinicalqa.source.time.sleep", clock.sleep)
+    monkeypatch.setattr("pipelines.datasets.clinicalqa.hub.time.sleep", clock.sleep)
     monkeypatch.setattr(clinicalqa, "_is_transient", lambda exc: isinstance(exc, Transient))
     log: list[str] = []
     attempt = Script(*[Transient(f"503 #{i}\nmore") for i in range(4)])

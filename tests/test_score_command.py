@@ -136,7 +136,7 @@ def test_usage_errors_exit_2(tmp_path: Path, data_dir: Path, capsys: pytest.Capt
     assert _run("--task", "nosuchtask@0", "--outputs", str(out)) == 2
     assert "unknown task 'nosuchtask@0'" in capsys.readouterr().err
     assert _run("--task", "vitaldb-ioh@0", "--outputs", str(out)) == 2
-    assert "scores the clinicalqa choice tasks" in capsys.readouterr().err
+    assert "scores tasks answered in text (clinicalqa@0); vitaldb-ioh@0 is a score task" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         _parser().parse_args(["score", "--task", "clinicalqa@0"])
     assert info.value.code == 2

@@ -131,7 +131,6 @@ def test_task_and_model_resolution():
 # a new task or model version where results depend on it. Adding an optional field adds a line
 # here; choose its default so that existing specs keep their meaning.
 SPEC_DEFAULTS: dict[str, dict[str, object]] = {
-    "TaskSpec": {"choice": None, "ioh": None},
     "PriceSpec": {"key": ""},
     "ModelSpec": {"release_date": None, "knowledge_cutoff": None},
     "PriceTable": {"device_hours": {}, "tokens": {}},

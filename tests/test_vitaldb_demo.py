@@ -12,7 +12,7 @@ import pytest
 from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
 from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
 from pipelines.engine.specs import load_specs
-from pipelines.tasks.vitaldb_ioh.windows import build_windows, read_windows
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "vitaldb-mirror"
 S = load_specs().task("vitaldb-ioh@0").ioh

@@ -11,15 +11,9 @@ import pytest
 from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
 from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
 from pipelines.engine.specs import load_specs
-from pipelines.tasks.vitaldb_ioh.windows import (
-    SPLITS,
-    build_windows,
-    published_test_subjects,
-    select_cohort,
-    split_codes,
-    split_of_subject,
-    subjects_by_split,
-)
+from pipelines.tasks.vitaldb_ioh.cohort import select_cohort
+from pipelines.tasks.vitaldb_ioh.instances import build_windows
+from pipelines.tasks.vitaldb_ioh.split import SPLITS, published_test_subjects, split_codes, split_of_subject, subjects_by_split
 
 S = load_specs().task("vitaldb-ioh@0").ioh
 

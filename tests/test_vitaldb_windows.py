@@ -12,7 +12,9 @@ import pytest
 
 from pipelines.datasets.vitaldb.source import write_snapshot
 from pipelines.engine.specs import load_specs
-from pipelines.tasks.vitaldb_ioh.windows import build_windows, case_layout, read_windows, windows_from_readings
+from pipelines.tasks.vitaldb_ioh.grid import case_layout
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
+from pipelines.tasks.vitaldb_ioh.windows import windows_from_readings
 
 S = load_specs().task("vitaldb-ioh@0").ioh
 IB, HB = S.input_bins, S.horizon_bins

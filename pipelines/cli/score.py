@@ -34,12 +34,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipelines.backends.replay import ReplayError
     from pipelines.engine.snapshots import NotMaterialised, current_snapshot
-    from pipelines.backends.replay import ReplayError, read_replay
-    from pipelines.tasks.clinicalqa.score import score_choice
-    from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
     from pipelines.engine.specs import load_specs
-    from pipelines.tasks.clinicalqa.items import items_table
+    from pipelines.tasks.registry import family
     from warehouse.layout import DataDir
 
     specs = load_specs()
@@ -47,26 +45,28 @@ def run(args: argparse.Namespace) -> int:
         task = specs.task(args.task)
     except KeyError as exc:
         return _fail(2, str(exc.args[0]))
-    if task.kind != "choice" or task.choice is None or task.dataset != "clinicalqa":
-        return _fail(2, f"medbench score scores the clinicalqa choice tasks; {task.ref} is a {task.kind} task")
+    fam = family(task.family)
+    score_replay = getattr(fam, "score_replay", None)
+    if score_replay is None:
+        readers = sorted(t.ref for t in specs.tasks.values() if hasattr(family(t.family), "score_replay"))
+        return _fail(2, f"medbench score scores tasks answered in text ({', '.join(readers) or 'none here'}); "
+                        f"{task.ref} is a {task.kind} task")
     data = DataDir()
     try:
         snapshot = current_snapshot(data, task.dataset)
     except NotMaterialised:
         snapshot = None
-    if snapshot is None or not snapshot.path.is_file():
+    if snapshot is None or not snapshot.path.exists():
         return _fail(
             1,
             f"no {task.dataset} snapshot in {data.root} (MEDBENCH_DATA); run `medbench materialize --task {task.ref}` "
             "first (add --demo for the demo data)",
         )
-    items = items_table(read_clinicalqa_snapshot(snapshot.path), task.choice)
     try:
-        outputs = read_replay(args.outputs, items.column("instance_id").to_pylist())
+        score = score_replay(task, snapshot.path, args.outputs)
     except ReplayError as exc:
         return _fail(1, str(exc))
-    score = score_choice(items, outputs, task.choice, task.bootstrap)
-    rows = score.predictions.select(["instance_id", "prediction", "parse_status", "correct"]).to_pylist()
+    rows = score.rows
     if args.json:
         report = {
             "task": task.ref,

@@ -17,8 +17,6 @@ from warehouse.layout import DataDir, DataKindError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The CLI shows Dagster's INFO lines (our progress and results), not its DEBUG event stream.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-INPUT_ASSETS = {"clinicalqa": ["clinicalqa_snapshot", "clinicalqa_items"],
-                "vitaldb": ["vitaldb_snapshot", "vitaldb_ioh_windows"]}
 
 
 class MaterializeError(RuntimeError):
@@ -90,7 +88,9 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                           data: DataDir | None = None) -> Report:
     import dagster as dg
 
-    from pipelines.dagster.definitions import ASSETS
+    from pipelines.dagster.assets.inputs import snapshot_asset_name
+    from pipelines.dagster.definitions import build_assets
+    from pipelines.tasks.registry import family
     from pipelines.backends.registry import not_runnable_reason
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
@@ -105,11 +105,13 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     pairs = select(specs, list(tasks), list(models))
     prepare_dagster_home(data)
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
+    ASSETS = build_assets()  # noqa: N806 (now, so that families registered at runtime have theirs)
     report = Report(data=data)
     with dg.DagsterInstance.get() as instance:
         sync_evaluation_partitions(instance, specs)
         datasets = sorted({t.dataset for t, _ in pairs})
-        selection = [a for d in datasets for a in INPUT_ASSETS[d]]
+        fams = sorted({t.family for t, _ in pairs})
+        selection = [snapshot_asset_name(d) for d in datasets] + [family(f).instances_asset for f in fams]
         print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
         result = dg.materialize(ASSETS, selection=selection, instance=instance, resources=resources,
                                 raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})

@@ -1,35 +1,34 @@
 """One evaluation (a task version x a model), from task instances to a published-ready result.
 
-Two steps, mirroring the two partitioned assets: ``make_predictions`` runs the model (or reuses
-stored raw outputs) and writes the per-item predictions; ``compute_metrics`` turns predictions
-into metrics with seeded bootstrap CIs and writes ``result.json`` last, which is what marks a run
-as finished. Rule one applies here too: a run whose ``result.json`` exists is reused, not rerun.
+Task-agnostic: plan -> predict -> score, each step delegated to the task's family
+(``pipelines.tasks.registry.family(task.family)``). Two steps mirror the two partitioned assets:
+``make_predictions`` has the family run the model (or reuse stored raw outputs) and writes the
+per-item predictions Parquet and ``run.json``; ``compute_metrics`` has the family turn the
+predictions into metrics with seeded bootstrap CIs and typed extras, and writes ``result.json``
+last, which is what marks a run as finished. Rule one applies here too: a run whose
+``result.json`` exists is reused, not rerun.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import msgspec
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.engine.costs import cost_usd
 from pipelines.engine.snapshots import current_snapshot
-from pipelines.engine.generations import GenerationStore, generation_key
 from pipelines.engine.identity import code_revision, library_versions, run_id
-from pipelines.engine.inputs import clinicalqa_items_path, ioh_windows_path
+from pipelines.engine.inputs import task_instances_path
 from pipelines.backends.base import Usage
-from pipelines.backends.registry import max_new_tokens, text_generator, window_scorer
-from pipelines.backends.settings import hashed, published
-from pipelines.engine.summary import ScoreSummary
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
+from pipelines.tasks.base import CheckOutcome, TaskFamily
+from pipelines.tasks.registry import family
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions, decode_record, encode_record
@@ -49,6 +48,10 @@ class Evaluation:
     @property
     def partition_key(self) -> str:
         return partition_key(self.task.ref, self.model.slug)
+
+    @property
+    def family(self) -> TaskFamily:
+        return family(self.task.family)
 
 
 def partition_key(task_ref: str, model_slug: str) -> str:
@@ -99,73 +102,23 @@ def _run_info_path(data: DataDir, run: str) -> Path:
 
 
 def make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
-    if ev.task.kind == "choice":
-        info = _choice_predictions(ev, data, log)
-    else:
-        info = _score_predictions(ev, data, log)
+    """Have the family predict the instances; write the predictions Parquet, then ``run.json``."""
+    predicted = ev.family.predict(ev, task_instances_path(data, ev.task), data, log)
+    if not predicted.table.schema.equals(ev.family.predictions_schema):
+        raise ValueError(f"{ev.partition_key}: family {ev.task.family!r} predicted a table with schema "
+                         f"{predicted.table.schema}, not its predictions_schema {ev.family.predictions_schema}")
+    sha = _write_parquet(data.predictions_path(ev.run_id), predicted.table)
+    info = RunInfo(usage=predicted.usage, config=predicted.config, generation_key=predicted.generation_key,
+                   predictions_sha256=sha)
     atomic_write_bytes(_run_info_path(data, ev.run_id), msgspec.json.encode(info))
     return info
 
 
-def _choice_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
-    from pipelines.tasks.clinicalqa.score import predictions_table
-    from pipelines.tasks.clinicalqa.items import prompt_items, template_hash
-
-    settings = ev.task.choice
-    assert settings is not None
-    items = pq.read_table(clinicalqa_items_path(data, ev.task.ref))
-    decoding = {"max_new_tokens": max_new_tokens(ev.model, ev.task), "temperature": settings.temperature}
-    key = generation_key({
-        "model": ev.model.slug, "revision": ev.model.revision, "backend": ev.model.backend,
-        "settings": hashed(ev.model.settings), "prompt_hash": template_hash(settings), "decoding": decoding,
-        "snapshot": ev.snapshot_id,
-    })
-    store = GenerationStore(data.generations(key))
-    already = len(store.load())
-    if already:
-        log(f"{ev.partition_key}: {already}/{len(items)} outputs already stored under generation {key}; resuming")
-    generator = text_generator(ev.model, ev.task, data)
-    usage: Usage = generator.generate(prompt_items(items), store, log)
-    outputs = {iid: g.output for iid, g in store.load().items()}
-    table = predictions_table(items, outputs, settings.options, settings.parser)
-    sha = _write_parquet(data.predictions_path(ev.run_id), table)
-    config = {
-        "decoding": decoding, "prompt_hash": template_hash(settings), "parser": settings.parser,
-        "backend": ev.model.backend, "backend_settings": published(ev.model.settings),
-        "bootstrap": msgspec.to_builtins(ev.task.bootstrap),
-    }
-    return RunInfo(usage=asdict(usage), config=config, generation_key=key, predictions_sha256=sha)
-
-
-def _score_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
-    from pipelines.tasks.vitaldb_ioh.windows import read_windows
-
-    started = time.monotonic()
-    scorer = window_scorer(ev.model, ev.task)
-    path = ioh_windows_path(data, ev.task.ref)
-    train_meta, train_x = read_windows(path, split="train")
-    val_meta, val_x = read_windows(path, split="validation")
-    test_meta, test_x = read_windows(path, split="test")
-    log(f"{ev.partition_key}: fitting on {len(train_meta)} train / {len(val_meta)} validation windows")
-    scorer.fit(train_x, train_meta["label"].to_numpy(), val_x, val_meta["label"].to_numpy(),
-               seed=ev.task.bootstrap.seed)
-    scores = np.asarray(scorer.score(test_x), dtype=np.float64)
-    log(f"{ev.partition_key}: scored {len(scores)} test windows")
-    table = pa.table({
-        "instance_id": pa.array(test_meta["instance_id"].to_list(), pa.string()),
-        "score": pa.array(scores, pa.float64()),
-        "label": pa.array(test_meta["label"].to_numpy().astype(np.int8), pa.int8()),
-        "caseid": pa.array(test_meta["caseid"].to_numpy(), pa.int32()),
-        "subjectid": pa.array(test_meta["subjectid"].to_numpy(), pa.int32()),
-        "t": pa.array(test_meta["t"].to_numpy(), pa.int32()),
-    })
-    sha = _write_parquet(data.predictions_path(ev.run_id), table)
-    wall = time.monotonic() - started
-    usage = Usage(wall_seconds=wall, device_seconds=wall)
-    config = {"backend": ev.model.backend, "backend_settings": published(ev.model.settings),
-              "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": ev.task.bootstrap.seed,
-              "fitted": scorer.describe()}
-    return RunInfo(usage=asdict(usage), config=config, generation_key=None, predictions_sha256=sha)
+def prediction_checks(ev: Evaluation, data: DataDir) -> list[CheckOutcome]:
+    """The family's checks on this evaluation's predictions (every instance once, finite scores, parse rate)."""
+    instances = task_instances_path(data, ev.task)
+    predictions = pq.read_table(data.predictions_path(ev.run_id))
+    return ev.family.prediction_checks(ev.task, predictions, ev.family.expected_ids(ev.task, instances))
 
 
 # --------------------------------------------------------------------------- metrics
@@ -174,23 +127,8 @@ def _score_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
 def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> ResultRecord:
     info = msgspec.json.decode(_run_info_path(data, ev.run_id).read_bytes(), type=RunInfo)
     predictions = pq.read_table(data.predictions_path(ev.run_id))
-    if ev.task.kind == "choice":
-        from pipelines.tasks.clinicalqa.score import summarise_choice
-
-        items = pq.read_table(clinicalqa_items_path(data, ev.task.ref), columns=["instance_id", "category"])
-        category_of = dict(zip(items.column("instance_id").to_pylist(), items.column("category").to_pylist()))
-        scored = summarise_choice(predictions, [category_of[i] for i in predictions.column("instance_id").to_pylist()],
-                                  ev.task.bootstrap)
-        summary = ScoreSummary(
-            metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
-            extras={"by_category": [asdict(c) for c in scored.by_category], "parse_status": scored.status_counts},
-        )
-        parser = ev.task.choice.parser if ev.task.choice else None
-    else:
-        from pipelines.tasks.vitaldb_ioh.score import score_metrics
-
-        summary = score_metrics(predictions, ev.task.bootstrap)
-        parser = None
+    summary = ev.family.score(ev.task, predictions, task_instances_path(data, ev.task))
+    parser = ev.family.parser_version(ev.task)
     usage = Usage(**info.usage)
     record = ResultRecord(
         run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=TIER,
@@ -204,7 +142,7 @@ def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> Re
         usage=UsageRecord(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
                           wall_seconds=round(usage.wall_seconds, 3), hardware=usage.hardware),
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
-        generation_key=info.generation_key, extras=summary.extras,
+        generation_key=info.generation_key, extras=summary.extras_json(),
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "

@@ -44,5 +44,5 @@ def current_snapshot(data: DataDir, dataset: str) -> CurrentSnapshot:
     return CurrentSnapshot(dataset=dataset, snapshot_id=Path(name).stem, path=path)
 
 
-def instances_path(data: DataDir, task_ref: str, snapshot_id: str, filename: str) -> Path:
+def instances_location(data: DataDir, task_ref: str, snapshot_id: str, filename: str) -> Path:
     return data.instances(task_ref) / snapshot_id / filename

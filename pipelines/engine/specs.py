@@ -7,6 +7,11 @@ typo can never silently change what a score means; a model's ``[settings]`` tabl
 of the canonical JSON of the decoded spec with default values omitted (``pipelines.engine.canonical``):
 it enters every run id, so any change to a spec makes new results, while adding an optional field
 later does not re-key (and re-pay for) existing ones.
+
+The specs directory is ``MEDBENCH_SPECS`` (default: the checkout's ``specs/``), so tests, benches
+and deployments can use their own. A task file names its ``family``; the family (looked up in
+``pipelines.tasks.registry``, so one registered at runtime works too) supplies the type of its
+settings table, and the loader checks that the task's ``dataset`` and ``kind`` are the family's.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import hashlib
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -39,7 +44,7 @@ class _Spec(SpecStruct):
 
 
 class SourceSpec(_Spec):
-    kind: Literal["huggingface", "vitaldb-api"]
+    kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
     location: str
     split: str
     revision: str
@@ -66,48 +71,24 @@ class BootstrapSpec(_Spec):
     unit: Literal["item", "subject"]
 
 
-class ChoiceSettings(_Spec):
-    n_items: int
-    options: list[str]
-    parser: str
-    max_new_tokens: int
-    temperature: float
-    prompt_template: str
-    exam_template: str
-
-
-class IohSettings(_Spec):
-    track: str
-    min_age: int
-    ane_type: str
-    exclude_opname_containing: str
-    bin_seconds: int
-    valid_min: float
-    valid_max: float
-    stride_seconds: int
-    input_seconds: int
-    horizon_seconds: int
-    min_valid_input_bins: int
-    min_valid_horizon_bins: int
-    threshold: float
-    event_bins: int
-    in_progress_bins: int
-    split_salt: str
-    test_below: int
-    validation_below: int
-
-    @property
-    def input_bins(self) -> int:
-        return self.input_seconds // self.bin_seconds
-
-    @property
-    def horizon_bins(self) -> int:
-        return self.horizon_seconds // self.bin_seconds
-
-
 class TaskSpec(_Spec):
+    """One task version (``specs/tasks/<slug>/<version>.toml``), whatever its family.
+
+    ``family`` names the task family (``pipelines.tasks.registry``) that builds, predicts and
+    scores it. The family's settings live in the table named by its ``settings_key`` (``[choice]``,
+    ``[ioh]``, ...) and are decoded strictly with its ``settings_type``: the loader decodes each
+    file with a subclass of this Struct made for the family (``task_spec_type``), which adds that
+    one field, so ``task.settings`` (generically) and ``task.<settings_key>`` (e.g. ``task.choice``)
+    give the typed table, and the spec's JSON (and so its hash) keeps the table under its key.
+
+    ``kind`` stays in the file (the warehouse and the API read it) but is not free: it must equal
+    the family's declared kind (``choice`` or ``score``); the loader refuses a file where it does
+    not, naming the key.
+    """
+
     slug: str
     version: int
+    family: str
     dataset: str
     kind: Literal["choice", "score"]
     title: str
@@ -116,13 +97,43 @@ class TaskSpec(_Spec):
     preview: bool
     metrics: list[str]
     bootstrap: BootstrapSpec
-    choice: ChoiceSettings | None = None
-    ioh: IohSettings | None = None
+
+    settings_key: ClassVar[str] = ""
 
     @property
     def ref(self) -> str:
         """The public name of this task version, ``slug@version``."""
         return f"{self.slug}@{self.version}"
+
+    @property
+    def settings(self) -> Any:
+        """The family's typed settings table (the field named by the family's ``settings_key``)."""
+        if not self.settings_key:
+            raise AttributeError(f"{self.ref}: a bare TaskSpec has no settings; decode it with task_spec_type(family)")
+        return getattr(self, self.settings_key)
+
+
+_TASK_TYPES: dict[tuple[str, str, type], type[TaskSpec]] = {}
+
+
+def task_spec_type(family: Any) -> type[TaskSpec]:
+    """The TaskSpec subclass of one family: the common fields plus ``<settings_key>: <settings_type>``."""
+    key = (family.name, family.settings_key, family.settings_type)
+    typ = _TASK_TYPES.get(key)
+    if typ is None:
+        typ = msgspec.defstruct(
+            f"TaskSpec[{family.name}]", [(family.settings_key, family.settings_type)], bases=(TaskSpec,),
+            kw_only=True, namespace={"settings_key": family.settings_key}, module=__name__,
+        )
+        _TASK_TYPES[key] = typ
+        globals()[typ.__qualname__] = typ  # so that pickle (Dagster's multiprocess executor) finds the class
+    return typ
+
+
+class _TaskHead(msgspec.Struct):
+    """Just enough of a task file to pick its family (every other key is checked by the family's type)."""
+
+    family: str
 
 
 # --------------------------------------------------------------------------- models
@@ -262,7 +273,7 @@ class Specs:
             _expect(path, "slug", spec.slug, path.stem)
             self.datasets[spec.slug] = spec
         for path in sorted((self.root / "tasks").glob("*/*.toml")):
-            spec = _decode(path, TaskSpec)
+            spec = _decode_task(path)
             _expect(path, "slug", spec.slug, path.parent.name)
             _expect(path, "version", str(spec.version), path.stem)
             _check_task(path, spec, self.datasets)
@@ -320,14 +331,40 @@ def _expect(path: Path, key: str, got: str, want: str) -> None:
         raise SpecError(f"{path}: key `{key}` is {got!r} but the file's place says {want!r}")
 
 
+def _decode_task(path: Path) -> TaskSpec:
+    from pipelines.tasks.registry import family
+
+    try:
+        head = msgspec.toml.decode(path.read_bytes(), type=_TaskHead)
+    except msgspec.ValidationError as exc:
+        raise SpecError(f"{path}: {_explain(exc)}") from None
+    except msgspec.DecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    try:
+        fam = family(head.family)
+    except KeyError as exc:
+        raise SpecError(f"{path}: key `family`: {exc.args[0]}") from None
+    return _decode(path, task_spec_type(fam))
+
+
 def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec]) -> None:
+    from pipelines.tasks.registry import family
+
+    fam = family(spec.family)
     if spec.dataset not in datasets:
         raise SpecError(f"{path}: key `dataset` names unknown dataset {spec.dataset!r}")
-    needed = {"choice": "choice", "score": "ioh"}[spec.kind]
-    if getattr(spec, needed) is None:
-        raise SpecError(f"{path}: missing required key `{needed}` (a table needed by kind = {spec.kind!r})")
+    if spec.dataset != fam.dataset:
+        raise SpecError(f"{path}: key `dataset` is {spec.dataset!r} but family {fam.name!r} reads {fam.dataset!r}")
+    if spec.kind != fam.kind:
+        raise SpecError(f"{path}: key `kind` is {spec.kind!r} but family {fam.name!r} is of kind {fam.kind!r}")
     if spec.primary_metric != spec.metrics[0]:
         raise SpecError(f"{path}: key `metrics` must start with the primary metric {spec.primary_metric!r}")
+    try:
+        fam.check_settings(spec)
+    except SpecError as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise SpecError(f"{path}: key `{fam.settings_key}`: {exc}") from None
 
 
 def load_specs(root: Path | str | None = None) -> Specs:

@@ -1,9 +1,11 @@
-"""The common shape of a scored run, whatever the task kind."""
+"""The common shape of a scored run, whatever the task family: what a family's ``score`` returns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 
 @dataclass
@@ -11,4 +13,8 @@ class ScoreSummary:
     metrics: list[tuple[str, float, float, float]]  # (name, value, ci_low, ci_high), primary first
     n: int
     parse_rate: float | None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: msgspec.Struct | None = None  # the family's typed extras (published as the result's `extras`)
+
+    def extras_json(self) -> dict[str, Any]:
+        """The extras as the result record stores them (plain JSON values, in field order)."""
+        return msgspec.to_builtins(self.extras) if self.extras is not None else {}

@@ -47,6 +47,7 @@ class Instances:
     path: Path            # the instances file (Parquet) of this task version and snapshot
     rows: int
     details: dict[str, Any] = field(default_factory=dict)
+    snapshot_id: str = ""  # filled in by the engine (pipelines.engine.inputs.materialise_instances)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,17 @@ class Predicted:
     generation_key: str | None = None    # raw outputs' key (text generation), else None
 
 
+@dataclass(frozen=True)
+class ReplayScore:
+    """``medbench score``'s view of a file of raw outputs scored locally (families that read text)."""
+
+    parser_version: str | None
+    n: int
+    status_counts: dict[str, int]
+    metrics: list[Any]                   # items with .name .value .ci_low .ci_high, primary first
+    rows: list[dict[str, Any]]           # per item: instance_id, prediction, parse_status, correct
+
+
 class TaskFamily(Protocol):
     """One family of tasks (e.g. five-option clinical questions; windowed hypotension prediction)."""
 
@@ -69,6 +81,15 @@ class TaskFamily(Protocol):
     settings_type: ClassVar[type[msgspec.Struct]]  # that table, typed (strict: unknown keys are errors)
     instances_file: ClassVar[str]                # e.g. "items.parquet", "windows.parquet"
     predictions_schema: ClassVar[pa.Schema]      # CONTRACT.md's Parquet columns for its kind
+    instances_asset: ClassVar[str]               # the Dagster asset holding its instances, e.g. "clinicalqa_items"
+    instance_check_names: ClassVar[tuple[str, ...]]    # names of the CheckOutcomes instance_checks returns
+    prediction_check_names: ClassVar[tuple[str, ...]]  # names of the CheckOutcomes prediction_checks returns
+
+    def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
+        """What the dataset's snapshot must honour for this task (e.g. a row count, a track name)."""
+
+    def parser_version(self, task: TaskSpec) -> str | None:
+        """The parser a result records in ``versions.parser`` (None where nothing is parsed)."""
 
     def check_settings(self, task: TaskSpec) -> None:
         """Cross-field validation of a decoded spec; raises SpecError naming the key."""
@@ -90,3 +111,31 @@ class TaskFamily(Protocol):
 
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
         """Checks on one evaluation's predictions (every instance once, finite scores, ...)."""
+
+    # Optional: ``score_replay(task, snapshot: Path, outputs: Path) -> ReplayScore`` for families whose
+    # models answer in text, used by ``medbench score`` (raises pipelines.backends.replay.ReplayError).
+
+
+# --------------------------------------------------------------------------- shared checks
+
+
+def predicted_once(predictions: pa.Table, expected: set[str]) -> CheckOutcome:
+    """Every expected instance predicted exactly once, and nothing else."""
+    ids = predictions.column("instance_id").to_pylist()
+    once = len(ids) == len(set(ids)) and set(ids) == expected
+    return CheckOutcome("every_instance_predicted_once", once,
+                        metadata={"predicted": len(ids), "distinct": len(set(ids)), "expected": len(expected)})
+
+
+def scores_finite(predictions: pa.Table) -> CheckOutcome:
+    """Every score is a finite number (score kinds)."""
+    import numpy as np
+
+    return CheckOutcome("scores_finite", bool(np.isfinite(predictions.column("score").to_numpy()).all()))
+
+
+def parse_rate_reasonable(predictions: pa.Table, floor: float = 0.5) -> CheckOutcome:
+    """At least ``floor`` of the raw outputs parsed (families that parse text); a warning, not an error."""
+    statuses = predictions.column("parse_status").to_pylist()
+    rate = sum(s == "ok" for s in statuses) / len(statuses) if statuses else 0.0
+    return CheckOutcome("parse_rate_reasonable", rate >= floor, metadata={"parse_rate": str(rate)}, severity="warn")

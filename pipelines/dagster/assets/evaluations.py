@@ -4,16 +4,14 @@ reused (its result.json exists), never rerun, unless the run config says ``force
 
 
 import dagster as dg
-import numpy as np
 import pyarrow.parquet as pq
 
 from pipelines.engine import evaluate as runs
-from pipelines.engine.inputs import clinicalqa_items_path, ioh_windows_path
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster.partitions import EVALUATIONS
 from pipelines.dagster.resources import MedbenchResource
 
-from .inputs import clinicalqa_items, vitaldb_ioh_windows
+PREDICTION_CHECKS = ("every_instance_predicted_once", "scores_finite")
 
 
 class EvaluationConfig(dg.Config):
@@ -25,75 +23,67 @@ def _plan(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> runs
     return runs.plan(medbench.specs(), medbench.data(), task_ref, model_slug)
 
 
-@dg.asset(
-    group_name="evaluations", kinds={"parquet"}, partitions_def=EVALUATIONS,
-    deps=[clinicalqa_items, vitaldb_ioh_windows],
-    check_specs=[dg.AssetCheckSpec("every_instance_predicted_once", asset="predictions"),
-                 dg.AssetCheckSpec("scores_finite", asset="predictions")],
-)
-def predictions(context: dg.AssetExecutionContext, medbench: MedbenchResource, config: EvaluationConfig) -> dg.MaterializeResult:
-    """Per-item predictions of one model on one task version (artifacts/<run_id>/predictions.parquet)."""
-    data = medbench.data()
-    ev = _plan(context, medbench)
-    existing = runs.existing_result(data, ev.run_id)
-    reused = existing is not None and not config.force
-    if reused:
-        context.log.info(f"{ev.partition_key}: run {ev.run_id} already evaluated; reusing it (rule one)")
-    else:
-        reason = not_runnable_reason(ev.model)
-        if reason:
-            raise dg.Failure(description=f"{ev.model.slug}: {reason}")
-        runs.make_predictions(ev, data, context.log.info)
-    table = pq.read_table(data.predictions_path(ev.run_id))
-    ids = table.column("instance_id").to_pylist()
-    expected = _expected_ids(ev, data)
-    once = len(ids) == len(set(ids)) and set(ids) == expected
-    finite = True
-    if "score" in table.column_names:
-        finite = bool(np.isfinite(table.column("score").to_numpy()).all())
-    return dg.MaterializeResult(
-        metadata={"run_id": ev.run_id, "rows": table.num_rows, "reused": reused,
-                  "path": str(data.predictions_path(ev.run_id))},
-        check_results=[
-            dg.AssetCheckResult(check_name="every_instance_predicted_once", passed=once,
-                                metadata={"predicted": len(ids), "distinct": len(set(ids)), "expected": len(expected)}),
-            dg.AssetCheckResult(check_name="scores_finite", passed=finite),
-        ],
+def evaluation_assets(instance_assets: list[str]) -> list[dg.AssetsDefinition]:
+    """The partitioned ``predictions`` and ``metrics`` assets, downstream of every instances asset."""
+
+    @dg.asset(
+        group_name="evaluations", kinds={"parquet"}, partitions_def=EVALUATIONS, deps=instance_assets,
+        check_specs=[dg.AssetCheckSpec(check, asset="predictions") for check in PREDICTION_CHECKS],
     )
+    def predictions(context: dg.AssetExecutionContext, medbench: MedbenchResource,
+                    config: EvaluationConfig) -> dg.MaterializeResult:
+        """Per-item predictions of one model on one task version (artifacts/<run_id>/predictions.parquet)."""
+        data = medbench.data()
+        ev = _plan(context, medbench)
+        existing = runs.existing_result(data, ev.run_id)
+        reused = existing is not None and not config.force
+        if reused:
+            context.log.info(f"{ev.partition_key}: run {ev.run_id} already evaluated; reusing it (rule one)")
+        else:
+            reason = not_runnable_reason(ev.model)
+            if reason:
+                raise dg.Failure(description=f"{ev.model.slug}: {reason}")
+            runs.make_predictions(ev, data, context.log.info)
+        rows = pq.ParquetFile(data.predictions_path(ev.run_id)).metadata.num_rows
+        outcomes = {o.name: o for o in runs.prediction_checks(ev, data)}
+        return dg.MaterializeResult(
+            metadata={"run_id": ev.run_id, "rows": rows, "reused": reused,
+                      "path": str(data.predictions_path(ev.run_id))},
+            check_results=[
+                dg.AssetCheckResult(check_name=check, passed=outcomes[check].passed, metadata=outcomes[check].metadata)
+                if check in outcomes else
+                dg.AssetCheckResult(check_name=check, passed=True, metadata={"applies": f"not to {ev.task.family}"})
+                for check in PREDICTION_CHECKS
+            ],
+        )
 
-
-def _expected_ids(ev: runs.Evaluation, data) -> set[str]:
-    if ev.task.kind == "choice":
-        return set(pq.read_table(clinicalqa_items_path(data, ev.task.ref), columns=["instance_id"])
-                   .column("instance_id").to_pylist())
-    table = pq.read_table(ioh_windows_path(data, ev.task.ref), columns=["instance_id", "split"])
-    return {i for i, s in zip(table.column("instance_id").to_pylist(), table.column("split").to_pylist()) if s == "test"}
-
-
-@dg.asset(
-    group_name="evaluations", kinds={"json"}, partitions_def=EVALUATIONS, deps=[predictions],
-    check_specs=[dg.AssetCheckSpec("parse_rate_reasonable", asset="metrics")],
-)
-def metrics(context: dg.AssetExecutionContext, medbench: MedbenchResource, config: EvaluationConfig) -> dg.MaterializeResult:
-    """Metrics with seeded bootstrap 95% CIs and the full result record (artifacts/<run_id>/result.json)."""
-    specs, data = medbench.specs(), medbench.data()
-    ev = _plan(context, medbench)
-    record = runs.existing_result(data, ev.run_id)
-    reused = record is not None and not config.force
-    if not reused:
-        record = runs.compute_metrics(ev, specs, data, context.log.info)
-    assert record is not None
-    p = record.primary
-    parse_ok = record.parse_rate is None or record.parse_rate >= 0.5
-    return dg.MaterializeResult(
-        metadata={
-            "run_id": record.run_id, "reused": reused, "n": record.n,
-            p.name: dg.MetadataValue.float(p.value),
-            "95% CI": f"[{p.ci_low:.4f}, {p.ci_high:.4f}]",
-            "parse_rate": dg.MetadataValue.float(record.parse_rate) if record.parse_rate is not None else "n/a",
-            "cost_usd": dg.MetadataValue.float(record.cost_usd),
-        },
-        check_results=[dg.AssetCheckResult(
-            check_name="parse_rate_reasonable", passed=parse_ok, severity=dg.AssetCheckSeverity.WARN,
-            metadata={"parse_rate": str(record.parse_rate)})],
+    @dg.asset(
+        group_name="evaluations", kinds={"json"}, partitions_def=EVALUATIONS, deps=[predictions],
+        check_specs=[dg.AssetCheckSpec("parse_rate_reasonable", asset="metrics")],
     )
+    def metrics(context: dg.AssetExecutionContext, medbench: MedbenchResource,
+                config: EvaluationConfig) -> dg.MaterializeResult:
+        """Metrics with seeded bootstrap 95% CIs and the full result record (artifacts/<run_id>/result.json)."""
+        specs, data = medbench.specs(), medbench.data()
+        ev = _plan(context, medbench)
+        record = runs.existing_result(data, ev.run_id)
+        reused = record is not None and not config.force
+        if not reused:
+            record = runs.compute_metrics(ev, specs, data, context.log.info)
+        assert record is not None
+        p = record.primary
+        parse_ok = record.parse_rate is None or record.parse_rate >= 0.5
+        return dg.MaterializeResult(
+            metadata={
+                "run_id": record.run_id, "reused": reused, "n": record.n,
+                p.name: dg.MetadataValue.float(p.value),
+                "95% CI": f"[{p.ci_low:.4f}, {p.ci_high:.4f}]",
+                "parse_rate": dg.MetadataValue.float(record.parse_rate) if record.parse_rate is not None else "n/a",
+                "cost_usd": dg.MetadataValue.float(record.cost_usd),
+            },
+            check_results=[dg.AssetCheckResult(
+                check_name="parse_rate_reasonable", passed=parse_ok, severity=dg.AssetCheckSeverity.WARN,
+                metadata={"parse_rate": str(record.parse_rate)})],
+        )
+
+    return [predictions, metrics]

@@ -1,87 +1,61 @@
-"""Assets holding the dataset snapshots and the task instances built from them.
+"""Assets holding the dataset snapshots and the task instances built from them, one snapshot asset
+per registered dataset (``<dataset>_snapshot``) and one instances asset per registered task family
+(named by its ``instances_asset``), made by the factories below.
 
-Thin wrappers over ``pipelines.engine.inputs``; the checks here are the ones a maintainer would
-otherwise do by eye: row counts as the spec says, no subject in two splits, a sane prevalence.
+Thin wrappers over ``pipelines.engine.inputs``; the checks are the family's instance checks (row
+counts as the spec says, no subject in two splits, a sane prevalence, ...), over every task
+version of the family.
 """
 
 
 import dagster as dg
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipelines.engine import inputs
 from pipelines.dagster.resources import MedbenchResource
-
-PREVALENCE_RANGE = (0.005, 0.6)
-
-
-@dg.asset(group_name="snapshots", kinds={"parquet"})
-def clinicalqa_snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """ClinicalQA rows (Hugging Face `snuh/ClinicalQA`, or the demo file) as a content-addressed Parquet."""
-    m = inputs.materialise_clinicalqa_snapshot(medbench.specs(), medbench.data(), context.log.info)
-    return dg.MaterializeResult(metadata={"snapshot_id": m.snapshot_id, "rows": m.rows, "path": str(m.path), **m.details})
+from pipelines.tasks.base import TaskFamily
 
 
-@dg.asset(group_name="snapshots", kinds={"parquet"})
-def vitaldb_snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """VitalDB cases, track list and Solar8000/ART_MBP readings (long form) as content-addressed Parquet."""
-    m = inputs.materialise_vitaldb_snapshot(medbench.specs(), medbench.data(), context.log.info)
-    return dg.MaterializeResult(metadata={"snapshot_id": m.snapshot_id, "readings": m.rows, "path": str(m.path),
-                                          **{k: str(v) for k, v in m.details.items()}})
+def snapshot_asset_name(dataset_slug: str) -> str:
+    return f"{dataset_slug.replace('-', '_')}_snapshot"
 
 
-@dg.asset(
-    group_name="instances", kinds={"parquet"}, deps=[clinicalqa_snapshot],
-    check_specs=[dg.AssetCheckSpec("row_count_matches_spec", asset="clinicalqa_items")],
-)
-def clinicalqa_items(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """Prompted items of every clinicalqa task version (instance_id = question_id)."""
-    specs, data = medbench.specs(), medbench.data()
-    checks, meta = [], {}
-    for task in sorted((t for t in specs.tasks.values() if t.dataset == "clinicalqa"), key=lambda t: t.ref):
-        m = inputs.materialise_clinicalqa_items(specs, data, task.ref, context.log.info)
-        meta[f"{task.ref} items"] = m.rows
-        assert task.choice is not None
-        checks.append(m.rows == task.choice.n_items)
-        meta[f"{task.ref} expected"] = task.choice.n_items
-    return dg.MaterializeResult(
-        metadata=meta,
-        check_results=[dg.AssetCheckResult(check_name="row_count_matches_spec", passed=all(checks), metadata=meta)],
+def snapshot_asset(dataset_slug: str) -> dg.AssetsDefinition:
+    @dg.asset(name=snapshot_asset_name(dataset_slug), group_name="snapshots", kinds={"parquet"},
+              description=f"The {dataset_slug} dataset (its real source, a mirror, or the demo data) as a "
+                          "content-addressed snapshot.")
+    def _snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
+        m = inputs.materialise_snapshot(medbench.specs(), medbench.data(), dataset_slug, context.log.info)
+        return dg.MaterializeResult(metadata={"snapshot_id": m.snapshot_id, "rows": m.rows, "path": str(m.path),
+                                              **{k: str(v) for k, v in m.details.items()}})
+
+    return _snapshot
+
+
+def instances_asset(fam: TaskFamily) -> dg.AssetsDefinition:
+    name = fam.instances_asset
+
+    @dg.asset(
+        name=name, group_name="instances", kinds={"parquet"}, deps=[snapshot_asset_name(fam.dataset)],
+        check_specs=[dg.AssetCheckSpec(check, asset=name) for check in fam.instance_check_names],
+        description=f"Instances ({fam.instances_file}) of every {fam.name} task version.",
     )
+    def _instances(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
+        specs, data = medbench.specs(), medbench.data()
+        meta: dict = {}
+        passed = {check: True for check in fam.instance_check_names}
+        checks_meta: dict[str, dict] = {check: {} for check in fam.instance_check_names}
+        for task in sorted((t for t in specs.tasks.values() if t.family == fam.name), key=lambda t: t.ref):
+            built, outcomes = inputs.materialise_instances(specs, data, task.ref, context.log.info)
+            meta[f"{task.ref} instances"] = built.rows
+            meta.update({f"{task.ref} {k}": str(v) for k, v in built.details.items()})
+            for o in outcomes:
+                passed[o.name] = passed.get(o.name, True) and o.passed
+                checks_meta.setdefault(o.name, {}).update(o.metadata)
+                meta.update(o.metadata)
+        return dg.MaterializeResult(
+            metadata=meta,
+            check_results=[dg.AssetCheckResult(check_name=check, passed=passed[check], metadata=checks_meta[check])
+                           for check in fam.instance_check_names],
+        )
 
-
-@dg.asset(
-    group_name="instances", kinds={"parquet"}, deps=[vitaldb_snapshot],
-    check_specs=[
-        dg.AssetCheckSpec("subjects_in_one_split", asset="vitaldb_ioh_windows"),
-        dg.AssetCheckSpec("label_prevalence_in_range", asset="vitaldb_ioh_windows"),
-        dg.AssetCheckSpec("both_classes_in_test", asset="vitaldb_ioh_windows"),
-    ],
-)
-def vitaldb_ioh_windows(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """5-minute MAP windows with 5-minute-ahead hypotension labels and the subject-hash split."""
-    specs, data = medbench.specs(), medbench.data()
-    meta: dict = {}
-    disjoint, prevalence_ok, both = [], [], []
-    for task in sorted((t for t in specs.tasks.values() if t.dataset == "vitaldb"), key=lambda t: t.ref):
-        m = inputs.materialise_ioh_windows(specs, data, task.ref, context.log.info)
-        table = pq.read_table(m.path, columns=["subjectid", "split", "label"])
-        pairs = table.group_by(["subjectid"]).aggregate([("split", "count_distinct")])
-        disjoint.append(max(pairs.column("split_count_distinct").to_pylist(), default=1) == 1)
-        labels = table.column("label").to_numpy()
-        prevalence = float(labels.mean()) if len(labels) else 0.0
-        prevalence_ok.append(PREVALENCE_RANGE[0] <= prevalence <= PREVALENCE_RANGE[1])
-        test = table.filter(pc.equal(table.column("split"), "test")).column("label").to_numpy()
-        both.append(bool(len(test)) and 0 < test.sum() < len(test))
-        meta[f"{task.ref} windows"] = m.rows
-        meta[f"{task.ref} prevalence"] = round(prevalence, 4)
-        meta.update({f"{task.ref} {k}": str(v) for k, v in m.details.items()})
-    return dg.MaterializeResult(
-        metadata=meta,
-        check_results=[
-            dg.AssetCheckResult(check_name="subjects_in_one_split", passed=all(disjoint)),
-            dg.AssetCheckResult(check_name="label_prevalence_in_range", passed=all(prevalence_ok),
-                                metadata={"range": str(PREVALENCE_RANGE)}),
-            dg.AssetCheckResult(check_name="both_classes_in_test", passed=all(both)),
-        ],
-    )
+    return _instances

@@ -6,10 +6,8 @@ import dagster as dg
 from pipelines.engine.release import release
 from pipelines.dagster.resources import MedbenchResource
 
-from .evaluations import metrics
 
-
-@dg.asset(group_name="warehouse", kinds={"duckdb"}, deps=[metrics])
+@dg.asset(group_name="warehouse", kinds={"duckdb"}, deps=["metrics"])
 def published_warehouse(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
     """datasets, tasks, models, results, metrics and the predictions view, as served by /v1."""
     data = medbench.data()

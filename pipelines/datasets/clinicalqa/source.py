@@ -6,20 +6,16 @@ give the same snapshot id whether they came from the Hub, from a Parquet mirror 
 file. Validation errors name the row (1-based position and question_id) and the field, because a
 broken row found later, in a score, would be far harder to trace.
 
-The Hub path is the real one: ``huggingface_hub`` lists the repository at the pinned revision and
-downloads ``data/<split>-*.parquet`` into its cache. ``HF_ENDPOINT`` is read at call time (a
-mirror, or a test server standing in for the hub); transient failures (5xx, 429, connection
-errors) are retried with backoff, since huggingface_hub itself retries only some of them.
+The Hub path is the real one (``hub.py``: ``huggingface_hub`` lists the repository at the pinned
+revision and downloads ``data/<split>-*.parquet`` into its cache, retrying transient failures); a
+commit-pinned download is made once per data directory.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
-import os
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -27,9 +23,8 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.engine.inputs import CLINICALQA_SOURCE_ENV
+from pipelines.datasets.clinicalqa.dataset import CLINICALQA_SOURCE_ENV
 from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS as ANSWER_LETTERS
-from pipelines.engine.retry import Again, Backoff, retry_on_exception
 from pipelines.engine.specs import DatasetSpec
 from warehouse.files import atomic_path, atomic_write_bytes
 
@@ -72,7 +67,6 @@ SCHEMA = pa.schema(
     ]
 )
 MAX_REPORTED_ERRORS = 20
-_RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _COMMIT_LIKE = re.compile(r"[0-9a-f]{7,40}")
 
 Log = Callable[[str], None]
@@ -123,7 +117,9 @@ def load_clinicalqa_snapshot(
         reused = _reuse_pinned_download(spec, out_dir, expected_rows, log)
         if reused is not None:
             return reused
-        rows = _download(spec, cache_dir, log)
+        from pipelines.datasets.clinicalqa.hub import download_split
+
+        rows = _parquet_rows(download_split(spec, cache_dir, log))
     table_rows = _normalise_rows(rows, expected_rows)
     snapshot = _write_snapshot(table_rows, out_dir)
     if not source:
@@ -287,86 +283,7 @@ def _parquet_rows(files: list[Path]) -> list[_SourceRow]:
     return rows
 
 
-# --------------------------------------------------------------------------- the Hub
-
-
-def _download(spec: DatasetSpec, cache_dir: Path | None, log: Log) -> list[_SourceRow]:
-    from huggingface_hub import HfApi, hf_hub_download
-
-    src = spec.source
-    if src.kind != "huggingface":
-        raise ClinicalqaDataError(f"dataset {spec.slug}: source kind {src.kind!r} is not huggingface")
-    endpoint = os.environ.get("HF_ENDPOINT") or None
-    api = HfApi(endpoint=endpoint)
-    where = f"{src.location}@{src.revision}" + (f" via {endpoint}" if endpoint else "")
-    log(f"clinicalqa: listing {where}")
-    try:
-        files = _with_retries(
-            f"listing {where}",
-            lambda: api.list_repo_files(src.location, repo_type="dataset", revision=src.revision),
-            log,
-        )
-        wanted = sorted(f for f in files if fnmatch.fnmatch(f, f"data/{src.split}-*.parquet"))
-        if not wanted:
-            raise ClinicalqaDataError(
-                f"{where}: no data/{src.split}-*.parquet file; the repository has {sorted(files)}"
-            )
-        paths: list[Path] = []
-        for filename in wanted:
-            log(f"clinicalqa: downloading {filename} from {where}")
-            local = _with_retries(
-                f"downloading {filename}",
-                lambda filename=filename: hf_hub_download(
-                    src.location,
-                    filename,
-                    repo_type="dataset",
-                    revision=src.revision,
-                    cache_dir=str(cache_dir) if cache_dir is not None else None,
-                    endpoint=endpoint,
-                ),
-                log,
-            )
-            paths.append(Path(local))
-    except ClinicalqaDataError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every hub failure gets the same advice
-        raise ClinicalqaDownloadError(
-            f"could not fetch {where}: {type(exc).__name__}: {_first_line(exc)}. To use a local copy instead, set "
-            f"{CLINICALQA_SOURCE_ENV} to a .parquet or .jsonl file in the dataset's schema."
-        ) from exc
-    return _parquet_rows(paths)
-
-
-def _with_retries(what: str, call: Callable[[], Any], log: Log, attempts: int = 4, first_wait_s: float = 1.0) -> Any:
-    def on_retry(failure: Again, n: int, wait: float) -> None:
-        exc = failure.error
-        log(f"clinicalqa: {what} failed ({type(exc).__name__}: {_first_line(exc)}); retry {n} in {wait:.0f}s")
-
-    return retry_on_exception(call, _is_transient, attempts, Backoff(first_wait_s), on_retry, sleep=time.sleep)
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """A 5xx/429/408 answer or a network failure anywhere in the exception's chain."""
-    import httpx2  # huggingface_hub's HTTP client
-    from huggingface_hub.errors import HfHubHTTPError
-
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, HfHubHTTPError):
-            response = getattr(current, "response", None)
-            if response is not None and response.status_code in _RETRY_STATUS:
-                return True
-        if isinstance(current, httpx2.TransportError):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
+# --------------------------------------------------------------------------- pinned Hub downloads
 
 
 def _pin_file(spec: DatasetSpec, out_dir: Path) -> Path:

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 import pyarrow as pa
 
 from pipelines.backends.base import PromptItem
-from pipelines.engine.specs import ChoiceSettings
+from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 
 UNCATEGORISED = "Uncategorized"
 

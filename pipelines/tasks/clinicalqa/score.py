@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS, PARSER_VERSION, ParseStatus, parser_for
-from pipelines.engine.specs import BootstrapSpec, ChoiceSettings
+from pipelines.engine.specs import BootstrapSpec
+from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 
 PREDICTIONS_SCHEMA = pa.schema(

@@ -26,7 +26,7 @@ from pipelines.backends.settings import (
     SklearnSettings,
     settings_for,
 )
-from pipelines.engine.specs import IohSettings
+from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 from pipelines.stats.auroc import auroc
 
 _PARALLEL_MIN_ROWS = 200_000

@@ -1,15 +1,36 @@
 """Metrics of a score task (vitaldb-ioh) from its predictions: AUROC with a cluster-bootstrap 95% CI
 over test subjects (replicates with one class are left out and counted), AUPRC and prevalence,
-plus the counts and ROC points the site draws."""
+plus the counts and ROC points the site draws (the typed ``IohExtras``)."""
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 
 from pipelines.engine.summary import ScoreSummary
 from pipelines.engine.specs import BootstrapSpec
 from pipelines.stats.auroc import cluster_bootstrap, roc_points
+
+
+class RocPoints(msgspec.Struct, frozen=True):
+    fpr: list[float]
+    tpr: list[float]
+
+
+class IohCounts(msgspec.Struct, frozen=True):
+    windows: int
+    positives: int
+    cases: int
+    subjects: int
+
+
+class IohExtras(msgspec.Struct, frozen=True):
+    """A vitaldb-ioh result's ``extras``: the ROC curve, the test counts, dropped bootstrap replicates."""
+
+    roc: RocPoints
+    counts: IohCounts
+    bootstrap_dropped_replicates: int
 
 
 def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec) -> ScoreSummary:
@@ -20,11 +41,11 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec) -> ScoreSumma
     if not np.isfinite(scores).all():
         raise ValueError("scores contain NaN or infinity: every test window must be scored")
     boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed)
-    extras = {
-        "roc": roc_points(scores, labels),
-        "counts": {"windows": int(len(scores)), "positives": int(labels.sum()),
-                   "cases": int(len(np.unique(cases))), "subjects": int(len(np.unique(subjects)))},
-        "bootstrap_dropped_replicates": int(boot.n_dropped),
-    }
+    extras = IohExtras(
+        roc=RocPoints(**roc_points(scores, labels)),
+        counts=IohCounts(windows=int(len(scores)), positives=int(labels.sum()),
+                         cases=int(len(np.unique(cases))), subjects=int(len(np.unique(subjects)))),
+        bootstrap_dropped_replicates=int(boot.n_dropped),
+    )
     metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"])) for m in boot.metrics()]
     return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=extras)

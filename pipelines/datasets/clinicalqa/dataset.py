@@ -1,0 +1,47 @@
+"""The ClinicalQA dataset: its snapshot from the Hugging Face Hub, a local mirror, or the demo file.
+
+Real data: ``MEDBENCH_CLINICALQA_SOURCE`` (a local ``.parquet``/``.jsonl`` file or a folder laid
+out like the Hub repository), else the Hub at the spec's pinned revision. Demo data: the generated
+JSONL (``demo.py``, seeded), in the real schema. Option ``expected_rows`` (from the clinicalqa
+task family) is the row count the snapshot must have.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from pipelines.datasets.base import Log, Materialised, is_demo
+from pipelines.engine.specs import DatasetSpec
+from warehouse.layout import DataDir
+from warehouse.files import atomic_path
+
+CLINICALQA_SOURCE_ENV = "MEDBENCH_CLINICALQA_SOURCE"
+DEMO_SEED = 11
+
+
+def clinicalqa_source(data: DataDir) -> str | None:
+    """Demo: the generated JSONL. Real: MEDBENCH_CLINICALQA_SOURCE, else None (= the hub)."""
+    if is_demo(data):
+        from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
+
+        path = data.raw / "demo" / "clinicalqa.jsonl"
+        if not path.exists():
+            with atomic_path(path) as tmp:
+                write_demo_clinicalqa(tmp, seed=DEMO_SEED)
+        return str(path)
+    return os.environ.get(CLINICALQA_SOURCE_ENV) or None
+
+
+class ClinicalQADataset:
+    slug = "clinicalqa"
+
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
+        from pipelines.datasets.clinicalqa.source import load_clinicalqa_snapshot
+
+        source = clinicalqa_source(data)
+        snap = load_clinicalqa_snapshot(spec, expected_rows=int(options["expected_rows"]),
+                                        out_dir=data.snapshots(self.slug), source=source,
+                                        cache_dir=data.cache / "huggingface", log=log)
+        return Materialised(snap.snapshot_id, Path(snap.path), snap.n_rows, {"source": source or "hub"})

@@ -1,0 +1,155 @@
+"""The clinicalqa task family: five-option Korean clinical questions, answered in text, scored by accuracy.
+
+Dataset ``clinicalqa`` (one snapshot row per question); instances ``items.parquet`` (one prompt per
+question, ``items.py``); models are text generators (``pipelines.backends``) whose raw outputs are
+stored under a generation key and parsed by the versioned answer parser (``parser.py``); the score
+is accuracy and parse rate with percentile-bootstrap intervals, plus accuracy by category
+(``score.py``). Warehouse kind ``choice``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.backends.settings import hashed, published
+from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, ReplayScore, parse_rate_reasonable, predicted_once
+from pipelines.tasks.clinicalqa.score import PREDICTIONS_SCHEMA
+from pipelines.tasks.clinicalqa.settings import ChoiceSettings
+from warehouse.files import atomic_path
+
+if TYPE_CHECKING:
+    from pipelines.engine.evaluate import Evaluation
+    from pipelines.engine.specs import TaskSpec
+    from pipelines.engine.summary import ScoreSummary
+    from warehouse.layout import DataDir
+
+
+class CategoryAccuracy(msgspec.Struct, frozen=True):
+    category: str
+    n: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+
+
+class ClinicalQAExtras(msgspec.Struct, frozen=True):
+    """A clinicalqa result's ``extras``: accuracy by category (the site's table) and parse status counts."""
+
+    by_category: list[CategoryAccuracy]
+    parse_status: dict[str, int]
+
+
+class ClinicalQA:
+    name = "clinicalqa"
+    kind = "choice"
+    dataset = "clinicalqa"
+    settings_key = "choice"
+    settings_type = ChoiceSettings
+    instances_file = "items.parquet"
+    instances_asset = "clinicalqa_items"
+    predictions_schema = PREDICTIONS_SCHEMA
+    instance_check_names = ("row_count_matches_spec",)
+    prediction_check_names = ("every_instance_predicted_once", "parse_rate_reasonable")
+
+    # -- spec --------------------------------------------------------------------------
+
+    def check_settings(self, task: TaskSpec) -> None:
+        s: ChoiceSettings = task.settings
+        if not s.options or len(set(s.options)) != len(s.options):
+            raise ValueError(f"options {s.options!r} must be distinct and non-empty")
+
+    def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
+        return {"expected_rows": task.settings.n_items}
+
+    def parser_version(self, task: TaskSpec) -> str | None:
+        return task.settings.parser
+
+    # -- instances ---------------------------------------------------------------------
+
+    def build_instances(self, task: TaskSpec, snapshot: Path, out: Path, log: Log) -> Instances:
+        from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
+        from pipelines.tasks.clinicalqa.items import items_table
+
+        table = items_table(read_clinicalqa_snapshot(snapshot), task.settings)
+        with atomic_path(out) as tmp:
+            pq.write_table(table, tmp)
+        log(f"{task.ref}: {table.num_rows} items from snapshot {snapshot.stem}")
+        return Instances(out, table.num_rows, {})
+
+    def instance_checks(self, task: TaskSpec, instances: Path) -> list[CheckOutcome]:
+        rows = pq.ParquetFile(instances).metadata.num_rows
+        expected = task.settings.n_items
+        return [CheckOutcome("row_count_matches_spec", rows == expected,
+                             metadata={f"{task.ref} items": rows, f"{task.ref} expected": expected})]
+
+    def expected_ids(self, task: TaskSpec, instances: Path) -> set[str]:
+        return set(pq.read_table(instances, columns=["instance_id"]).column("instance_id").to_pylist())
+
+    # -- predict and score -------------------------------------------------------------
+
+    def predict(self, ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted:
+        from pipelines.backends.registry import max_new_tokens, text_generator
+        from pipelines.engine.generations import GenerationStore, generation_key
+        from pipelines.tasks.clinicalqa.items import prompt_items, template_hash
+        from pipelines.tasks.clinicalqa.score import predictions_table
+
+        settings: ChoiceSettings = ev.task.settings
+        items = pq.read_table(instances)
+        decoding = {"max_new_tokens": max_new_tokens(ev.model, ev.task), "temperature": settings.temperature}
+        key = generation_key({
+            "model": ev.model.slug, "revision": ev.model.revision, "backend": ev.model.backend,
+            "settings": hashed(ev.model.settings), "prompt_hash": template_hash(settings), "decoding": decoding,
+            "snapshot": ev.snapshot_id,
+        })
+        store = GenerationStore(data.generations(key))
+        already = len(store.load())
+        if already:
+            log(f"{ev.partition_key}: {already}/{len(items)} outputs already stored under generation {key}; resuming")
+        generator = text_generator(ev.model, ev.task, data)
+        usage = generator.generate(prompt_items(items), store, log)
+        outputs = {iid: g.output for iid, g in store.load().items()}
+        table = predictions_table(items, outputs, settings.options, settings.parser)
+        config = {
+            "decoding": decoding, "prompt_hash": template_hash(settings), "parser": settings.parser,
+            "backend": ev.model.backend, "backend_settings": published(ev.model.settings),
+            "bootstrap": msgspec.to_builtins(ev.task.bootstrap),
+        }
+        return Predicted(table=table, usage=asdict(usage), config=config, generation_key=key)
+
+    def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
+        from pipelines.engine.summary import ScoreSummary
+        from pipelines.tasks.clinicalqa.score import summarise_choice
+
+        items = pq.read_table(instances, columns=["instance_id", "category"])
+        category_of = dict(zip(items.column("instance_id").to_pylist(), items.column("category").to_pylist()))
+        scored = summarise_choice(predictions, [category_of[i] for i in predictions.column("instance_id").to_pylist()],
+                                  task.bootstrap)
+        extras = ClinicalQAExtras(by_category=[CategoryAccuracy(**asdict(c)) for c in scored.by_category],
+                                  parse_status=scored.status_counts)
+        return ScoreSummary(metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
+                            extras=extras)
+
+    def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
+        return [predicted_once(predictions, expected), parse_rate_reasonable(predictions)]
+
+    # -- medbench score ----------------------------------------------------------------
+
+    def score_replay(self, task: TaskSpec, snapshot: Path, outputs: Path) -> ReplayScore:
+        """Score a replay file (JSONL of instance_id, output) against the snapshot's gold letters."""
+        from pipelines.backends.replay import read_replay
+        from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
+        from pipelines.tasks.clinicalqa.items import items_table
+        from pipelines.tasks.clinicalqa.score import score_choice
+
+        items = items_table(read_clinicalqa_snapshot(snapshot), task.settings)
+        replayed = read_replay(outputs, items.column("instance_id").to_pylist())
+        score = score_choice(items, replayed, task.settings, task.bootstrap)
+        rows = score.predictions.select(["instance_id", "prediction", "parse_status", "correct"]).to_pylist()
+        return ReplayScore(parser_version=score.parser_version, n=score.n, status_counts=score.status_counts,
+                           metrics=list(score.metrics), rows=rows)

@@ -1,0 +1,15 @@
+"""The ``[choice]`` table of a clinicalqa task version: item count, options, parser, decoding, prompt."""
+
+from __future__ import annotations
+
+from pipelines.engine.specs import _Spec
+
+
+class ChoiceSettings(_Spec):
+    n_items: int
+    options: list[str]
+    parser: str
+    max_new_tokens: int
+    temperature: float
+    prompt_template: str
+    exam_template: str

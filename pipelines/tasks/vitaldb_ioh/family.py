@@ -1,0 +1,132 @@
+"""The vitaldb-ioh task family: 5-minute-ahead intraoperative hypotension from 5 minutes of MAP.
+
+Dataset ``vitaldb`` (cases, track list, Solar8000/ART_MBP readings); instances ``windows.parquet``
+(cohort, 2-second grid, windows, labels and the subject split: ``cohort.py``, ``grid.py``,
+``windows.py``, ``split.py``, ``instances.py``); models are window scorers (``baselines.py``: rules
+and scikit-learn models fitted on the train split); the score is AUROC over the test windows with a
+cluster-bootstrap interval over test subjects, plus AUPRC, prevalence and the ROC points the site
+draws (``score.py``). Warehouse kind ``score``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipelines.backends.settings import published
+from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, predicted_once, scores_finite
+from pipelines.tasks.vitaldb_ioh.settings import IohSettings
+
+if TYPE_CHECKING:
+    from pipelines.engine.evaluate import Evaluation
+    from pipelines.engine.specs import TaskSpec
+    from pipelines.engine.summary import ScoreSummary
+    from warehouse.layout import DataDir
+
+PREVALENCE_RANGE = (0.005, 0.6)
+PREDICTIONS_SCHEMA = pa.schema([
+    ("instance_id", pa.string()), ("score", pa.float64()), ("label", pa.int8()),
+    ("caseid", pa.int32()), ("subjectid", pa.int32()), ("t", pa.int32()),
+])
+
+
+class VitalDbIoh:
+    name = "vitaldb-ioh"
+    kind = "score"
+    dataset = "vitaldb"
+    settings_key = "ioh"
+    settings_type = IohSettings
+    instances_file = "windows.parquet"
+    instances_asset = "vitaldb_ioh_windows"
+    predictions_schema = PREDICTIONS_SCHEMA
+    instance_check_names = ("subjects_in_one_split", "label_prevalence_in_range", "both_classes_in_test")
+    prediction_check_names = ("every_instance_predicted_once", "scores_finite")
+
+    # -- spec --------------------------------------------------------------------------
+
+    def check_settings(self, task: TaskSpec) -> None:
+        from pipelines.tasks.vitaldb_ioh.grid import check_settings
+
+        check_settings(task.settings)
+
+    def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
+        return {"track": task.settings.track}
+
+    def parser_version(self, task: TaskSpec) -> str | None:
+        return None
+
+    # -- instances ---------------------------------------------------------------------
+
+    def build_instances(self, task: TaskSpec, snapshot: Path, out: Path, log: Log) -> Instances:
+        from pipelines.tasks.vitaldb_ioh.instances import build_windows
+
+        summary = build_windows(snapshot, task.settings, out, log=log)
+        return Instances(out, summary.n_windows, summary.as_dict())
+
+    def instance_checks(self, task: TaskSpec, instances: Path) -> list[CheckOutcome]:
+        table = pq.read_table(instances, columns=["subjectid", "split", "label"])
+        pairs = table.group_by(["subjectid"]).aggregate([("split", "count_distinct")])
+        disjoint = max(pairs.column("split_count_distinct").to_pylist(), default=1) == 1
+        labels = table.column("label").to_numpy()
+        prevalence = float(labels.mean()) if len(labels) else 0.0
+        test = table.filter(pc.equal(table.column("split"), "test")).column("label").to_numpy()
+        both = bool(len(test)) and 0 < test.sum() < len(test)
+        return [
+            CheckOutcome("subjects_in_one_split", disjoint),
+            CheckOutcome("label_prevalence_in_range", PREVALENCE_RANGE[0] <= prevalence <= PREVALENCE_RANGE[1],
+                         metadata={"range": str(PREVALENCE_RANGE), f"{task.ref} prevalence": round(prevalence, 4)}),
+            CheckOutcome("both_classes_in_test", bool(both)),
+        ]
+
+    def expected_ids(self, task: TaskSpec, instances: Path) -> set[str]:
+        table = pq.read_table(instances, columns=["instance_id", "split"])
+        return {i for i, s in zip(table.column("instance_id").to_pylist(), table.column("split").to_pylist())
+                if s == "test"}
+
+    # -- predict and score -------------------------------------------------------------
+
+    def predict(self, ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted:
+        from pipelines.backends.base import Usage
+        from pipelines.backends.registry import window_scorer
+        from pipelines.tasks.vitaldb_ioh.instances import read_windows
+
+        started = time.monotonic()
+        scorer = window_scorer(ev.model, ev.task)
+        train_meta, train_x = read_windows(instances, split="train")
+        val_meta, val_x = read_windows(instances, split="validation")
+        test_meta, test_x = read_windows(instances, split="test")
+        log(f"{ev.partition_key}: fitting on {len(train_meta)} train / {len(val_meta)} validation windows")
+        scorer.fit(train_x, train_meta["label"].to_numpy(), val_x, val_meta["label"].to_numpy(),
+                   seed=ev.task.bootstrap.seed)
+        scores = np.asarray(scorer.score(test_x), dtype=np.float64)
+        log(f"{ev.partition_key}: scored {len(scores)} test windows")
+        table = pa.table({
+            "instance_id": pa.array(test_meta["instance_id"].to_list(), pa.string()),
+            "score": pa.array(scores, pa.float64()),
+            "label": pa.array(test_meta["label"].to_numpy().astype(np.int8), pa.int8()),
+            "caseid": pa.array(test_meta["caseid"].to_numpy(), pa.int32()),
+            "subjectid": pa.array(test_meta["subjectid"].to_numpy(), pa.int32()),
+            "t": pa.array(test_meta["t"].to_numpy(), pa.int32()),
+        })
+        wall = time.monotonic() - started
+        usage = Usage(wall_seconds=wall, device_seconds=wall)
+        config = {"backend": ev.model.backend, "backend_settings": published(ev.model.settings),
+                  "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": ev.task.bootstrap.seed,
+                  "fitted": scorer.describe()}
+        return Predicted(table=table, usage=asdict(usage), config=config, generation_key=None)
+
+    def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
+        from pipelines.tasks.vitaldb_ioh.score import score_metrics
+
+        return score_metrics(predictions, task.bootstrap)
+
+    def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
+        return [predicted_once(predictions, expected), scores_finite(predictions)]

@@ -1,0 +1,34 @@
+"""The ``[ioh]`` table of a vitaldb-ioh task version: cohort, grid, windows, label and split."""
+
+from __future__ import annotations
+
+from pipelines.engine.specs import _Spec
+
+
+class IohSettings(_Spec):
+    track: str
+    min_age: int
+    ane_type: str
+    exclude_opname_containing: str
+    bin_seconds: int
+    valid_min: float
+    valid_max: float
+    stride_seconds: int
+    input_seconds: int
+    horizon_seconds: int
+    min_valid_input_bins: int
+    min_valid_horizon_bins: int
+    threshold: float
+    event_bins: int
+    in_progress_bins: int
+    split_salt: str
+    test_below: int
+    validation_below: int
+
+    @property
+    def input_bins(self) -> int:
+        return self.input_seconds // self.bin_seconds
+
+    @property
+    def horizon_bins(self) -> int:
+        return self.horizon_seconds // self.bin_seconds
