@@ -49,7 +49,10 @@ def invalid_parameter(message: str) -> ApiError:
     return ApiError(400, "invalid_parameter", message)
 
 
-def warehouse_unavailable() -> ApiError:
+def warehouse_unavailable(cause: str | None = None) -> ApiError:
+    """Nothing can be served: nothing published yet, or ``cause`` (a damaged warehouse, no paths)."""
+    if cause:
+        return ApiError(503, "warehouse_unavailable", f"the published warehouse cannot be served: {cause}")
     return ApiError(
         503,
         "warehouse_unavailable",
