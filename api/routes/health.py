@@ -23,7 +23,7 @@ from api.routing import read_only
 from api.service import Service
 
 
-class HealthReport(schemas.Health, kw_only=True, omit_defaults=True):
+class Health(schemas.Health, kw_only=True, omit_defaults=True):
     """``schemas.Health`` plus where the served version comes from (CONTRACT.md allows added fields)."""
 
     served_from: Literal["pointer", "fallback"] = "pointer"
@@ -49,7 +49,7 @@ def handlers() -> list[HTTPRouteHandler]:
         description="`{\"status\": \"ok\", \"warehouse_version\": ...}` (with `served_from: \"fallback\"` and a "
         "`warning` when the pointer's version cannot be served and an older kept one is); 503 "
         "`warehouse_unavailable` with the cause when nothing can be served.",
-        body=HealthReport,
+        body=Health,
     )
     async def healthz(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.store.current()
@@ -57,9 +57,9 @@ def handlers() -> list[HTTPRouteHandler]:
             raise ApiError(503, "warehouse_unavailable", unavailable_cause(service))
         status = service.store.status
         request.scope[VERSION_SCOPE_KEY] = tables.version  # type: ignore[literal-required]
-        report = HealthReport(status="ok", warehouse_version=tables.version)
+        report = Health(status="ok", warehouse_version=tables.version)
         if status.fallback and status.version == tables.version:
-            report = HealthReport(status="ok", warehouse_version=tables.version, served_from="fallback",
+            report = Health(status="ok", warehouse_version=tables.version, served_from="fallback",
                                   pointer_version=status.pointer, warning=status.cause)
         key = ("healthz", report.served_from, report.pointer_version, report.warning)
         prepared = tables.bodies.get(key) or tables.bodies.put(key, prepare(report))
