@@ -87,10 +87,11 @@ def repair(data: DataDir, version: str) -> None:
     if pointer != version:
         _set_aside_pointer(data)
         switch_pointer(data.pointer, version)
-        was = f"named {pointer}, which cannot be read" if pointer is not None else cause
-        log.warning("repaired the warehouse pointer: it %s; it now names %s", was, version)
+        was = f"it named {pointer}, which cannot be read" if pointer is not None else cause
+        log.warning("repaired the warehouse pointer (%s): it now names %s", was, version)
     else:
         _make_readable(data.pointer)
+    _make_readable(data.version_file(version))
     link = data.duckdb_link
     if _linked(link) != os.path.realpath(data.version_file(version)):
         was = _linked(link) or ("missing" if not (link.exists() or link.is_symlink()) else "not a link")

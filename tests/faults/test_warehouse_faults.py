@@ -247,6 +247,7 @@ def test_medbench_serve_starts_and_answers_json_on_each_fault(three, tmp_path: P
         assert health.status_code == 200 and health.json()["served_from"] == "fallback", health.text
         assert health.json()["warehouse_version"] == versions[1]
         assert httpx.get(f"{server.base}/v1/stats", timeout=10).json()["warehouse_version"] == versions[1]
+        assert "warning: warehouse/CURRENT is not UTF-8 text" in server.log()  # the banner says so
     for version in versions[:2]:
         truncate(version_file(root, version), keep=0.3)
     with medbench_serve(root, tmp_path / "serve-none.log") as server:
@@ -255,4 +256,5 @@ def test_medbench_serve_starts_and_answers_json_on_each_fault(three, tmp_path: P
             assert response.status_code == 503 and response.json()["error"] == "warehouse_unavailable", response.text
             assert "not UTF-8" in response.json()["message"]
         log = server.log()
+    assert "the published warehouse cannot be served (warehouse/CURRENT is not UTF-8 text" in log, log
     assert "Traceback" not in log, log
