@@ -9,6 +9,12 @@ it into place, and only then replaces the ``CURRENT`` pointer (and the analysts'
 Identical content keeps the current version, unless that version was built with an older table
 schema (``meta.schema_version`` missing or lower than ``SCHEMA_VERSION``): then it is rebuilt, so
 an existing data directory is brought up to date by the next ``medbench materialize``.
+
+A publish is also the one writer that may repair the warehouse (readers stay read-only): it runs
+under ``warehouse/.publish.lock``, removes the temporaries of publishes that were killed
+(``warehouse.tempfiles``), starts from the newest sound version when the pointer or the current
+file is damaged, repairs the pointer and the analysts' link even when nothing changed, deletes
+damaged version files when pruning, and writes everything world-readable (``warehouse.repair``).
 """
 
 from __future__ import annotations

@@ -121,12 +121,30 @@ def load_failure(data: DataDir, version: str, exc: BaseException) -> str:
     return "its tables hold values this server cannot decode"
 
 
+_CHECKED: dict[tuple, str | None] = {}  # (path, inode, size, mtime, mode, owner) -> check's answer: files are immutable
+
+
 def check(data: DataDir, version: str) -> str | None:
-    """``probe`` with ``Damaged`` folded into the returned cause."""
+    """``probe`` with ``Damaged`` folded into the returned cause; remembered per file (a version file
+    is never rewritten, and a changed one has another size or mtime), so that readers calling it
+    before every query (the pipeline's lookups) read the whole file once per process."""
+    path = data.version_file(version)
     try:
-        return probe(data, version)
+        st = os.stat(path)
+        key: tuple | None = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid)
+    except OSError:
+        key = None
+    if key is not None and key in _CHECKED:
+        return _CHECKED[key]
+    try:
+        cause = probe(data, version)
     except Damaged as exc:
-        return str(exc)
+        cause = str(exc)
+    if key is not None and (cause is None or cause.startswith("its file is not") or "holds version" in cause):
+        if len(_CHECKED) > 256:
+            _CHECKED.clear()
+        _CHECKED[key] = cause
+    return cause
 
 
 @dataclass(frozen=True)
