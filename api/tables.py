@@ -358,7 +358,7 @@ class TableStore:
             return
         if pointer is None and cause == POINTER_MISSING and not kept:
             cause = None  # nothing published yet: the plain 503
-        elif cause is not None and candidates:
+        elif cause is not None and len(candidates) > (1 if pointer else 0):
             cause += ", and no kept version can be loaded either"
         self._serve(None, None, StoreStatus(None, pointer, cause))
 

@@ -12,11 +12,9 @@ at start-up) are in the slow lane.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import datetime as dt
 import logging
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.service import service_of
 from api_fixtures import RUN_IDS, UTC, publish_fixture
-from bench._servers import LOOPBACK, Running, free_port, running
+from faults.conftest import medbench_serve
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 from api_fixtures import catalog as fixture_catalog
@@ -223,15 +221,6 @@ def test_a_truncated_predictions_file_is_refused_and_not_counted(tmp_path: Path)
         assert reuses.count == before  # nothing was reused
         path.write_bytes(good)  # restored (new mtime): served again
         assert client.get(url).content == good and reuses.count == before + 1
-
-
-@contextlib.contextmanager
-def medbench_serve(root: Path, log_path: Path) -> Iterator[Running]:
-    """``medbench serve`` over ``root`` on a free loopback port (ready once /healthz answers at all)."""
-    port = free_port()
-    command = [sys.executable, "-m", "pipelines.cli.main", "serve", "--host", LOOPBACK, "--port", str(port)]
-    with running(command, port, "/healthz", log_path, env={"MEDBENCH_DATA": str(root), "MEDBENCH_PUBLIC_URL": ""}) as server:
-        yield server
 
 
 @pytest.mark.slow
