@@ -189,5 +189,17 @@ def choose(data: DataDir) -> Choice:
     return Choice(None, pointer, f"{cause}, and no kept version can be read either")
 
 
-__all__ = ["POINTER_MISSING", "Choice", "Damaged", "PointerError", "VERSION_RE", "check", "choose", "load_failure", "kept_versions", "pointer_state",
-           "probe", "read_pointer"]
+__all__ = [
+    "POINTER_MISSING",
+    "VERSION_RE",
+    "Choice",
+    "Damaged",
+    "PointerError",
+    "check",
+    "choose",
+    "kept_versions",
+    "load_failure",
+    "pointer_state",
+    "probe",
+    "read_pointer",
+]

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from api_fixtures import RUN_IDS, UTC, publish_fixture
+from api_fixtures import catalog as fixture_catalog
 from litestar.testing import TestClient
 
 from api.app import create_app
 from api.service import service_of
-from api_fixtures import RUN_IDS, UTC, publish_fixture
 from faults.conftest import medbench_serve
 from warehouse.layout import DataDir
 from warehouse.publish import publish
-from api_fixtures import catalog as fixture_catalog
 
 RUN = RUN_IDS["medgemma-cqa0"]
 PATHS = ["/healthz", "/v1/stats", "/v1/datasets", "/v1/tasks", "/v1/leaderboard?task=clinicalqa@0", "/v1/results",
