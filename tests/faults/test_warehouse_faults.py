@@ -231,12 +231,15 @@ def test_medbench_serve_starts_and_answers_json_on_each_fault(three, tmp_path: P
     data = DataDir(root)
     data.pointer.write_bytes(b"\xff\xfe")
     truncate(version_file(root, versions[2]))
+    for name in ("reuses.sqlite3", "reuses.json"):  # bad state files too: set aside, a fresh count starts
+        (data.state / name).mkdir(parents=True)
     with medbench_serve(root, tmp_path / "serve-fallback.log") as server:
         health = httpx.get(f"{server.base}/healthz", timeout=10)
         assert health.status_code == 200 and health.json()["served_from"] == "fallback", health.text
         assert health.json()["warehouse_version"] == versions[1]
         assert httpx.get(f"{server.base}/v1/stats", timeout=10).json()["warehouse_version"] == versions[1]
         assert "warning: warehouse/CURRENT is not UTF-8 text" in server.log()  # the banner says so
+    assert len(list(data.state.glob("reuses.*.unreadable-*"))) == 2
     for version in versions[:2]:
         truncate(version_file(root, version), keep=0.3)
     with medbench_serve(root, tmp_path / "serve-none.log") as server:
