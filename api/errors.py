@@ -4,8 +4,9 @@ Litestar answers routing failures, parameter validation failures and crashes wit
 (and the OpenAPI controller with HTML); the handlers here replace every one of them, so a client
 only ever sees the documented codes: ``task_not_found`` and ``run_not_found`` (404),
 ``invalid_parameter`` (400), ``not_found`` (404, unknown path), ``method_not_allowed`` (405, with
-``Allow``), ``warehouse_unavailable`` (503, nothing published yet) and ``internal_error`` (500,
-never a stack trace).
+``Allow``), ``warehouse_unavailable`` (503, nothing published yet, or nothing published can be
+read: the message names the cause), ``artifact_unavailable`` (503, a predictions file on the server
+is not the one published, ``api.routes.artifacts``) and ``internal_error`` (500, never a stack trace).
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ def invalid_parameter(message: str) -> ApiError:
     return ApiError(400, "invalid_parameter", message)
 
 
-def warehouse_unavailable() -> ApiError:
+def warehouse_unavailable(cause: str | None = None) -> ApiError:
+    """Nothing can be served: nothing published yet, or ``cause`` (a damaged warehouse, no paths)."""
+    if cause:
+        return ApiError(503, "warehouse_unavailable", f"the published warehouse cannot be served: {cause}")
     return ApiError(
         503,
         "warehouse_unavailable",

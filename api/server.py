@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from api.tables import Tables
+from api.tables import StoreStatus, Tables
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -55,14 +55,19 @@ def example_urls(base: str, tables: Tables | None) -> list[str]:
     return urls
 
 
-def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1) -> str:
+def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1, status: StoreStatus | None = None) -> str:
     processes = f", {workers} worker processes" if workers > 1 else ""
     lines = [f"medbench API on {base} (data: {data_root}{processes})"]
-    if tables is None:
+    cause = status.cause if status is not None else None
+    if tables is None and cause:
+        lines.append(f"the published warehouse cannot be served ({cause}): /v1 answers 503 until a publish repairs it")
+    elif tables is None:
         lines.append("nothing is published there yet: /v1 answers 503 until `medbench materialize --demo` has run")
     else:
         kind = "demo results (generated data)" if tables.demo else "results"
         lines.append(f"serving warehouse {tables.version}: {len(tables.results)} {kind}")
+        if cause:
+            lines.append(f"warning: {cause}; serving the newest kept version that loads until a publish repairs it")
     lines.append("try:")
     lines += [f"  curl '{url}'" for url in example_urls(base, tables)]
     return "\n".join(lines)
@@ -85,7 +90,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
         app = create_app(data_dir=data_dir, public_url=public_url)
         service = service_of(app)
         base = service.settings.public_url or display_base(host, port)
-        print(banner(base, service.store.current(), service.settings.data.root), flush=True)
+        tables = service.store.current()
+        print(banner(base, tables, service.settings.data.root, status=service.store.status), flush=True)
         run_app(app, host, port, access_log=access_log)
         return
     from api.settings import load_settings
@@ -96,7 +102,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
     os.environ[DATA_ENV] = str(settings.data.root)
     os.environ[PUBLIC_URL_ENV] = settings.public_url or ""
     base = settings.public_url or display_base(host, port)
-    print(banner(base, TableStore(DataDir(settings.data.root)).current(), settings.data.root, workers), flush=True)
+    store = TableStore(DataDir(settings.data.root))
+    print(banner(base, store.current(), settings.data.root, workers, status=store.status), flush=True)
     run_app("api.app:create_app", host, port, access_log=access_log, workers=workers, factory=True)
 
 

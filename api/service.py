@@ -44,7 +44,7 @@ class Service:
         """The tables this request answers from (taken once); 503 while nothing is published."""
         tables = self.store.current()
         if tables is None:
-            raise warehouse_unavailable()
+            raise warehouse_unavailable(self.store.status.cause)
         scope[VERSION_SCOPE_KEY] = tables.version  # type: ignore[literal-required]
         return tables
 

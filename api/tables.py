@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,10 +28,11 @@ import msgspec
 
 from api import schemas
 from warehouse.layout import DataDir
-from warehouse.read import READ_ERRORS, Catalogue, Published, current_version, read_version
+from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
+from warehouse.versions import POINTER_MISSING, kept_versions, load_failure, pointer_state
 
-__all__ = ["Published", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
+__all__ = ["Published", "StoreStatus", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -237,14 +239,47 @@ def _model_index(model_rows: Sequence[ModelRow], published: list[Published]) -> 
     return index
 
 
+@dataclass(frozen=True, slots=True)
+class StoreStatus:
+    """What the store serves and why: ``version`` (None: nothing), the version the pointer names
+    (None when missing or damaged) and ``cause``, a public sentence (no paths): why the pointer's
+    version is not the one served (a fallback), or why nothing is."""
+
+    version: str | None = None
+    pointer: str | None = None
+    cause: str | None = None
+
+    @property
+    def fallback(self) -> bool:
+        return self.version is not None and self.cause is not None
+
+
+FileKey = tuple[int, int, int] | None  # (inode, size, mtime) of a version file; None when it is gone
+
+
+def _file_key(data: DataDir, version: str) -> FileKey:
+    try:
+        st = os.stat(data.version_file(version))
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class TableStore:
     """The current ``Tables``, re-checked against the pointer file at most every ``poll_s`` seconds.
 
     The check runs lazily when a request asks for the tables, so no background task is needed and a
-    swap is visible to the first request after ``poll_s``. A version that fails to load (e.g. pruned
-    between reading the pointer and opening it) is logged and retried at the next check while the
-    previous version keeps being served.
+    swap is visible to the first request after ``poll_s``; when nothing changed it costs one read
+    of the pointer and one ``stat`` of the served file. The tables served always come from a file
+    that is still there, unchanged: when the pointer is damaged (a directory, unreadable, not text),
+    or names a version that fails to load (truncated, deleted), or the served file vanishes or
+    changes, the store serves the newest kept version that loads (keeping the tables it has when
+    that is the one), with one warning naming the cause, and serves nothing (``status`` says why)
+    when none does. A situation that failed is retried after ``RETRY_S``, or at once when anything
+    in it changes (the pointer, the files kept).
     """
+
+    RETRY_S = 5.0
 
     def __init__(
         self,
@@ -260,6 +295,10 @@ class TableStore:
         self._clock = clock
         self._loader = loader
         self._tables: Tables | None = None
+        self._served_key: FileKey = None
+        self._status = StoreStatus()
+        self._situation: tuple | None = None
+        self._retry_at = -math.inf
         self._next_check = -math.inf
         self._lock = threading.Lock()
 
@@ -267,6 +306,11 @@ class TableStore:
         if self._clock() >= self._next_check:
             self.refresh()
         return self._tables
+
+    @property
+    def status(self) -> StoreStatus:
+        """What the last check found (``current`` first, to have it up to date)."""
+        return self._status
 
     def peek_version(self) -> str | None:
         """The version being served, without checking the pointer (for error headers)."""
@@ -277,17 +321,53 @@ class TableStore:
         if not self._lock.acquire(blocking=False):
             return  # another thread is checking; keep serving what we have
         try:
-            self._next_check = self._clock() + self.poll_s
-            version = current_version(self.data)
-            if version is None or (self._tables is not None and self._tables.version == version):
-                return
-            started = time.perf_counter()
-            try:
-                tables = self._loader(self.data, version, self.cache_entries)
-            except READ_ERRORS as exc:
-                log.warning("could not load warehouse version %s (will retry): %s", version, exc)
-                return
-            self._tables = tables
-            log.info("serving warehouse version %s (loaded in %.3f s)", version, time.perf_counter() - started)
+            now = self._clock()
+            self._next_check = now + self.poll_s
+            pointer, cause = pointer_state(self.data)
+            tables = self._tables
+            if (pointer is not None and tables is not None and tables.version == pointer
+                    and _file_key(self.data, pointer) == self._served_key):
+                if self._status.cause is not None:
+                    self._status = StoreStatus(pointer, pointer, None)
+                return  # the common case: nothing changed
+            kept = kept_versions(self.data)
+            situation = (pointer, cause, tuple((v, _file_key(self.data, v)) for v in kept))
+            if situation == self._situation and now < self._retry_at:
+                return  # resolved already, and nothing changed since
+            self._situation, self._retry_at = situation, now + self.RETRY_S
+            self._resolve(pointer, None if pointer is not None else cause, kept)
         finally:
             self._lock.release()
+
+    def _resolve(self, pointer: str | None, cause: str | None, kept: list[str]) -> None:
+        candidates = ([pointer] if pointer else []) + [v for v in kept if v != pointer]
+        for version in candidates:
+            key = _file_key(self.data, version)
+            tables = self._tables
+            if tables is None or tables.version != version or key != self._served_key or key is None:
+                started = time.perf_counter()
+                try:
+                    tables = self._loader(self.data, version, self.cache_entries)
+                except READ_ERRORS as exc:
+                    log.warning("could not load warehouse version %s: %s", version, exc)
+                    if version == pointer:
+                        cause = f"warehouse version {version} cannot be loaded: {load_failure(self.data, version, exc)}"
+                    continue
+                log.info("loaded warehouse version %s in %.3f s", version, time.perf_counter() - started)
+            self._serve(tables, key, StoreStatus(version, pointer, cause))
+            return
+        if pointer is None and cause == POINTER_MISSING and not kept:
+            cause = None  # nothing published yet: the plain 503
+        elif cause is not None and len(candidates) > (1 if pointer else 0):
+            cause += ", and no kept version can be loaded either"
+        self._serve(None, None, StoreStatus(None, pointer, cause))
+
+    def _serve(self, tables: Tables | None, key: FileKey, status: StoreStatus) -> None:
+        if status != self._status or (tables is not None and tables is not self._tables):
+            if status.fallback:
+                log.warning("%s; serving the newest kept version that loads, %s", status.cause, status.version)
+            elif tables is None and status.cause:
+                log.error("%s: nothing can be served (503) until a publish repairs it", status.cause)
+            elif tables is not None:
+                log.info("serving warehouse version %s", status.version)
+        self._tables, self._served_key, self._status = tables, key, status

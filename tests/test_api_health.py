@@ -32,6 +32,11 @@ def test_503_says_why_nothing_is_served(tmp_path: Path, own_data: tuple[Path, st
     assert "no warehouse has been published" in unavailable(tmp_path / "empty")
     root, version = own_data
     (root / "warehouse" / "CURRENT").write_text("20990101T000000000000Z-deadbeef\n")
+    with TestClient(create_app(root)) as c:  # the kept version is served instead, and health says so
+        body = c.get("/healthz").json()
+        assert body["warehouse_version"] == version and body["served_from"] == "fallback"
+        assert "20990101T000000000000Z-deadbeef" in body["warning"] and "missing" in body["warning"]
+    (root / "warehouse" / f"medbench-{version}.duckdb").unlink()
     message = unavailable(root)
-    assert "20990101T000000000000Z-deadbeef" in message and "could not be loaded" in message
+    assert "20990101T000000000000Z-deadbeef" in message and "cannot be loaded" in message
     assert str(root) not in message  # no server paths in a public answer

@@ -29,15 +29,20 @@ def _fsync(path: Path) -> None:
 
 
 @contextmanager
-def atomic_path(path: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
+def atomic_path(path: Path | str, suffix: str = ".tmp", mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` for any writer (pyarrow, polars, DuckDB, a stream);
-    on a clean exit it is fsynced and renamed onto ``path``; on an exception it is removed."""
+    on a clean exit it is fsynced and renamed onto ``path``; on an exception it is removed.
+
+    ``mode`` sets the file's permission bits whatever the umask: the published warehouse is read by
+    a server that may run as another user, so the publisher writes it world-readable (0644)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path, suffix)
     tmp.unlink(missing_ok=True)
     try:
         yield tmp
+        if mode is not None:
+            os.chmod(tmp, mode)
         _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
@@ -45,19 +50,22 @@ def atomic_path(path: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
         raise
 
 
-def atomic_write_bytes(path: Path | str, payload: bytes) -> None:
+def atomic_write_bytes(path: Path | str, payload: bytes, mode: int | None = None) -> None:
     """Replace ``path``'s content with ``payload`` in one step."""
-    with atomic_path(Path(path)) as tmp:
+    with atomic_path(Path(path), mode=mode) as tmp:
         tmp.write_bytes(payload)
 
 
-def atomic_write_text(path: Path | str, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def switch_pointer(pointer: Path | str, name: str) -> None:
+PUBLIC_FILE = 0o644  # what a server running as another user must be able to read
+
+
+def switch_pointer(pointer: Path | str, name: str, mode: int = PUBLIC_FILE) -> None:
     """Point a text pointer file (e.g. ``CURRENT``) at ``name``: readers see the old name or the new one."""
-    atomic_write_text(pointer, name + "\n")
+    atomic_write_text(pointer, name + "\n", mode=mode)
 
 
 def switch_symlink(link: Path | str, target: Path | str) -> None:

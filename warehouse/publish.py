@@ -9,6 +9,12 @@ it into place, and only then replaces the ``CURRENT`` pointer (and the analysts'
 Identical content keeps the current version, unless that version was built with an older table
 schema (``meta.schema_version`` missing or lower than ``SCHEMA_VERSION``): then it is rebuilt, so
 an existing data directory is brought up to date by the next ``medbench materialize``.
+
+A publish is also the one writer that may repair the warehouse (readers stay read-only): it runs
+under ``warehouse/.publish.lock``, removes the temporaries of publishes that were killed
+(``warehouse.tempfiles``), starts from the newest sound version when the pointer or the current
+file is damaged, repairs the pointer and the analysts' link even when nothing changed, deletes
+damaged version files when pruning, and writes everything world-readable (``warehouse.repair``).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from typing import Any
 import duckdb
 import msgspec
 
-from warehouse.files import atomic_path, switch_pointer, switch_symlink
+from warehouse.files import PUBLIC_FILE, atomic_path
 from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
+from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
+from warehouse.tempfiles import clean_warehouse_temp, publish_lock
 from warehouse.records import ResultRecord
 from warehouse.schema import (
     CREATE_TABLES,
@@ -78,36 +86,40 @@ def superseded_map(results: list[ResultRecord]) -> dict[str, str]:
 
 
 def _is_current(data: DataDir, version: str, content_hash: str) -> bool:
-    """The current version holds this content, built with today's schema."""
-    if not data.version_file(version).exists():
-        return False
+    """The current version holds this content, built with today's schema (``version`` is sound:
+    ``current_for_publish`` checked it)."""
     meta = read_meta(data, version)
     return meta.get("content_hash") == content_hash and schema_version_of(meta) >= SCHEMA_VERSION
 
 
 def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None) -> tuple[str, bool]:
     """Publish ``catalog``; return (version, changed). Identical content keeps the current version
-    (unless its schema is older, see the module docstring)."""
+    (unless its schema is older, see the module docstring), and repairs the pointer and the link.
+
+    One publish at a time per data directory (``publish_lock``); under it, the temporaries of
+    killed publishes are removed first, and a damaged pointer or current file is worked around and
+    repaired (``warehouse.repair``, a warning line each)."""
     data.warehouse.mkdir(parents=True, exist_ok=True)
+    make_public_dir(data.warehouse)
     content_hash = catalog.content_hash()
-    current = current_version(data)
-    if current and _is_current(data, current, content_hash):
-        return current, False
-    now = now or dt.datetime.now(dt.timezone.utc)
-    version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + content_hash[:8]
-    with atomic_path(data.version_file(version)) as tmp:
-        _build(tmp, data, catalog, version, content_hash, now)
-    switch_pointer(data.pointer, version)
-    switch_symlink(data.duckdb_link, data.version_file(version))
-    _prune(data, keep=KEEP_VERSIONS)
+    with publish_lock(data) as locked:
+        if locked:
+            clean_warehouse_temp(data)
+        current = current_for_publish(data)
+        if current and _is_current(data, current, content_hash):
+            repair(data, current)
+            return current, False
+        now = now or dt.datetime.now(dt.timezone.utc)
+        version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + content_hash[:8]
+        with atomic_path(data.version_file(version), mode=PUBLIC_FILE) as tmp:
+            try:
+                _build(tmp, data, catalog, version, content_hash, now)
+            except BaseException:
+                Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
+                raise
+        install(data, version)
+        prune(data, keep=KEEP_VERSIONS, current=version)
     return version, True
-
-
-def _prune(data: DataDir, keep: int) -> None:
-    files = sorted(data.warehouse.glob("medbench-*.duckdb"))
-    for old in files[:-keep]:
-        old.unlink(missing_ok=True)
-        Path(str(old) + ".wal").unlink(missing_ok=True)
 
 
 def _json(value: Any) -> str:

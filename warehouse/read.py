@@ -1,6 +1,7 @@
 """Typed reads of the published warehouse: the API and the CLI load through here, never their own SQL.
 
-A reader resolves the ``CURRENT`` pointer once and opens that version's immutable file read-only,
+A reader resolves the ``CURRENT`` pointer once (``warehouse.versions``: a damaged pointer or
+version file falls back to the newest sound kept version) and opens that version's immutable file read-only,
 so it keeps a consistent view whatever is published meanwhile, and closes it before returning:
 DuckDB caches an open database per path, so a process that held the file open would keep seeing
 it. Callers get ``warehouse.schema`` rows and ``ResultRecord``s, and name what they want
@@ -13,6 +14,7 @@ version 1, and a missing ``meta.schema_version`` means 1.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -24,6 +26,9 @@ import msgspec
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, decode_record
 from warehouse.schema import DatasetRow, MetricRow, ModelRow, Row, TaskRow, column_names, select_sql
+from warehouse.versions import PointerError, choose, read_pointer
+
+log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=Row)
 
@@ -34,22 +39,27 @@ class NoWarehouse(RuntimeError):
 
 # What reading a version can raise when the file is gone (pruned after the pointer was read) or
 # damaged: a reader that polls the pointer logs these and keeps what it had.
-READ_ERRORS: tuple[type[BaseException], ...] = (duckdb.Error, OSError, msgspec.DecodeError, ValueError)
+# (``PointerError``, a damaged pointer, is a ValueError.)
+READ_ERRORS: tuple[type[BaseException], ...] = (duckdb.Error, OSError, msgspec.DecodeError, ValueError, PointerError)
 
 
 def current_version(data: DataDir) -> str | None:
-    """The version the pointer names, or None before the first publish."""
-    try:
-        return data.pointer.read_text().strip() or None
-    except FileNotFoundError:
-        return None
+    """The version the pointer names, or None before the first publish; ``PointerError`` (a
+    ``ValueError``) when the pointer is damaged (``warehouse.versions``)."""
+    return read_pointer(data)
 
 
 def _require_version(data: DataDir) -> str:
-    version = current_version(data)
-    if version is None:
+    """The version to read: the pointer's, or the newest sound kept one when the pointer or its file
+    is damaged (with a warning); NoWarehouse, naming the cause, when there is none."""
+    chosen = choose(data)
+    if chosen.version is None:
+        if chosen.cause:
+            raise NoWarehouse(f"the published warehouse in {data.root} cannot be read: {chosen.cause}")
         raise NoWarehouse(f"no published warehouse in {data.root}: run `medbench materialize --demo` first")
-    return version
+    if chosen.fallback:
+        log.warning("%s; reading the newest sound kept version %s instead", chosen.cause, chosen.version)
+    return chosen.version
 
 
 def _connect(data: DataDir, version: str) -> duckdb.DuckDBPyConnection:

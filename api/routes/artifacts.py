@@ -5,10 +5,21 @@ served version are answered, and the file is served only if its real path (symli
 inside the artifacts folder, so no request can reach any other file. The file is streamed from
 ``DataDir.predictions_path``; its ETag is the published ``predictions_sha256``. A completed GET
 (or a 304 revalidation) counts as a reuse, a HEAD does not (see ``api.reuse``).
+
+The file on disk is not trusted to be the one published: a full disk, a copy cut short or a hand
+edit may have truncated or replaced it, and serving it would hand out wrong bytes under the
+published ETag and count a reuse. So its sha256 is checked against the published one before it is
+served, once per (version, run, inode, size, mtime): a ``stat`` per request, and one hash (in a
+thread) only when the file is new to this version or has changed. A file that does not match, or
+that the server cannot read, answers ``503 artifact_unavailable`` naming the cause (no path), with
+no ETag and no reuse counted.
 """
 
+import asyncio
+import hashlib
 import logging
 import os
+from pathlib import Path
 
 from litestar import Request
 from litestar.background_tasks import BackgroundTask
@@ -18,13 +29,45 @@ from litestar.params import FromPath
 from litestar.response.base import ASGIResponse
 from litestar.response.file import ASGIFileResponse
 
-from api.errors import run_not_found
+from api.errors import ApiError, run_not_found
 from api.responses import CACHE_PUBLISHED, PARQUET, WAREHOUSE_HEADER, not_modified
 from api.routing import read_only
 from api.service import Service
+from api.tables import Tables
 from warehouse.layout import RUN_ID_RE
 
 log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def artifact_unavailable(run_id: str, why: str) -> ApiError:
+    return ApiError(503, "artifact_unavailable", f"the predictions file of {run_id!r} {why}; the server log has the details")
+
+
+async def verified(tables: Tables, run_id: str, path: Path, stat: os.stat_result, published_sha256: str) -> None:
+    """Raise ``artifact_unavailable`` unless the file's sha256 is the published one (cached per version)."""
+    key = ("predictions-sha256", run_id, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    actual = tables.bodies.get(key)
+    if actual is None:
+        try:
+            actual = tables.bodies.put(key, await asyncio.to_thread(sha256_of, path))
+        except OSError as exc:
+            log.warning("cannot read the predictions file %s of %s: %s", path, run_id, exc)
+            raise artifact_unavailable(run_id, f"cannot be read by the server ({exc.strerror or type(exc).__name__})") from None
+    if actual != published_sha256:
+        log.error("the predictions file %s of %s (%d bytes) has sha256 %s, but %s was published: not serving it",
+                  path, run_id, stat.st_size, actual, published_sha256)
+        raise artifact_unavailable(run_id, f"on the server ({stat.st_size} bytes) is not the one published "
+                                           "(its sha256 differs: truncated or replaced)")
 
 
 def handlers() -> list[HTTPRouteHandler]:
@@ -34,7 +77,10 @@ def handlers() -> list[HTTPRouteHandler]:
         description="Parquet. Choice tasks: instance_id, prediction, label, correct, parse_status, raw_output. "
         "Score tasks: instance_id, score, label, caseid, subjectid, t.",
         body=bytes, media_type=PARQUET, body_description="The Parquet file",
-        errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)"},
+        errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)",
+                503: "`warehouse_unavailable`: nothing can be served; `artifact_unavailable`: the file on the server "
+                     "is not the one published (truncated, replaced) or cannot be read"},
+        needs_warehouse=False,
     )
     async def predictions(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
         scope = request.scope
@@ -49,11 +95,14 @@ def handlers() -> list[HTTPRouteHandler]:
             # resolved, so that a symlink planted in the data directory cannot lead outside the artifacts
             path = data.predictions_path(run_id).resolve(strict=True)
             stat = os.stat(path)
+        except PermissionError:
+            raise artifact_unavailable(run_id, "cannot be reached by the server (permission denied)") from None
         except (OSError, RuntimeError):  # RuntimeError: a symlink loop
             raise run_not_found(run_id, "its predictions file is missing from the data directory") from None
         if not path.is_relative_to(data.artifacts.resolve()):
             log.warning("refusing the predictions file of %s: it resolves outside %s", run_id, data.artifacts)
             raise run_not_found(run_id, "its predictions file is not inside the artifacts folder")
+        await verified(tables, run_id, path, stat, published.record.predictions_sha256)
         etag = f'"{published.record.predictions_sha256}"'
         headers = {"etag": etag, "cache-control": CACHE_PUBLISHED, WAREHOUSE_HEADER: tables.version}
         is_get = scope["method"] == "GET"

@@ -17,6 +17,6 @@ def medbench_serve(data_root: Path, log_path: Path, *args: str) -> Iterator[Runn
     """``medbench serve`` over ``data_root`` with extra arguments, on a free loopback port."""
     port = free_port()
     env = {"MEDBENCH_DATA": str(data_root), "MEDBENCH_PUBLIC_URL": ""}
-    command = [sys.executable, "-m", "pipelines.cli", "serve", "--host", LOOPBACK, "--port", str(port), *args]
+    command = [sys.executable, "-m", "pipelines.cli.main", "serve", "--host", LOOPBACK, "--port", str(port), *args]
     with running(command, port, "/healthz", log_path, env=env) as server:
         yield server
