@@ -42,6 +42,7 @@ def test_no_discordant_items():
     assert mcnemar_exact_p(0, 0) == 1.0
 
 
+@pytest.mark.slow  # about 13 s of CPU (21 s wall on the shared machine)
 def test_interval_excludes_zero_iff_p_below_005_for_every_b_c_up_to_200():
     b, c = np.meshgrid(np.arange(201), np.arange(201))
     b, c = b.ravel(), c.ravel()
