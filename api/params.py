@@ -28,6 +28,11 @@ _VERSION_RE = re.compile(r"[0-9]{1,9}")
 # that is not blank and has no '@', then optionally '@' and a whole number; blanks around are dropped.
 TASK_REF_PATTERN = r"^\s*[^@\s][^@]*(@[0-9]{1,9}\s*)?$"
 TASK_DESCRIPTION = "`slug@version`, or `slug` for the latest version."
+# A run id, as ``warehouse.layout.RUN_ID_RE`` accepts it (documented on every run id parameter).
+RUN_ID_PATTERN = r"^[0-9a-f]{12}$"
+RUN_ID_DESCRIPTION = "Run id: 12 lowercase hex digits."
+# A model slug's two parts (``provider/name``), as the warehouse's specs name them.
+SLUG_PART_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # Answers are memoised per parameter values; names longer than this (made up, never published) are not.
 MAX_CACHED_PARAMETER_CHARS = 512
 
@@ -44,6 +49,12 @@ def model_parameter(description: str) -> Any:
     return Parameter(description=description, pattern=r"\S", examples=[Example(value="medbench/random")])
 
 
+def run_id_parameter(description: str) -> Any:
+    """A run id in the query string: its form is checked (``invalid_parameter`` naming it)."""
+    return Parameter(description=f"{description} {RUN_ID_DESCRIPTION}", pattern=RUN_ID_PATTERN,
+                     examples=[Example(value="0123456789ab")])
+
+
 def parse_task_ref(text: str, name: str = "task") -> tuple[str, int | None]:
     """``"clinicalqa@0"`` -> ``("clinicalqa", 0)``; ``"clinicalqa"`` -> ``("clinicalqa", None)`` (latest)."""
     text = text.strip()
@@ -58,9 +69,12 @@ def parse_task_ref(text: str, name: str = "task") -> tuple[str, int | None]:
 
 
 def require(value: str | None, name: str) -> str:
-    """Treat an empty parameter (``?model=``) like a missing one."""
-    if value is None or not value.strip():
+    """The parameter's text without surrounding blanks; a missing one and a present but blank one
+    (``?model=``, ``?a=%09``) are both ``invalid_parameter``, each said as it is and naming it."""
+    if value is None:
         raise invalid_parameter(f"missing query parameter {name!r}")
+    if not value.strip():
+        raise invalid_parameter(f"query parameter {name!r} is blank; give a value")
     return value.strip()
 
 
