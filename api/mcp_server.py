@@ -30,6 +30,7 @@ from litestar.types import Message, Receive, Scope, Send
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 
 from api import schemas
 from api.agent_sources import RESOURCES, Answers
@@ -96,7 +97,10 @@ def build_server(source: Answers, version: str = "") -> Server[Any]:
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        text = await source.resource(uri, _base(ctx))  # an ApiError becomes the SDK's JSON-RPC error
+        try:
+            text = await source.resource(uri, _base(ctx))
+        except ApiError as exc:  # a JSON-RPC error carrying the /v1 code, not a logged crash
+            raise MCPError(types.INVALID_PARAMS, exc.message, {"error": exc.code, "message": exc.message}) from None
         return types.ReadResourceResult.model_validate(
             {"contents": [{"uri": uri, "mimeType": RESOURCES[uri][2], "text": text}]})
 
