@@ -216,8 +216,14 @@ def test_generated_client_installs_with_pip_and_calls_every_route(document: dict
     )
     assert done.returncode == 0, done.stdout + done.stderr
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
+    # the scratch venv sees this environment's packages (pip, httpx, attrs, a setuptools that builds wheels),
+    # so nothing is downloaded; the client itself is installed into the scratch venv only
+    scratch_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+    ours = [p for p in sys.path if p.endswith("site-packages")]
+    (Path(scratch_site) / "medbench-test-env.pth").write_text("\n".join(ours) + "\n")
     done = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
                            str(tmp_path / "client-project")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
