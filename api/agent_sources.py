@@ -38,6 +38,9 @@ class Answers(Protocol):
 
     async def resource(self, uri: str, base: str | None) -> str: ...
 
+    def served_version(self) -> str | None:
+        """The warehouse version last served (for the ``_meta`` of an error)."""
+
 
 def _unknown_resource(uri: str) -> ApiError:
     return ApiError(404, "not_found", f"no resource {uri[:200]!r}; the resources are {', '.join(RESOURCES)}")
@@ -48,6 +51,9 @@ class LocalAnswers:
 
     def __init__(self, service: Any):
         self.service = service
+
+    def served_version(self) -> str | None:
+        return self.service.store.peek_version()
 
     def _base(self, base: str | None) -> str:
         return self.service.settings.public_url or base or "http://127.0.0.1:8000"
@@ -101,6 +107,9 @@ class RemoteAnswers:
 
     def __init__(self, client: Any):
         self.client = client
+
+    def served_version(self) -> str | None:
+        return self.client.last_version
 
     async def call(self, tool: ToolSpec, args: Any, base: str | None) -> Answered:
         return await anyio.to_thread.run_sync(self._call, tool, args)

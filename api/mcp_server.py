@@ -58,8 +58,8 @@ def _result(body: Any, version: str | None, error: bool = False) -> types.CallTo
     })
 
 
-def _failure(exc: ApiError) -> types.CallToolResult:
-    return _result(msgspec.to_builtins(schemas.Error(error=exc.code, message=exc.message)), None, error=True)
+def _failure(exc: ApiError, version: str | None = None) -> types.CallToolResult:
+    return _result(msgspec.to_builtins(schemas.Error(error=exc.code, message=exc.message)), version, error=True)
 
 
 def _base(ctx: Any) -> str | None:
@@ -84,7 +84,7 @@ def build_server(source: Answers, version: str = "") -> Server[Any]:
             body, served = await source.call(tool, arguments(tool, params.arguments), _base(ctx))
             return _result(body, served)
         except ApiError as exc:
-            return _failure(exc)
+            return _failure(exc, source.served_version())
         except Exception:
             log.exception("MCP tool %s failed", params.name)
             return _failure(ApiError(500, "internal_error", "internal error; it has been logged"))

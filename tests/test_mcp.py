@@ -122,6 +122,8 @@ def test_stdio_against_the_api(server: tuple[Running, Path]) -> None:
 def test_stdio_against_a_data_directory(server: tuple[Running, Path]) -> None:
     running, root = server
 
+    before = reuses(running.base)
+
     async def main() -> None:
         async with stdio_session("--data", str(root)) as session:
             listed = await session.list_tools()
@@ -132,6 +134,9 @@ def test_stdio_against_a_data_directory(server: tuple[Running, Path]) -> None:
             assert answer.structured_content["result"]["run_id"] == v1["result"]["run_id"]
             failed = await session.call_tool("get_result", {"run_id": "zz"})
             assert failed.is_error and failed.structured_content["error"] == "run_not_found"
+            assert failed.meta["medbench/warehouse_version"] == httpx.get(f"{running.base}/healthz").json()["warehouse_version"]
+        # its evaluated lookup counted in the data directory's shared store (flushed at exit), besides /v1's
+        assert reuses(running.base) == before + 2
 
     anyio.run(main)
 
