@@ -19,7 +19,7 @@ from msgspec import Meta
 
 from api import schemas
 from api.errors import ApiError, invalid_parameter
-from api.params import RUN_ID_PATTERN, TASK_REF_PATTERN
+from api.params import NOT_BLANK_PATTERN, RUN_ID_PATTERN, TASK_REF_PATTERN
 
 Task = Annotated[str, Meta(pattern=TASK_REF_PATTERN, description="`slug@version`, or `slug` for the latest version.",
                            examples=["clinicalqa@0"])]
@@ -34,7 +34,7 @@ class _Args(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class LookupArgs(_Args):
-    model: Annotated[str, Meta(pattern=r"\S", description="Model slug (`provider/name`) or the provider's model id.",
+    model: Annotated[str, Meta(pattern=NOT_BLANK_PATTERN, description="Model slug (`provider/name`) or the provider's model id.",
                                examples=["medbench/random"])]
     task: Task
 

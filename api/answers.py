@@ -13,7 +13,7 @@ from __future__ import annotations
 from api import render, schemas
 from api.answer_cache import Answer
 from api.errors import invalid_parameter, model_not_found, run_not_found, task_not_found, ApiError
-from api.params import MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
+from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry
 from warehouse.layout import RUN_ID_RE
@@ -57,7 +57,7 @@ def find_task(tables: Tables, task: str, name: str = "task") -> TaskEntry:
     slug, version = parse_task_ref(task, name)
     entry = tables.find_task(slug, version)
     if entry is None:
-        raise task_not_found(task.strip())
+        raise task_not_found(task.strip(BLANKS))
     return entry
 
 

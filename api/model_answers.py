@@ -13,6 +13,7 @@ from __future__ import annotations
 from api import schemas
 from api.answers import _small, check_limit, check_model_type
 from api.errors import model_not_found
+from api.params import BLANKS
 from api.responses import Prepared, prepare
 from api.tables import Tables
 
@@ -62,7 +63,7 @@ def models(tables: Tables, q: str | None, model_type: str | None, provider: str 
     if prepared is None:
         check_limit(limit, offset)
         check_model_type(model_type, "type")
-        needle = q.strip().casefold() if q is not None and q.strip() else None
+        needle = q.strip(BLANKS).casefold() if q is not None and q.strip(BLANKS) else None
         found = [m for m in _index(tables) if _matches(m, needle, model_type, provider)]
         prepared = prepare(schemas.ModelPage(models=found[offset:offset + limit], total=len(found),
                                              limit=limit, offset=offset))

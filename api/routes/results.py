@@ -15,7 +15,7 @@ from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
 
 from api import answers, render, schemas
-from api.params import MAX_CACHED_PARAMETER_CHARS, parse_task_ref, task_parameter
+from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, task_parameter
 from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
@@ -30,7 +30,7 @@ def _matching(
         slug, version = parse_task_ref(task)
         entry = tables.find_task(slug, version)
         refs = {entry.ref} if entry else set()
-    slugs = set(tables.resolve_model(model.strip())) if model is not None else None
+    slugs = set(tables.resolve_model(model.strip(BLANKS))) if model is not None else None
     return [
         p for p in tables.listing
         if (dataset is None or p.record.dataset == dataset)
