@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -157,3 +158,30 @@ def test_hosts_outside_the_allowed_list_are_refused_as_json(server: tuple[Runnin
                                                           "accept": "application/json, text/event-stream"},
                           content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
     assert response.status_code == 421 and response.json()["error"] == "misdirected_request"
+
+
+def test_stateless_http_works_with_several_workers(tmp_path: Path) -> None:
+    """``medbench serve --workers 2``: no MCP session lives in one worker's memory, so every request,
+    whichever worker takes it, is answered; every evaluated lookup counts once in the shared store."""
+    from bench._servers import LOOPBACK, free_port, running
+
+    root = tmp_path / "data"
+    publish_fixture(root)
+    port = free_port()
+    command = [sys.executable, "-m", "pipelines.cli.main", "serve", "--host", LOOPBACK, "--port", str(port),
+               "--workers", "2"]
+    env = {"MEDBENCH_DATA": str(root), "MEDBENCH_PUBLIC_URL": ""}
+    with running(command, port, "/v1/openapi.json", tmp_path / "server.log", env=env) as server:
+        async def main() -> None:
+            for _ in range(6):  # a fresh connection, and so possibly another worker, each time
+                async with http_session(server.base) as session:
+                    answer = await session.call_tool("lookup", LOOKUP)
+                    assert answer.structured_content["status"] == "evaluated"
+
+        anyio.run(main)
+        for _ in range(50):  # each worker flushes its count into the shared store every second
+            if reuses(server.base) == 6:
+                break
+            time.sleep(0.1)
+        assert reuses(server.base) == 6
+        assert "Traceback" not in server.log(), server.log()
