@@ -22,6 +22,8 @@ import msgspec
 from api import answers, model_answers, schemas
 from api.agent_tools import ToolSpec
 from api.errors import ApiError
+from api.responses import prepare
+from api.routes.compare import comparison
 
 Answered = tuple[Any, str | None]
 
@@ -72,11 +74,7 @@ class LocalAnswers:
             prepared = answers.leaderboard(tables, args.task, args.model_type, args.limit, base)
         elif name == "get_result":
             prepared = answers.result(tables, args.run_id, base)
-        elif name == "compare":
-            from api.routes.compare import comparison  # the route module owns the memoised computation
-
-            from api.responses import prepare
-
+        elif name == "compare":  # the route module owns the memoised (thread-run) computation
             prepared = prepare(await comparison(service, tables, args.a, args.b))
         elif name == "list_tasks":
             prepared = answers.tasks(tables)

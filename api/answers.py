@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from api import render, schemas
 from api.answer_cache import Answer
-from api.errors import invalid_parameter, model_not_found, run_not_found, task_not_found, ApiError
+from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry
