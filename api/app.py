@@ -2,7 +2,7 @@
 
 Wires the pieces together and nothing else: settings, the per-version tables, the reuse counter
 (flushed by a lifespan task), the routes, JSON errors everywhere, CORS for GET/HEAD from any
-origin, and the website (``api.site``) unless ``extra_route_handlers`` says otherwise. The
+origin, the MCP endpoint ``/mcp`` (``api.mcp_server``), and the website (``api.site``) unless ``extra_route_handlers`` says otherwise. The
 ``Service`` is registered once, as the app-level dependency ``service`` (``api.service``); the API
 and the website handlers both receive it by declaring ``service: NamedDependency[Service]``. What ``create_app``
 returns is ``api.answer_cache.AnswerCache`` around the Litestar app (its ``.app``): repeats of the
@@ -22,7 +22,10 @@ from litestar.config.cors import CORSConfig
 from litestar.types import ControllerRouterHandler
 
 from api.answer_cache import AnswerCache
+from api.agent_sources import LocalAnswers
 from api.errors import EXCEPTION_HANDLERS
+from api.mcp_server import McpEndpoint, mcp_route_handlers
+from api.openapi import api_version
 from api.reuse import flush_every
 from api.routes import api_router
 from api.service import Service, dependencies
@@ -65,13 +68,15 @@ def create_app(
             except OSError as exc:
                 log.error("could not write the reuse store %s at shutdown: %s", service.reuses.path, exc)
 
+    # MCP at /mcp: the same Service (tables, version, reuse counter) as /v1, the SDK's manager in the lifespan
+    mcp = McpEndpoint(LocalAnswers(service), service.settings.public_url, service.store, api_version())
     app = Litestar(
-        route_handlers=[api_router(), *extra_route_handlers],
+        route_handlers=[api_router(), *mcp_route_handlers(mcp), *extra_route_handlers],
         dependencies=dependencies(service),
         openapi_config=None,
         exception_handlers=EXCEPTION_HANDLERS,
         cors_config=CORS,
-        lifespan=[keep_reuses],
+        lifespan=[keep_reuses, mcp.lifespan],
         debug=False,
     )
     return AnswerCache(app, service)

@@ -39,7 +39,7 @@ T = TypeVar("T")
 ROUTE_SCHEMAS: dict[str, type] = {
     "/v1/datasets": schemas.DatasetList, "/v1/tasks": schemas.TaskList, "/v1/leaderboard": schemas.Leaderboard,
     "/v1/results": schemas.ResultPage, "/v1/lookup": schemas.Lookup, "/v1/stats": schemas.Stats,
-    "/v1/compare": schemas.Compare, "/healthz": schemas.Health,
+    "/v1/compare": schemas.Compare, "/healthz": schemas.Health, "/v1/models": schemas.ModelPage,
 }
 PREFIX_SCHEMAS: dict[str, type] = {"/v1/results/": schemas.Result, "/v1/tasks/": schemas.TaskDetail}
 
@@ -84,6 +84,7 @@ class Unreachable(ClientError):
 class ApiClient:
     def __init__(self, base_url: str | None = None, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
         self.base_url = (base_url or default_api_url()).rstrip("/")
+        self.last_version: str | None = None  # X-Medbench-Warehouse of the last answer
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers={"user-agent": "medbench-cli"})
 
@@ -119,6 +120,19 @@ class ApiClient:
     def compare(self, a: str, b: str) -> schemas.Compare:
         return self.fetch("/v1/compare", schemas.Compare, a=a, b=b)
 
+    def models(self, q: str | None = None, type: str | None = None, provider: str | None = None,
+               limit: int | None = None, offset: int | None = None) -> schemas.ModelPage:
+        return self.fetch("/v1/models", schemas.ModelPage, q=q, type=type, provider=provider, limit=limit,
+                          offset=offset)
+
+    def text(self, path: str) -> str:
+        """A page of the website as text (``/llms.txt``, ``/agents``)."""
+        response = self._get(path, {})
+        if response.status_code != 200:
+            self._decode(response, None)
+            raise NotFound(f"{path} answered {response.status_code}")
+        return response.text
+
     # -- any route ------------------------------------------------------------------------------
 
     def fetch(self, path: str, schema: type[T], **params: Any) -> T:
@@ -135,9 +149,11 @@ class ApiClient:
 
     def _get(self, path: str, params: dict[str, Any]) -> httpx.Response:
         try:
-            return self._http.get(path, params={k: v for k, v in params.items() if v is not None})
+            response = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
         except httpx.HTTPError as exc:
             raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+        self.last_version = response.headers.get("x-medbench-warehouse")
+        return response
 
     def _decode(self, response: httpx.Response, schema: type | None) -> Any:
         if response.status_code == 200:

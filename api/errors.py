@@ -42,6 +42,10 @@ def task_not_found(ref: str) -> ApiError:
     return ApiError(404, "task_not_found", f"no task {ref!r} in this warehouse; GET /v1/tasks lists the tasks")
 
 
+def model_not_found(slug: str) -> ApiError:
+    return ApiError(404, "model_not_found", f"no model {slug!r} in this warehouse; GET /v1/models lists the models")
+
+
 def run_not_found(run_id: str, why: str = "no published result has this run id") -> ApiError:
     return ApiError(404, "run_not_found", f"{run_id!r}: {why}")
 

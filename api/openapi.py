@@ -8,6 +8,7 @@ from a fresh set of the same route handlers. It is never served itself.
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 from litestar import Litestar, Router
@@ -15,9 +16,12 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Server
 
+from api.params import RUN_ID_PATTERN, SLUG_PART_PATTERN
+
 TITLE = "medbench"
-API_VERSION = "p0"
+GUIDE_VERSION = "p0"  # the version of the agents' guide this API implements (``x-guide-version``)
 DESCRIPTION = (
+    f"Implements the medbench guide for AI agents, version {GUIDE_VERSION}. "
     "medbench evaluates medical AI models on open datasets from Seoul National University Hospital, once per "
     "model and task version, and publishes scores with 95% confidence intervals, per-item predictions and exact "
     "versions. Look up before you run: `GET /v1/lookup?model=...&task=...`. Errors are always "
@@ -35,17 +39,33 @@ RESPONSE_HEADERS = {
 }
 
 
+# Path parameters Litestar must not validate (a malformed run id is ``run_not_found`` 404, not a 400,
+# CONTRACT.md) but whose form the document still states, so generated clients and fuzzers know it.
+PATH_PATTERNS = {"run_id": RUN_ID_PATTERN, "provider": SLUG_PART_PATTERN, "name": SLUG_PART_PATTERN}
+
+
+def api_version() -> str:
+    """``info.version``: the installed package's version (PEP 440), ``0.0.0+unknown`` from a bare checkout."""
+    try:
+        return importlib.metadata.version("medbench")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
 def build_document(router: Router, dependencies: dict[str, Provide]) -> dict[str, Any]:
     """The document of ``router``'s handlers; ``dependencies`` are the served app's, so that injected
     parameters (``service``) are known as such and not documented as query parameters."""
-    config = OpenAPIConfig(title=TITLE, version=API_VERSION, description=DESCRIPTION, servers=[Server(url="/")])
+    config = OpenAPIConfig(title=TITLE, version=api_version(), description=DESCRIPTION, servers=[Server(url="/")])
     schema_only = Litestar(route_handlers=[router], openapi_config=config, dependencies=dependencies)
     document = schema_only.openapi_schema.to_schema()
+    document["info"]["x-guide-version"] = GUIDE_VERSION
     for operations in document["paths"].values():
         for operation in operations.values():
             for parameter in operation.get("parameters", ()):
                 if parameter["in"] == "query":
                     parameter["schema"] = without_null(parameter["schema"])
+                elif parameter["in"] == "path" and parameter["name"] in PATH_PATTERNS:
+                    parameter["schema"] = {**parameter["schema"], "pattern": PATH_PATTERNS[parameter["name"]]}
             for response in operation["responses"].values():
                 response["headers"] = {
                     name: {"description": text, "required": True, "schema": {"type": "string"}}

@@ -24,10 +24,21 @@ from litestar.params import Parameter
 from api.errors import invalid_parameter
 
 _VERSION_RE = re.compile(r"[0-9]{1,9}")
+# The blanks dropped around a parameter, spelled out: ``\s`` means more in Python (str.isspace: also
+# \x1c-\x1f, \x85, U+2028, ...) than in the ECMA regular expressions of JSON Schema, so a pattern with
+# ``\s`` documents one thing and validates another (a fresh schemathesis seed found ``task=+++%0C%1F``).
+BLANKS = " \t\n\r\f\v"
+_B = r"[ \t\n\r\f\v]"
+NOT_BLANK_PATTERN = r"[^ \t\n\r\f\v]"
 # What ``parse_task_ref`` accepts, for the OpenAPI document (Litestar validates it as well): a slug
 # that is not blank and has no '@', then optionally '@' and a whole number; blanks around are dropped.
-TASK_REF_PATTERN = r"^\s*[^@\s][^@]*(@[0-9]{1,9}\s*)?$"
+TASK_REF_PATTERN = rf"^{_B}*[^@ \t\n\r\f\v][^@]*(@[0-9]{{1,9}}{_B}*)?$"
 TASK_DESCRIPTION = "`slug@version`, or `slug` for the latest version."
+# A run id, as ``warehouse.layout.RUN_ID_RE`` accepts it (documented on every run id parameter).
+RUN_ID_PATTERN = r"^[0-9a-f]{12}$"
+RUN_ID_DESCRIPTION = "Run id: 12 lowercase hex digits."
+# A model slug's two parts (``provider/name``), as the warehouse's specs name them.
+SLUG_PART_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # Answers are memoised per parameter values; names longer than this (made up, never published) are not.
 MAX_CACHED_PARAMETER_CHARS = 512
 
@@ -41,12 +52,18 @@ def task_parameter(required: bool = True) -> Any:
 
 def model_parameter(description: str) -> Any:
     """A required model name: anything but blank (slugs and provider model ids have no fixed form)."""
-    return Parameter(description=description, pattern=r"\S", examples=[Example(value="medbench/random")])
+    return Parameter(description=description, pattern=NOT_BLANK_PATTERN, examples=[Example(value="medbench/random")])
+
+
+def run_id_parameter(description: str) -> Any:
+    """A run id in the query string: its form is checked (``invalid_parameter`` naming it)."""
+    return Parameter(description=f"{description} {RUN_ID_DESCRIPTION}", pattern=RUN_ID_PATTERN,
+                     examples=[Example(value="0123456789ab")])
 
 
 def parse_task_ref(text: str, name: str = "task") -> tuple[str, int | None]:
     """``"clinicalqa@0"`` -> ``("clinicalqa", 0)``; ``"clinicalqa"`` -> ``("clinicalqa", None)`` (latest)."""
-    text = text.strip()
+    text = text.strip(BLANKS)
     slug, at, version = text.partition("@")
     if not slug:
         raise invalid_parameter(f"{name} must name a task, as in clinicalqa or clinicalqa@0")
@@ -58,10 +75,13 @@ def parse_task_ref(text: str, name: str = "task") -> tuple[str, int | None]:
 
 
 def require(value: str | None, name: str) -> str:
-    """Treat an empty parameter (``?model=``) like a missing one."""
-    if value is None or not value.strip():
+    """The parameter's text without surrounding blanks; a missing one and a present but blank one
+    (``?model=``, ``?a=%09``) are both ``invalid_parameter``, each said as it is and naming it."""
+    if value is None:
         raise invalid_parameter(f"missing query parameter {name!r}")
-    return value.strip()
+    if not value.strip(BLANKS):
+        raise invalid_parameter(f"query parameter {name!r} is blank; give a value")
+    return value.strip(BLANKS)
 
 
 def check_query(query_string: bytes, declared: Collection[str]) -> None:

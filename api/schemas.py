@@ -228,3 +228,40 @@ class Compare(msgspec.Struct):
     dropped_replicates: int  # addition: AUROC replicates left out for holding one class only
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
+
+
+class Evaluation(msgspec.Struct):
+    """One current result of a model: the task version and the run to cite (``/v1/models``)."""
+
+    task: str
+    run_id: str
+
+
+class ModelInfo(msgspec.Struct):
+    """A model as ``/v1/models`` lists it: the full model and its current results."""
+
+    slug: str
+    name: str
+    type: ModelType
+    provider: str
+    provider_model_id: str
+    revision: str
+    release_date: dt.date | None
+    knowledge_cutoff: dt.date | None
+    evaluations: list[Evaluation]
+
+
+class ModelPage(msgspec.Struct):
+    models: list[ModelInfo]
+    total: int
+    limit: int
+    offset: int
+
+
+class PredictionsLink(msgspec.Struct):
+    """The MCP ``predictions_url`` tool's answer: where a result's per-item predictions are, and their checksum."""
+
+    run_id: str
+    task: str
+    predictions_url: str
+    predictions_sha256: str

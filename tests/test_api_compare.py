@@ -92,10 +92,18 @@ def test_missing_parameters_are_invalid(client: TestClient, query: str) -> None:
     _error(client.get(f"/v1/compare{query}"), 400, "invalid_parameter")
 
 
-@pytest.mark.parametrize("other", ["0123456789ab", "not-a-run", "../../etc"])
-def test_unknown_or_malformed_runs_are_not_found(client: TestClient, other: str) -> None:
-    _error(client.get(f"/v1/compare?a={RUN_IDS['medgemma-cqa0']}&b={other}"), 404, "run_not_found")
-    _error(client.get(f"/v1/compare?a={other}&b={RUN_IDS['medgemma-cqa0']}"), 404, "run_not_found")
+def test_unknown_runs_are_not_found(client: TestClient) -> None:
+    _error(client.get(f"/v1/compare?a={RUN_IDS['medgemma-cqa0']}&b=0123456789ab"), 404, "run_not_found")
+    _error(client.get(f"/v1/compare?a=0123456789ab&b={RUN_IDS['medgemma-cqa0']}"), 404, "run_not_found")
+
+
+@pytest.mark.parametrize("other", ["not-a-run", "../../etc", "%09", "0123456789AB"])
+def test_malformed_run_ids_are_invalid_parameters_naming_the_parameter(client: TestClient, other: str) -> None:
+    """The documented pattern is what the server checks: present but malformed is never "missing"."""
+    body = _error(client.get(f"/v1/compare?a={RUN_IDS['medgemma-cqa0']}&b={other}"), 400, "invalid_parameter")
+    assert "'b'" in body["message"] and "missing" not in body["message"]
+    body = _error(client.get(f"/v1/compare?a={other}&b=000000000000"), 400, "invalid_parameter")
+    assert "'a'" in body["message"] and "missing" not in body["message"]
 
 
 def test_headers_head_and_revalidation(client: TestClient) -> None:

@@ -18,6 +18,8 @@ import os
 from collections.abc import Iterator
 from urllib.parse import quote
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -280,3 +282,61 @@ def test_unknown_methods_are_refused_in_json(server: Running, http: httpx.Client
 @pytest.mark.parametrize("method", [b"FOO", b"G\x00T", b"GET GET", b"\xc7\xc5\xd4"])
 def test_malformed_method_tokens_are_refused_in_json(server: Running, method: bytes) -> None:
     check_raw(server, b"/v1/stats", 400, "bad_request", method=method)
+
+
+# ---- /mcp: hostile bodies and headers get JSON-RPC or JSON errors, never a traceback ---------------
+
+MCP_OK_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+                  "mcp-protocol-version": "2025-06-18"}
+MCP_BODIES = [
+    b"", b"{", b"{not json", b"null", b"[]", b"42", b'"text"', b"\xff\xfe\x00", b"[" * 10000 + b"]" * 10000,
+    b'{"jsonrpc": "2.0"}', b'{"jsonrpc": "1.0", "id": 1, "method": "tools/list"}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "no/such/method"}',
+    b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "lookup", "arguments": "x"}}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "drop_table", "arguments": {}}}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "lookup", '
+    b'"arguments": {"model": "' + b"x" * 100000 + b'", "task": "clinicalqa@0"}}}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "file:///etc/passwd"}}',
+    b'[{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]',
+]
+
+
+def _json_answer(response: httpx.Response) -> Any:
+    assert response.status_code < 500, (response.status_code, response.text[:300])
+    assert response.headers["content-type"].startswith("application/json"), response.headers
+    assert SECRET not in response.content and b"Traceback" not in response.content
+    return response.json() if response.content else None
+
+
+@pytest.mark.parametrize("body", MCP_BODIES, ids=lambda b: b[:40].decode("latin-1"))
+def test_hostile_mcp_bodies_get_json_errors(server: Running, http: httpx.Client, body: bytes) -> None:
+    answer = _json_answer(http.post("/mcp", headers=MCP_OK_HEADERS, content=body))
+    if isinstance(answer, dict) and "result" in answer and isinstance(answer["result"], dict):
+        result = answer["result"]  # a tool call that failed is a tool error, never a success
+        assert result.get("isError") is True or "tools" in result or "contents" not in result, answer
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"content-type": "text/plain"}, {"content-type": "application/json"},
+    {"content-type": "application/json", "accept": "text/html"},
+    {**MCP_OK_HEADERS, "host": "evil.example"}, {**MCP_OK_HEADERS, "origin": "http://evil.example"},
+    {**MCP_OK_HEADERS, "mcp-protocol-version": "1999-01-01"}, {**MCP_OK_HEADERS, "mcp-session-id": "x" * 4000},
+], ids=lambda h: ",".join(f"{k}={v[:20]}" for k, v in h.items()) or "none")
+def test_hostile_mcp_headers_get_json_errors(server: Running, http: httpx.Client, headers: dict[str, str]) -> None:
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    response = http.post("/mcp", headers=headers, content=body)
+    _json_answer(response)
+
+
+def test_an_mcp_body_over_the_limit_is_refused_in_json(server: Running, http: httpx.Client) -> None:
+    response = http.post("/mcp", headers=MCP_OK_HEADERS, content=b" " * (5 << 20))
+    assert response.status_code == 413 and _json_answer(response)["error"]
+
+
+def test_mcp_is_the_only_path_taking_post_and_delete(server: Running, http: httpx.Client) -> None:
+    for path in ("/v1/lookup", "/v1/models", "/agents", "/mcp/x"):
+        for method in ("POST", "DELETE"):
+            response = http.request(method, path)
+            assert response.status_code in (404, 405) and response.json()["error"] in ("method_not_allowed", "not_found")
+    assert http.get("/mcp").status_code == 405

@@ -23,7 +23,26 @@ CONTRACT_PATHS = {
     "/v1/datasets", "/v1/tasks", "/v1/tasks/{slug}", "/v1/leaderboard", "/v1/results", "/v1/results/{run_id}",
     "/v1/lookup", "/v1/stats", "/v1/openapi.json", "/artifacts/{run_id}/predictions.parquet", "/healthz",
     "/v1/compare",  # issue 8: paired comparison of two results
+    "/v1/models", "/v1/models/{provider}/{name}",  # agents first: find a model by any of its names
 }
+
+
+def test_info_version_is_a_package_version_and_the_guide_version_is_kept(document: dict[str, Any]) -> None:
+    from packaging.version import Version
+
+    Version(document["info"]["version"])  # raises for a version that is not PEP 440
+    assert document["info"]["x-guide-version"] == "p0" and "version p0" in document["info"]["description"]
+
+
+def test_identifiers_have_patterns(document: dict[str, Any]) -> None:
+    """Run ids, task refs and model slug parts say what they accept."""
+    def pattern(path: str, name: str) -> str:
+        (param,) = [p for p in document["paths"][path]["get"]["parameters"] if p["name"] == name]
+        return param["schema"]["pattern"]
+
+    assert pattern("/v1/results/{run_id}", "run_id") == pattern("/v1/compare", "a") == "^[0-9a-f]{12}$"
+    assert "@" in pattern("/v1/lookup", "task") and "@" in pattern("/v1/tasks/{slug}", "slug")
+    assert pattern("/v1/models/{provider}/{name}", "provider") == pattern("/v1/models/{provider}/{name}", "name")
 
 
 @pytest.fixture(scope="module")

@@ -73,6 +73,10 @@ class Versioned:
         return self.version_index[response.headers["x-medbench-warehouse"].rsplit("-", 1)[1]]
 
 
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": "2025-06-18"}
+
+
 @dataclass
 class ClientLog:
     requests: Counter = field(default_factory=Counter)
@@ -116,6 +120,20 @@ def check_round(client: httpx.Client, w: Versioned, rng: random.Random, log: Cli
     assert k >= j
     assert hashlib.sha256(response.content).hexdigest() == w.sha[j]
     assert response.headers["etag"] == f'"{w.sha[j]}"'
+
+    # MCP's lookup tool: same tables, so the same version order and the same answer as /v1/lookup
+    response = client.post("/mcp", headers=MCP_HEADERS, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "lookup", "arguments": {"model": MODEL, "task": TASK}}})
+    log.requests["mcp_lookup"] += 1
+    assert response.status_code == 200, f"mcp: {response.status_code} {response.text[:300]}"
+    answer = response.json()["result"]
+    k = w.version_index[answer["_meta"]["medbench/warehouse_version"].rsplit("-", 1)[1]]
+    if k < log.versions[-1]:
+        raise AssertionError(f"mcp lookup: version {k} after version {log.versions[-1]}")
+    log.versions.append(k)
+    result = answer["structuredContent"]["result"]
+    assert (result["run_id"], result["metric"]["value"]) == (w.runs[k].run_id, k / 1000), (k, result["run_id"])
 
     response, k = get("stats", "/v1/stats")
     assert response.json()["warehouse_version"] == response.headers["x-medbench-warehouse"]
@@ -164,6 +182,6 @@ def test_republishing_under_concurrent_load(tmp_path: Path) -> None:
     assert not failures, f"{len(failures)} failed requests, e.g. {failures[:5]}"
     assert all(log.versions and log.versions[0] == 1 and log.versions[-1] == PUBLISHES for log in logs), first
     total = sum((log.requests for log in logs), Counter())
-    assert set(total) == {"lookup", "leaderboard", "results", "result", "predictions", "stats"}
+    assert set(total) == {"lookup", "leaderboard", "results", "result", "predictions", "mcp_lookup", "stats"}
     assert len({k for log in logs for k in log.versions}) >= 2
     assert "Traceback" not in server_log, server_log

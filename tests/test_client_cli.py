@@ -149,3 +149,19 @@ def test_a_client_command_does_not_import_dagster(api: str) -> None:
                             check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert "HEAVY []" in result.stdout
+
+
+def test_models(api: str, capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = medbench(capsys, "models", "--q", "MEDGEMMA", "--api-url", api, "--json")
+    assert code == 0
+    page = json.loads(out)
+    assert page["total"] >= 1 and all("medgemma" in (m["slug"] + m["name"] + m["provider_model_id"]).lower()
+                                      for m in page["models"])
+    code, out, _ = medbench(capsys, "models", "--q", "medgemma", "--api-url", api)
+    assert code == 0 and "medgemma" in out
+    code, _, _ = medbench(capsys, "models", "--q", "no-such-model-anywhere", "--api-url", api)
+    assert code == 1
+    code, _, _ = medbench(capsys, "models", "--limit", "0", "--api-url", api)
+    assert code == 2
+    code, _, _ = medbench(capsys, "models", "--api-url", "http://127.0.0.1:9")
+    assert code == 3

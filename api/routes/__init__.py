@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from litestar import Router
 
-from api.routes import artifacts, compare, datasets, health, leaderboard, lookup, openapi, results, stats, tasks
+from api.routes import (
+    artifacts, compare, datasets, health, leaderboard, lookup, models, openapi, results, stats, tasks,
+)
 
-RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, stats, openapi, artifacts, health)
+RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, openapi, artifacts, health)
 
 
 def api_router() -> Router:

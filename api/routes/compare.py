@@ -1,7 +1,7 @@
 """``GET /v1/compare?a=RUN_ID&b=RUN_ID``: is result a better than result b on the same items?
 
-The statistics are in ``api.compare``; this module checks the two ids (malformed or unknown:
-``run_not_found``; missing, or results of different task versions: ``invalid_parameter``), reads
+The statistics are in ``api.compare``; this module checks the two ids (malformed: Litestar's
+``invalid_parameter`` from the documented pattern; unknown: ``run_not_found``; missing, or results of different task versions: ``invalid_parameter``), reads
 the two predictions files of the served version and memoises the answer with that version's
 bodies, so a repeat costs a dictionary lookup and a new publish starts afresh. The bootstrap runs
 in a worker thread: at full scale an AUROC comparison takes seconds and must not stall other
@@ -17,36 +17,27 @@ import anyio.to_thread
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
 from api import schemas
 from api.compare import ComparisonError, compare_files
 from api.errors import invalid_parameter, run_not_found
-from api.params import require
+from api.answers import published
+from api.params import require, run_id_parameter
 from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
 from api.tables import Published, Tables, TaskEntry
-from warehouse.layout import RUN_ID_RE, DataDir
+from warehouse.layout import DataDir
 
 DEFAULT_REPLICATES = 2000  # for a task spec without bootstrap settings
 DEFAULT_SEED = 0
 
 
-def _published(tables: Tables, run_id: str) -> Published:
-    if not RUN_ID_RE.match(run_id):
-        raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
-    published = tables.results.get(run_id)
-    if published is None:
-        raise run_not_found(run_id)
-    return published
-
-
 def check_pair(tables: Tables, a: str | None, b: str | None) -> tuple[Published, Published, TaskEntry]:
     """The two results and their task, or the error a client should see."""
     a, b = require(a, "a"), require(b, "b")
-    first, second = _published(tables, a), _published(tables, b)
+    first, second = published(tables, a), published(tables, b)
     if first.record.task != second.record.task:
         raise invalid_parameter(
             f"{a} is a result of {first.record.task} and {b} of {second.record.task}: "
@@ -101,15 +92,16 @@ def handlers() -> list[HTTPRouteHandler]:
         "task's own bootstrap settings.",
         body=schemas.Compare,
         errors={
-            400: "`invalid_parameter`: a or b missing, results of different task versions, nothing comparable",
-            404: "`run_not_found` (also for a malformed run id)",
+            400: "`invalid_parameter`: a or b missing or not a run id, results of different task versions, "
+            "nothing comparable",
+            404: "`run_not_found`",
         },
     )
     async def compare(
         request: Request,
         service: NamedDependency[Service],
-        a: str = Parameter(description="Run id of the first result."),
-        b: str = Parameter(description="Run id of the second result (same task version)."),
+        a: str = run_id_parameter("The first result."),
+        b: str = run_id_parameter("The second result (same task version)."),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         body = await comparison(service, tables, a, b)

@@ -13,10 +13,9 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
-from api import render, schemas
-from api.errors import task_not_found
-from api.params import parse_task_ref, task_parameter
-from api.responses import prepare, respond
+from api import answers, schemas
+from api.params import task_parameter
+from api.responses import respond
 from api.routing import read_only
 from api.service import Service
 
@@ -38,19 +37,7 @@ def handlers() -> list[HTTPRouteHandler]:
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)
-        key = ("leaderboard", task, model_type, limit, base)
-        prepared = tables.bodies.get(key)
-        if prepared is None:
-            slug, version = parse_task_ref(task)
-            entry = tables.find_task(slug, version)
-            if entry is None:
-                raise task_not_found(task.strip())
-            board = tables.leaderboards.get(entry.ref, ())
-            if model_type is not None:
-                board = tuple(p for p in board if p.record.model.type == model_type)
-            rows = [render.row(p, base, rank) for rank, p in enumerate(board[:limit], start=1)]
-            body = schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows)
-            prepared = tables.bodies.put(key, prepare(body))
+        prepared = answers.leaderboard(tables, task, model_type, limit, base)
         return respond(request.scope, prepared, version=tables.version)
 
     return leaderboard

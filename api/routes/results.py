@@ -14,14 +14,12 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
 
-from api import render, schemas
-from api.errors import run_not_found
-from api.params import MAX_CACHED_PARAMETER_CHARS, parse_task_ref, task_parameter
+from api import answers, render, schemas
+from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, task_parameter
 from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
 from api.tables import Published, Tables
-from warehouse.layout import RUN_ID_RE
 
 
 def _matching(
@@ -32,7 +30,7 @@ def _matching(
         slug, version = parse_task_ref(task)
         entry = tables.find_task(slug, version)
         refs = {entry.ref} if entry else set()
-    slugs = set(tables.resolve_model(model.strip())) if model is not None else None
+    slugs = set(tables.resolve_model(model.strip(BLANKS))) if model is not None else None
     return [
         p for p in tables.listing
         if (dataset is None or p.record.dataset == dataset)
@@ -81,16 +79,7 @@ def handlers() -> list[HTTPRouteHandler]:
     )
     async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        if not RUN_ID_RE.match(run_id):
-            raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
-        published = tables.results.get(run_id)
-        if published is None:
-            raise run_not_found(run_id)
-        base = service.base_url(request.scope)
-        key = ("result", run_id, base)
-        prepared = tables.bodies.get(key) or tables.bodies.put(
-            key, prepare(render.result(published, base, tables.dataset_by_slug.get(published.record.dataset)))
-        )
+        prepared = answers.result(tables, run_id, service.base_url(request.scope))
         return respond(request.scope, prepared, version=tables.version)
 
     return [*results, *result]

@@ -8,10 +8,9 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
-from api import render, schemas
-from api.errors import ApiError, task_not_found
-from api.params import TASK_REF_PATTERN, parse_task_ref
-from api.responses import prepare, respond
+from api import answers, schemas
+from api.params import TASK_REF_PATTERN
+from api.responses import respond
 from api.routing import read_only
 from api.service import Service
 
@@ -24,11 +23,7 @@ def handlers() -> list[HTTPRouteHandler]:
     )
     async def tasks(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        key = ("tasks",)
-        prepared = tables.bodies.get(key) or tables.bodies.put(
-            key, prepare(schemas.TaskList(tasks=[render.task(t) for t in tables.tasks]))
-        )
-        return respond(request.scope, prepared, version=tables.version)
+        return respond(request.scope, answers.tasks(tables), version=tables.version)
 
     @read_only(
         "/v1/tasks/{slug:str}", operation_id="getTask", summary="One task version with its full specification",
@@ -48,16 +43,7 @@ def handlers() -> list[HTTPRouteHandler]:
         ),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
-        name, ref_version = parse_task_ref(slug, name="slug")
-        if ref_version is not None and version is not None and ref_version != version:
-            # well-formed, so not a 400: it names a task version that cannot exist
-            raise ApiError(404, "task_not_found", f"the path names version {ref_version} but ?version= says {version}")
-        wanted = version if version is not None else ref_version
-        entry = tables.find_task(name, wanted)
-        if entry is None:
-            raise task_not_found(name if wanted is None else f"{name}@{wanted}")
-        key = ("task", entry.ref)
-        prepared = tables.bodies.get(key) or tables.bodies.put(key, prepare(render.task_detail(entry)))
+        prepared = answers.task(tables, slug, version)
         return respond(request.scope, prepared, version=tables.version)
 
     return [*tasks, *task]

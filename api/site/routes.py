@@ -29,7 +29,7 @@ from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
 from api.routes.compare import comparison
 from api.service import Service, service_of
-from api.site import views
+from api.site import agent_text, views
 from api.site.pages import STATIC, TEXT, page_reply
 from api.site.pages import render as render_template
 from api.tables import Tables
@@ -141,7 +141,7 @@ def _handlers() -> list[HTTPRouteHandler]:
     @_page_route("/models")
     async def models(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        return _page(request, service, tables, "models.html", title="Models", twin="/v1/results", nav="models",
+        return _page(request, service, tables, "models.html", title="Models", twin="/v1/models", nav="models",
                      models=views.models(tables))
 
     @_page_route("/datasets")
@@ -159,16 +159,13 @@ def _handlers() -> list[HTTPRouteHandler]:
     @_page_route("/agents")
     async def agents(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        base = service.base_url(request.scope)
-        return _page(request, service, tables, "agents.html", title="For agents", twin="/v1/openapi.json", nav="agents",
-                     ex=views.agent_examples(tables, base))
+        body = agent_text.agents_html(tables, service.base_url(request.scope))
+        return page_reply(request.scope, body, version=tables.version)
 
     @_page_route("/llms.txt")
     async def llms(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
-        base = service.base_url(request.scope)
-        body = render_template("llms.txt", **_common(request, service, tables, title="medbench", twin=None),
-                               ex=views.agent_examples(tables, base), summaries=views.home(tables))
+        body = agent_text.llms_text(tables, service.base_url(request.scope))
         return page_reply(request.scope, body, version=tables.version, media_type=TEXT)
 
     @_page_route("/compare")

@@ -58,6 +58,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="where to write the Parquet file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     command("stats", "counts, total cost, reuses", _stats)
+    p = command("models", "find models by name, slug or provider model id (exit 1 when none matches)", _models)
+    p.add_argument("--q", default=None, help="case-insensitive substring of the name, slug or provider model id")
+    p.add_argument("--type", choices=MODEL_TYPES, default=None)
+    p.add_argument("--provider", default=None)
+    p.add_argument("--limit", type=int, default=None, help="at most this many models (1..1000)")
+    p.add_argument("--offset", type=int, default=None)
     p = command("compare", "paired comparison of two results of one task (a minus b)", _compare)
     p.add_argument("a", help="run id of the first result")
     p.add_argument("b", help="run id of the second result")
@@ -186,3 +192,11 @@ def _compare(client: Any, args: argparse.Namespace) -> int:
         b = plain(client.result(body['b']))
         print(client_text.comparison(body, a, b))
     return 0
+
+
+def _models(client: Any, args: argparse.Namespace) -> int:
+    from pipelines.cli import client_text
+
+    body = plain(client.models(args.q, args.type, args.provider, args.limit, args.offset))
+    show(args, body, client_text.models)
+    return 0 if body["models"] else 1

@@ -112,3 +112,17 @@ def comparison(c: dict[str, Any], a: dict[str, Any] | None = None, b: dict[str, 
         lines.append(f"  discordant pairs: a right / b wrong {c['a_only_correct']}, a wrong / b right {c['b_only_correct']}")
     lines += [f"  {verdict}", f"  method: {c['method']}"]
     return "\n".join(lines)
+
+
+def models(body: dict[str, Any]) -> str:
+    """One line per model: slug, type, provider model id, and the task versions it has results for."""
+    if not body["models"]:
+        return "no model matches"
+    lines = []
+    for m in body["models"]:
+        tasks = ", ".join(f"{e['task']} ({e['run_id']})" for e in m["evaluations"]) or "not evaluated"
+        lines.append(f"{m['slug']}  [{m['type']}]  id {m['provider_model_id'] or '-'}  {tasks}")
+    shown = body["offset"] + len(body["models"])
+    if shown < body["total"]:
+        lines.append(f"... {body['total'] - shown} more (--offset {shown})")
+    return "\n".join(lines)

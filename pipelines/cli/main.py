@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = ["materialize", "serve", "demo", "score", "client", "eval", "reproduce"]
+COMMANDS = ["materialize", "serve", "demo", "score", "client", "eval", "reproduce", "mcp_command"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,147 @@
+"""The answers to the API's questions, once: the ``/v1`` routes and the MCP tools both call these.
+
+Each function takes the ``Tables`` of one version (taken once by the caller), the request's
+parameters as text and the base URL for self-links, and returns the encoded body (``Prepared``,
+memoised in that version's ``Tables.bodies``) or raises the ``ApiError`` a client should see. A
+route sends the bytes with ``api.responses.respond``; an MCP tool decodes the same bytes into its
+structured content, so a tool's answer is the ``/v1`` body for the same question, byte for byte
+before decoding, and a fix to one is a fix to both.
+"""
+
+from __future__ import annotations
+
+from api import render, schemas
+from api.answer_cache import Answer
+from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
+from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
+from api.responses import Prepared, prepare
+from api.tables import Published, Tables, TaskEntry
+from warehouse.layout import RUN_ID_RE
+
+MODEL_TYPES = ("llm", "ml", "rule")
+
+
+def _small(*texts: str | None) -> bool:
+    """Whether answers to these parameters may be memoised (made-up megabyte names are not)."""
+    return sum(len(text or "") for text in texts) <= MAX_CACHED_PARAMETER_CHARS
+
+
+def lookup(tables: Tables, model: str | None, task: str | None, base: str) -> Answer:
+    """Rule one: the current result of a model on a task version, or ``not_evaluated``."""
+    key = ("lookup", model, task, base)
+    answer = tables.bodies.get(key)
+    if answer is None:
+        answer = _lookup(tables, model, task, base)
+        if _small(model, task):
+            tables.bodies.put(key, answer)
+    return answer
+
+
+def _lookup(tables: Tables, model: str | None, task: str | None, base: str) -> Answer:
+    model, task = require(model, "model"), require(task, "task")
+    entry = find_task(tables, task)
+    slugs = tables.resolve_model(model)
+    if len(slugs) > 1:
+        raise invalid_parameter(
+            f"model {model!r} is the provider model id of several models; use one of their slugs: {', '.join(slugs)}"
+        )
+    published = tables.current.get((slugs[0], entry.ref)) if slugs else None
+    if published is None:
+        return Answer(prepare(schemas.Lookup(status="not_evaluated", result=None)))
+    dataset = tables.dataset_by_slug.get(published.record.dataset)
+    evaluated = prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset)))
+    return Answer(evaluated, counts_reuse=True)
+
+
+def find_task(tables: Tables, task: str, name: str = "task") -> TaskEntry:
+    slug, version = parse_task_ref(task, name)
+    entry = tables.find_task(slug, version)
+    if entry is None:
+        raise task_not_found(task.strip(BLANKS))
+    return entry
+
+
+def check_limit(limit: int, offset: int = 0) -> None:
+    """The bounds Litestar enforces on ``/v1`` (declared there); MCP arguments get the same check."""
+    if not 1 <= limit <= 1000:
+        raise invalid_parameter(f"query parameter 'limit': must be between 1 and 1000, not {limit}")
+    if offset < 0:
+        raise invalid_parameter(f"query parameter 'offset': must be 0 or more, not {offset}")
+
+
+def check_model_type(model_type: str | None, name: str = "model_type") -> None:
+    if model_type is not None and model_type not in MODEL_TYPES:
+        raise invalid_parameter(f"query parameter {name!r}: must be one of {', '.join(MODEL_TYPES)}")
+
+
+def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, base: str) -> Prepared:
+    """The task version's current results (one per model), optionally of one model type, ranked."""
+    key = ("leaderboard", task, model_type, limit, base)
+    prepared = tables.bodies.get(key)
+    if prepared is None:
+        check_limit(limit)
+        check_model_type(model_type)
+        entry = find_task(tables, task)
+        board = tables.leaderboards.get(entry.ref, ())
+        if model_type is not None:
+            board = tuple(p for p in board if p.record.model.type == model_type)
+        rows = [render.row(p, base, rank) for rank, p in enumerate(board[:limit], start=1)]
+        prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows))
+        if _small(task):
+            tables.bodies.put(key, prepared)
+    return prepared
+
+
+def published(tables: Tables, run_id: str) -> Published:
+    """The published result with this id; ``run_not_found`` for a malformed or unknown one."""
+    if not RUN_ID_RE.match(run_id):
+        raise run_not_found(run_id[:40], "not a run id (12 lowercase hex digits)")
+    found = tables.results.get(run_id)
+    if found is None:
+        raise run_not_found(run_id)
+    return found
+
+
+def result(tables: Tables, run_id: str, base: str) -> Prepared:
+    found = published(tables, run_id)
+    key = ("result", run_id, base)
+    return tables.bodies.get(key) or tables.bodies.put(
+        key, prepare(render.result(found, base, tables.dataset_by_slug.get(found.record.dataset)))
+    )
+
+
+def predictions_link(tables: Tables, run_id: str, base: str) -> Prepared:
+    found = published(tables, run_id)
+    key = ("predictions-link", run_id, base)
+    return tables.bodies.get(key) or tables.bodies.put(key, prepare(schemas.PredictionsLink(
+        run_id=found.run_id, task=found.record.task, predictions_url=render.predictions_url(base, found.run_id),
+        predictions_sha256=found.record.predictions_sha256,
+    )))
+
+
+def tasks(tables: Tables) -> Prepared:
+    key = ("tasks",)
+    return tables.bodies.get(key) or tables.bodies.put(
+        key, prepare(schemas.TaskList(tasks=[render.task(t) for t in tables.tasks]))
+    )
+
+
+def task(tables: Tables, slug: str, version: int | None) -> Prepared:
+    """One task version with its spec; ``slug`` may carry ``@version`` (it must then agree with ``version``)."""
+    name, ref_version = parse_task_ref(slug, name="slug")
+    if version is not None and version < 0:
+        raise invalid_parameter(f"query parameter 'version': must be 0 or more, not {version}")
+    if ref_version is not None and version is not None and ref_version != version:
+        # well-formed, so not a 400: it names a task version that cannot exist
+        raise ApiError(404, "task_not_found", f"the path names version {ref_version} but ?version= says {version}")
+    wanted = version if version is not None else ref_version
+    entry = tables.find_task(name, wanted)
+    if entry is None:
+        raise task_not_found(name if wanted is None else f"{name}@{wanted}")
+    key = ("task", entry.ref)
+    return tables.bodies.get(key) or tables.bodies.put(key, prepare(render.task_detail(entry)))
+
+
+def stats(tables: Tables, reuses: int) -> Prepared:
+    """Live (reuses change), so never memoised."""
+    return prepare(render.stats(tables, reuses))
