@@ -17,8 +17,6 @@ from warehouse.layout import DataDir, DataKindError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The CLI shows Dagster's INFO lines (our progress and results), not its DEBUG event stream.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-INPUT_ASSETS = {"clinicalqa": ["clinicalqa_snapshot", "clinicalqa_items"],
-                "vitaldb": ["vitaldb_snapshot", "vitaldb_ioh_windows"]}
 
 
 class MaterializeError(RuntimeError):
@@ -46,7 +44,7 @@ class Report:
 
     def outcome(self, task_ref: str, model_slug: str) -> Outcome | None:
         """The outcome of the (task version, model) partition, or None when the report has none."""
-        from pipelines.engine.evaluate import partition_key
+        from pipelines.dagster.engine_calls import partition_key
 
         key = partition_key(task_ref, model_slug)
         return next((o for o in self.outcomes if o.partition == key), None)
@@ -90,11 +88,11 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                           data: DataDir | None = None) -> Report:
     import dagster as dg
 
-    from pipelines.dagster.definitions import ASSETS
     from pipelines.backends.registry import not_runnable_reason
+    from pipelines.dagster.definitions import ASSETS, CHECKS, FAMILY_ASSETS
+    from pipelines.dagster.engine_calls import existing_result, family_of, plan
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
-    from pipelines.engine.evaluate import existing_result, plan
 
     data = data or DataDir()
     try:
@@ -106,12 +104,14 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     prepare_dagster_home(data)
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
     report = Report(data=data)
+    defs_list = [*ASSETS, *CHECKS]
     with dg.DagsterInstance.get() as instance:
         sync_evaluation_partitions(instance, specs)
-        datasets = sorted({t.dataset for t, _ in pairs})
-        selection = [a for d in datasets for a in INPUT_ASSETS[d]]
+        # Each selected pair's family: its dataset's snapshot and its instances (and their checks).
+        families = [FAMILY_ASSETS[f] for f in dict.fromkeys(family_of(t) for t, _ in pairs)]
+        selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
         print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
-        result = dg.materialize(ASSETS, selection=selection, instance=instance, resources=resources,
+        result = dg.materialize(defs_list, selection=selection, instance=instance, resources=resources,
                                 raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
         if not result.success:
             report.errors.append(f"inputs failed: {_failure(result)}")
@@ -126,11 +126,12 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                 continue
             print(f"evaluating {ev.partition_key} (run {ev.run_id}){' [reuse]' if done and not force else ''}",
                   flush=True)
-            config = {"force": force}
+            config = {"config": {"force": force}}
+            fa = FAMILY_ASSETS[family_of(task)]
             result = dg.materialize(
-                ASSETS, selection=["predictions", "metrics"], partition_key=ev.partition_key, instance=instance,
-                resources=resources, raise_on_error=False,
-                run_config={**QUIET_LOGS, "ops": {"predictions": {"config": config}, "metrics": {"config": config}}},
+                defs_list, selection=[fa.predictions, fa.metrics], partition_key=ev.partition_key,
+                instance=instance, resources=resources, raise_on_error=False,
+                run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}},
                 tags={"medbench/cli": "materialize"},
             )
             if not result.success:
@@ -141,7 +142,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             p = record.primary
             report.outcomes.append(Outcome(ev.partition_key, status, ev.run_id,
                                            f"{p.name} {p.value:.4f} [{p.ci_low:.4f}, {p.ci_high:.4f}]"))
-        result = dg.materialize(ASSETS, selection=["published_warehouse"], instance=instance, resources=resources,
+        result = dg.materialize(defs_list, selection=["published_warehouse"], instance=instance, resources=resources,
                                 raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
         if not result.success:
             report.errors.append(f"publish failed: {_failure(result)}")

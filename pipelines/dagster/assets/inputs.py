@@ -1,87 +1,79 @@
-"""Assets holding the dataset snapshots and the task instances built from them.
+"""Asset factories for the inputs: one snapshot asset per dataset, one instances asset per task
+family, each with its own checks.
 
-Thin wrappers over ``pipelines.engine.inputs``; the checks here are the ones a maintainer would
-otherwise do by eye: row counts as the spec says, no subject in two splits, a sane prevalence.
+Why factories: the families come from the task registry, so adding a family adds its assets here
+without editing this module, and lineage is exact (a family's instances depend only on its own
+dataset's snapshot). Staleness in the UI means something: a snapshot's ``DataVersion`` is its
+content-addressed snapshot id and its ``code_version`` the dataset spec's hash; an instances
+asset's ``DataVersion`` is that snapshot id plus the family's task spec hash, its
+``code_version`` that hash, so a new snapshot or an edited task spec marks exactly the affected
+assets stale.
 """
 
 
 import dagster as dg
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from pipelines.engine import inputs
+from pipelines.dagster import engine_calls as engine
+from pipelines.dagster.partitions import asset_prefix
 from pipelines.dagster.resources import MedbenchResource
+from pipelines.engine.snapshots import current_snapshot
+from pipelines.engine.specs import Specs
 
-PREVALENCE_RANGE = (0.005, 0.6)
-
-
-@dg.asset(group_name="snapshots", kinds={"parquet"})
-def clinicalqa_snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """ClinicalQA rows (Hugging Face `snuh/ClinicalQA`, or the demo file) as a content-addressed Parquet."""
-    m = inputs.materialise_clinicalqa_snapshot(medbench.specs(), medbench.data(), context.log.info)
-    return dg.MaterializeResult(metadata={"snapshot_id": m.snapshot_id, "rows": m.rows, "path": str(m.path), **m.details})
+from .checks import merge, outcome_check
+from .metadata import typed
 
 
-@dg.asset(group_name="snapshots", kinds={"parquet"})
-def vitaldb_snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """VitalDB cases, track list and Solar8000/ART_MBP readings (long form) as content-addressed Parquet."""
-    m = inputs.materialise_vitaldb_snapshot(medbench.specs(), medbench.data(), context.log.info)
-    return dg.MaterializeResult(metadata={"snapshot_id": m.snapshot_id, "readings": m.rows, "path": str(m.path),
-                                          **{k: str(v) for k, v in m.details.items()}})
+def snapshot_asset_name(dataset_slug: str) -> str:
+    return f"{asset_prefix(dataset_slug)}_snapshot"
 
 
-@dg.asset(
-    group_name="instances", kinds={"parquet"}, deps=[clinicalqa_snapshot],
-    check_specs=[dg.AssetCheckSpec("row_count_matches_spec", asset="clinicalqa_items")],
-)
-def clinicalqa_items(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """Prompted items of every clinicalqa task version (instance_id = question_id)."""
-    specs, data = medbench.specs(), medbench.data()
-    checks, meta = [], {}
-    for task in sorted((t for t in specs.tasks.values() if t.dataset == "clinicalqa"), key=lambda t: t.ref):
-        m = inputs.materialise_clinicalqa_items(specs, data, task.ref, context.log.info)
-        meta[f"{task.ref} items"] = m.rows
-        assert task.choice is not None
-        checks.append(m.rows == task.choice.n_items)
-        meta[f"{task.ref} expected"] = task.choice.n_items
-    return dg.MaterializeResult(
-        metadata=meta,
-        check_results=[dg.AssetCheckResult(check_name="row_count_matches_spec", passed=all(checks), metadata=meta)],
-    )
+def instances_asset_name(family) -> str:
+    """Named for what it holds: ``<family>_<instances file stem>`` (e.g. ``..._items``, ``..._windows``)."""
+    stem = family.instances_file.rsplit(".", 1)[0]
+    return f"{asset_prefix(family.name)}_{stem}"
 
 
-@dg.asset(
-    group_name="instances", kinds={"parquet"}, deps=[vitaldb_snapshot],
-    check_specs=[
-        dg.AssetCheckSpec("subjects_in_one_split", asset="vitaldb_ioh_windows"),
-        dg.AssetCheckSpec("label_prevalence_in_range", asset="vitaldb_ioh_windows"),
-        dg.AssetCheckSpec("both_classes_in_test", asset="vitaldb_ioh_windows"),
-    ],
-)
-def vitaldb_ioh_windows(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """5-minute MAP windows with 5-minute-ahead hypotension labels and the subject-hash split."""
-    specs, data = medbench.specs(), medbench.data()
-    meta: dict = {}
-    disjoint, prevalence_ok, both = [], [], []
-    for task in sorted((t for t in specs.tasks.values() if t.dataset == "vitaldb"), key=lambda t: t.ref):
-        m = inputs.materialise_ioh_windows(specs, data, task.ref, context.log.info)
-        table = pq.read_table(m.path, columns=["subjectid", "split", "label"])
-        pairs = table.group_by(["subjectid"]).aggregate([("split", "count_distinct")])
-        disjoint.append(max(pairs.column("split_count_distinct").to_pylist(), default=1) == 1)
-        labels = table.column("label").to_numpy()
-        prevalence = float(labels.mean()) if len(labels) else 0.0
-        prevalence_ok.append(PREVALENCE_RANGE[0] <= prevalence <= PREVALENCE_RANGE[1])
-        test = table.filter(pc.equal(table.column("split"), "test")).column("label").to_numpy()
-        both.append(bool(len(test)) and 0 < test.sum() < len(test))
-        meta[f"{task.ref} windows"] = m.rows
-        meta[f"{task.ref} prevalence"] = round(prevalence, 4)
-        meta.update({f"{task.ref} {k}": str(v) for k, v in m.details.items()})
-    return dg.MaterializeResult(
-        metadata=meta,
-        check_results=[
-            dg.AssetCheckResult(check_name="subjects_in_one_split", passed=all(disjoint)),
-            dg.AssetCheckResult(check_name="label_prevalence_in_range", passed=all(prevalence_ok),
-                                metadata={"range": str(PREVALENCE_RANGE)}),
-            dg.AssetCheckResult(check_name="both_classes_in_test", passed=all(both)),
-        ],
-    )
+def snapshot_asset(dataset_slug: str, specs: Specs) -> dg.AssetsDefinition:
+    dataset = specs.datasets[dataset_slug]
+
+    @dg.asset(name=snapshot_asset_name(dataset_slug), group_name="snapshots", kinds={"parquet"},
+              code_version=engine.dataset_spec_hash(specs, dataset_slug),
+              description=f"{dataset.name} as a content-addressed Parquet snapshot (the demo data's in demo "
+                          "data directories); its data version is the snapshot id that enters every run id.")
+    def snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
+        m = engine.materialise_snapshot(medbench.specs(), medbench.data(), dataset_slug, context.log.info)
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(m.snapshot_id),
+            metadata=typed({"snapshot_id": m.snapshot_id, "rows": m.rows, "path": m.path, **m.details}))
+
+    return snapshot
+
+
+def instances_asset(family, specs: Specs) -> tuple[dg.AssetsDefinition, list[dg.AssetChecksDefinition]]:
+    """The family's instances asset (every task version of the family) and its checks."""
+    family_hash = engine.family_spec_hash(specs, family.name)
+    refs = [t.ref for t in engine.tasks_of(specs, family.name)]
+
+    @dg.asset(name=instances_asset_name(family), group_name="instances", kinds={"parquet"},
+              deps=[snapshot_asset_name(family.dataset)], code_version=family_hash,
+              description=f"Instances of the {family.name} task versions ({', '.join(refs) or 'none in the specs'}), "
+                          f"built from the current {family.dataset} snapshot.")
+    def instances(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
+        specs_now, data = medbench.specs(), medbench.data()
+        meta: dict = {}
+        for task in engine.tasks_of(specs_now, family.name):
+            built, _verdicts = engine.materialise_instances(specs_now, data, task.ref, context.log.info)
+            meta.update({f"{task.ref} rows": built.rows, f"{task.ref} path": built.path,
+                         **{f"{task.ref} {k}": v for k, v in built.details.items()}})
+        snapshot_id = current_snapshot(data, family.dataset).snapshot_id
+        meta["snapshot_id"] = snapshot_id
+        return dg.MaterializeResult(data_version=dg.DataVersion(f"{snapshot_id}+{family_hash}"), metadata=typed(meta))
+
+    def outcomes(context: dg.AssetCheckExecutionContext, medbench: MedbenchResource):
+        specs_now, data = medbench.specs(), medbench.data()
+        return merge({t.ref: engine.instance_checks(specs_now, data, t.ref)
+                      for t in engine.tasks_of(specs_now, family.name)})
+
+    checks = [outcome_check(instances, name, description, outcomes)
+              for name, description in engine.check_names("instances", family)]
+    return instances, checks
