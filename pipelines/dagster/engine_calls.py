@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from pipelines.engine import evaluate as _evaluate
 from pipelines.engine import inputs as _inputs
@@ -98,18 +98,18 @@ CHECKS: dict[str, dict[str, list[tuple[str, str]]]] = {
     "instances": {
         "choice": [("row_count_matches_spec", "The instances file has as many items as the task spec's n_items.")],
         "score": [
-            ("subjects_in_one_split", "No subject has windows in two splits (train/validation/test are disjoint "
-                                      "by subject)."),
+            ("subjects_in_one_split", ("No subject has windows in two splits (train/validation/test are "
+                                       "disjoint by subject).")),
             ("label_prevalence_in_range", "The positive-label prevalence over all windows is in a sane range."),
             ("both_classes_in_test", "The test split holds both positive and negative windows (AUROC is defined)."),
         ],
     },
     "predictions": {
-        "choice": [("every_instance_predicted_once", "Every instance id the task defines appears in the "
-                                                     "predictions exactly once, and no other id does.")],
+        "choice": [("every_instance_predicted_once", ("Every instance id the task defines appears in the "
+                                                      "predictions exactly once, and no other id does."))],
         "score": [
-            ("every_instance_predicted_once", "Every test-split instance id appears in the predictions exactly "
-                                              "once, and no other id does."),
+            ("every_instance_predicted_once", ("Every test-split instance id appears in the predictions "
+                                               "exactly once, and no other id does.")),
             ("scores_finite", "Every predicted score is a finite number (no NaN or infinity)."),
         ],
     },

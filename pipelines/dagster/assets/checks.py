@@ -9,7 +9,7 @@ partitioned checks as a preview feature, hence the narrow warning filter around 
 
 
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import dagster as dg
 
