@@ -88,6 +88,7 @@ def test_partitions_are_the_valid_pairs():
 def test_sensor_returns_partition_requests_and_leaves_the_instance_alone():
     with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions("clinicalqa_evaluations", ["clinicalqa@0|gone/model"])
+        instance.add_dynamic_partitions("evaluations", ["clinicalqa@0|medbench/random"])  # the retired shared def
         result = evaluation_partitions_sensor(dg.build_sensor_context(instance=instance))
         assert isinstance(result, dg.SensorResult)
         requests = {(type(r).__name__, r.partitions_def_name): set(r.partition_keys)
@@ -96,6 +97,7 @@ def test_sensor_returns_partition_requests_and_leaves_the_instance_alone():
         assert requests[("AddDynamicPartitionsRequest", "vitaldb_ioh_evaluations")] == set(wanted["vitaldb_ioh_evaluations"])
         assert requests[("AddDynamicPartitionsRequest", "clinicalqa_evaluations")] == set(wanted["clinicalqa_evaluations"])
         assert requests[("DeleteDynamicPartitionsRequest", "clinicalqa_evaluations")] == {"clinicalqa@0|gone/model"}
+        assert requests[("DeleteDynamicPartitionsRequest", "evaluations")] == {"clinicalqa@0|medbench/random"}
         assert instance.get_dynamic_partitions("vitaldb_ioh_evaluations") == []  # the sensor only asked
         sync_evaluation_partitions(instance, load_specs())  # the CLI's path applies the same diff
         assert set(instance.get_dynamic_partitions("clinicalqa_evaluations")) == set(wanted["clinicalqa_evaluations"])

@@ -16,6 +16,11 @@ from pipelines.dagster import engine_calls as engine
 from pipelines.engine.specs import Specs
 
 
+# Partitions definitions no asset uses any more, emptied by the same sync: "evaluations" was the one
+# definition shared by all families before the assets were made per family.
+RETIRED = ("evaluations",)
+
+
 def asset_prefix(family_name: str) -> str:
     """A family's name as Dagster names allow it (letters, digits, underscores)."""
     return family_name.replace("-", "_").replace(".", "_")
@@ -46,7 +51,7 @@ def partition_changes(instance: dg.DagsterInstance,
                       specs: Specs) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(to add, to delete) by partitions definition name; only non-empty lists."""
     added, removed = {}, {}
-    for name, wanted in family_keys(specs).items():
+    for name, wanted in {**dict.fromkeys(RETIRED, []), **family_keys(specs)}.items():
         existing = set(instance.get_dynamic_partitions(name))
         if new := [k for k in wanted if k not in existing]:
             added[name] = new
