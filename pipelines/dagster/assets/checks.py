@@ -5,6 +5,7 @@ files again, so it can be re-run alone from the UI (the asset's *Checks* tab, *E
 file was repaired or a threshold changed, without re-materialising the asset. Checks on a
 partitioned asset are partitioned the same way, so a re-run judges one evaluation; Dagster marks
 partitioned checks as a preview feature, hence the narrow warning filter around their creation.
+(No ``from __future__ import annotations`` here: Dagster reads the ``context`` annotation at runtime.)
 """
 
 

@@ -62,6 +62,7 @@ def instances_asset(family, specs: Specs) -> tuple[dg.AssetsDefinition, list[dg.
         specs_now, data = medbench.specs(), medbench.data()
         meta: dict = {}
         for task in engine.tasks_of(specs_now, family.name):
+            # The verdicts are reported by the @asset_check functions below, which re-read the file.
             built, _verdicts = engine.materialise_instances(specs_now, data, task.ref, context.log.info)
             meta.update({f"{task.ref} rows": built.rows, f"{task.ref} path": built.path,
                          **{f"{task.ref} {k}": v for k, v in built.details.items()}})
