@@ -99,3 +99,29 @@ def test_tiny_llm_runs_end_to_end_through_transformers(demo_data):
     assert r["cost_usd"] > 0 and r["price_table_date"] == "2026-11-01"
     assert r["config"]["decoding"] == {"max_new_tokens": 16, "temperature": 0.0}
     assert r["generation_key"] and r["versions"]["parser"] == "v1"
+
+
+def test_materialisations_carry_typed_metadata_and_data_versions(demo_data):
+    """The UI's staleness and plots rest on these: run ids as data versions, floats as floats."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(demo_data / "dagster")) as instance:
+        def latest(asset: str):
+            event = instance.get_latest_materialization_event(dg.AssetKey(asset))
+            assert event is not None, asset
+            return event.asset_materialization
+
+        for asset in ("clinicalqa_metrics", "vitaldb_ioh_metrics", "clinicalqa_predictions", "vitaldb_ioh_predictions"):
+            m = latest(asset)
+            run_id = m.metadata["run_id"].value
+            assert m.tags["dagster/data_version"] == run_id and m.tags["dagster/code_version"]
+            assert isinstance(m.metadata["path"], dg.PathMetadataValue)
+            assert not any(isinstance(v, dg.TextMetadataValue) and v.value == "n/a" for v in m.metadata.values())
+        choice, score = latest("clinicalqa_metrics").metadata, latest("vitaldb_ioh_metrics").metadata
+        for meta, name in ((choice, "accuracy"), (score, "auroc")):
+            assert all(isinstance(meta[k], dg.FloatMetadataValue) for k in (name, "ci_low", "ci_high", "cost_usd"))
+            assert isinstance(meta["n"], dg.IntMetadataValue)
+        assert isinstance(choice["parse_rate"], dg.FloatMetadataValue) and "parse_rate" not in score
+        snap = latest("vitaldb_snapshot")
+        assert snap.tags["dagster/data_version"] == snap.metadata["snapshot_id"].value
+        assert latest("vitaldb_ioh_windows").tags["dagster/data_version"].startswith(snap.metadata["snapshot_id"].value)

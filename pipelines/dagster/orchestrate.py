@@ -44,7 +44,7 @@ class Report:
 
     def outcome(self, task_ref: str, model_slug: str) -> Outcome | None:
         """The outcome of the (task version, model) partition, or None when the report has none."""
-        from pipelines.engine.evaluate import partition_key
+        from pipelines.dagster.engine_calls import partition_key
 
         key = partition_key(task_ref, model_slug)
         return next((o for o in self.outcomes if o.partition == key), None)
@@ -88,13 +88,11 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                           data: DataDir | None = None) -> Report:
     import dagster as dg
 
-    from pipelines.dagster.assets.inputs import snapshot_asset_name
-    from pipelines.dagster.definitions import build_assets
-    from pipelines.tasks.registry import family
     from pipelines.backends.registry import not_runnable_reason
+    from pipelines.dagster.definitions import build
+    from pipelines.dagster.engine_calls import existing_result, family_of, plan
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
-    from pipelines.engine.evaluate import existing_result, plan
 
     data = data or DataDir()
     try:
@@ -105,15 +103,17 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     pairs = select(specs, list(tasks), list(models))
     prepare_dagster_home(data)
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
-    ASSETS = build_assets()  # noqa: N806 (now, so that families registered at runtime have theirs)
     report = Report(data=data)
+    # Built now, not at import: a family registered at runtime (a plug-in, a test) gets its assets too.
+    built = build(specs)
+    defs_list = [*built.assets, *built.checks]
     with dg.DagsterInstance.get() as instance:
         sync_evaluation_partitions(instance, specs)
-        datasets = sorted({t.dataset for t, _ in pairs})
-        fams = sorted({t.family for t, _ in pairs})
-        selection = [snapshot_asset_name(d) for d in datasets] + [family(f).instances_asset for f in fams]
+        # Each selected pair's family: its dataset's snapshot and its instances (and their checks).
+        families = [built.families[f] for f in dict.fromkeys(family_of(t) for t, _ in pairs)]
+        selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
         print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
-        result = dg.materialize(ASSETS, selection=selection, instance=instance, resources=resources,
+        result = dg.materialize(defs_list, selection=selection, instance=instance, resources=resources,
                                 raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
         if not result.success:
             report.errors.append(f"inputs failed: {_failure(result)}")
@@ -128,11 +128,12 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                 continue
             print(f"evaluating {ev.partition_key} (run {ev.run_id}){' [reuse]' if done and not force else ''}",
                   flush=True)
-            config = {"force": force}
+            config = {"config": {"force": force}}
+            fa = built.families[family_of(task)]
             result = dg.materialize(
-                ASSETS, selection=["predictions", "metrics"], partition_key=ev.partition_key, instance=instance,
-                resources=resources, raise_on_error=False,
-                run_config={**QUIET_LOGS, "ops": {"predictions": {"config": config}, "metrics": {"config": config}}},
+                defs_list, selection=[fa.predictions, fa.metrics], partition_key=ev.partition_key,
+                instance=instance, resources=resources, raise_on_error=False,
+                run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}},
                 tags={"medbench/cli": "materialize"},
             )
             if not result.success:
@@ -143,7 +144,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             p = record.primary
             report.outcomes.append(Outcome(ev.partition_key, status, ev.run_id,
                                            f"{p.name} {p.value:.4f} [{p.ci_low:.4f}, {p.ci_high:.4f}]"))
-        result = dg.materialize(ASSETS, selection=["published_warehouse"], instance=instance, resources=resources,
+        result = dg.materialize(defs_list, selection=["published_warehouse"], instance=instance, resources=resources,
                                 raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
         if not result.success:
             report.errors.append(f"publish failed: {_failure(result)}")

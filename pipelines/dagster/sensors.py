@@ -1,14 +1,26 @@
 """Keeps the evaluation partitions in step with the model specs, so that dropping a spec file in
-``specs/models/`` is all it takes for its partitions to appear in the Dagster UI."""
+``specs/models/`` is all it takes for its partitions to appear in the Dagster UI.
+
+The sensor only reads the instance; it returns the additions and deletions as
+``SensorResult(dynamic_partitions_requests=...)``, which the daemon applies and records in the
+sensor's tick history (what changed, when), rather than mutating the instance itself.
+"""
 
 
 import dagster as dg
 
-from pipelines.dagster.partitions import sync_evaluation_partitions
+from pipelines.dagster.partitions import partition_requests
 from pipelines.engine.specs import load_specs
 
 
-@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
-def evaluation_partitions_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
-    added, removed = sync_evaluation_partitions(context.instance, load_specs())
-    return dg.SkipReason(f"partitions in sync (added {added or 'none'}, removed {removed or 'none'})")
+@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Adds the partitions of new (task version, model) pairs in the specs and deletes "
+                       "those of removed ones, per task family.")
+def evaluation_partitions_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    requests = partition_requests(context.instance, load_specs())
+    if not requests:
+        return dg.SensorResult(skip_reason="partitions in sync with the specs")
+    summary = "; ".join(f"{'add' if isinstance(r, dg.AddDynamicPartitionsRequest) else 'delete'} "
+                        f"{r.partitions_def_name}: {', '.join(r.partition_keys)}" for r in requests)
+    context.log.info(summary)
+    return dg.SensorResult(dynamic_partitions_requests=requests)

@@ -133,9 +133,3 @@ def scores_finite(predictions: pa.Table) -> CheckOutcome:
 
     return CheckOutcome("scores_finite", bool(np.isfinite(predictions.column("score").to_numpy()).all()))
 
-
-def parse_rate_reasonable(predictions: pa.Table, floor: float = 0.5) -> CheckOutcome:
-    """At least ``floor`` of the raw outputs parsed (families that parse text); a warning, not an error."""
-    statuses = predictions.column("parse_status").to_pylist()
-    rate = sum(s == "ok" for s in statuses) / len(statuses) if statuses else 0.0
-    return CheckOutcome("parse_rate_reasonable", rate >= floor, metadata={"parse_rate": str(rate)}, severity="warn")

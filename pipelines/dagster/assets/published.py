@@ -1,16 +1,27 @@
-"""The published warehouse: a new immutable DuckDB version behind an atomically switched pointer."""
+"""The published warehouse: a new immutable DuckDB version behind an atomically switched pointer.
+
+It depends on every family's metrics asset (made by the factory in ``definitions``), which is the
+lineage the UI shows: any new or changed result upstream makes it stale.
+"""
 
 
 import dagster as dg
 
-from pipelines.engine.release import release
 from pipelines.dagster.resources import MedbenchResource
+from pipelines.engine.release import release
+
+from .metadata import typed
 
 
-@dg.asset(group_name="warehouse", kinds={"duckdb"}, deps=["metrics"])
-def published_warehouse(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-    """datasets, tasks, models, results, metrics and the predictions view, as served by /v1."""
-    data = medbench.data()
-    version, changed, n = release(medbench.specs(), data, context.log.info)
-    return dg.MaterializeResult(metadata={"warehouse_version": version, "new_version": changed, "results": n,
-                                          "duckdb": str(data.duckdb_link)})
+def published_asset(metrics_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinition:
+    @dg.asset(name="published_warehouse", group_name="warehouse", kinds={"duckdb"}, deps=metrics_assets,
+              description="datasets, tasks, models, results, metrics and the predictions view, as served by /v1.")
+    def published_warehouse(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
+        data = medbench.data()
+        version, changed, n = release(medbench.specs(), data, context.log.info)
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(str(version)),
+            metadata=typed({"warehouse_version": str(version), "new_version": bool(changed), "results": int(n),
+                            "duckdb": data.duckdb_link}))
+
+    return published_warehouse

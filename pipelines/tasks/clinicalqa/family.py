@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.backends.settings import hashed, published
-from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, ReplayScore, parse_rate_reasonable, predicted_once
+from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, ReplayScore, predicted_once
 from pipelines.tasks.clinicalqa.score import PREDICTIONS_SCHEMA
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from warehouse.files import atomic_path
@@ -55,7 +55,12 @@ class ClinicalQA:
     instances_asset = "clinicalqa_items"
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("row_count_matches_spec",)
-    prediction_check_names = ("every_instance_predicted_once", "parse_rate_reasonable")
+    prediction_check_names = ("every_instance_predicted_once",)
+    check_descriptions = {
+        "row_count_matches_spec": "The instances file has as many items as the task spec's n_items.",
+        "every_instance_predicted_once": ("Every instance id the task defines appears in the predictions "
+                                          "exactly once, and no other id does."),
+    }
 
     # -- spec --------------------------------------------------------------------------
 
@@ -136,7 +141,7 @@ class ClinicalQA:
                             extras=extras)
 
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
-        return [predicted_once(predictions, expected), parse_rate_reasonable(predictions)]
+        return [predicted_once(predictions, expected)]
 
     # -- medbench score ----------------------------------------------------------------
 

@@ -49,6 +49,14 @@ class VitalDbIoh:
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("subjects_in_one_split", "label_prevalence_in_range", "both_classes_in_test")
     prediction_check_names = ("every_instance_predicted_once", "scores_finite")
+    check_descriptions = {
+        "subjects_in_one_split": "No subject has windows in two splits (train/validation/test are disjoint by subject).",
+        "label_prevalence_in_range": "The positive-label prevalence over all windows is in a sane range.",
+        "both_classes_in_test": "The test split holds both positive and negative windows (AUROC is defined).",
+        "every_instance_predicted_once": ("Every test-split instance id appears in the predictions exactly once, "
+                                          "and no other id does."),
+        "scores_finite": "Every predicted score is a finite number (no NaN or infinity).",
+    }
 
     # -- spec --------------------------------------------------------------------------
 

@@ -1,0 +1,107 @@
+"""Every call the Dagster layer makes into the engine and the task families, in one module.
+
+Why: the assets stay thin and name no task. They reach the engine (``pipelines/engine``) and the
+task families (``pipelines/tasks``, through their registry) only through the functions below, so
+the Dagster layer's whole dependency on the engine can be read in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from pipelines.engine import evaluate as _evaluate
+from pipelines.engine import inputs as _inputs
+from pipelines.engine.specs import Specs, TaskSpec, spec_hash
+from pipelines.tasks.base import CheckOutcome, Instances
+from warehouse.layout import DataDir
+
+Log = Callable[[str], None]
+
+# Re-exported as they are: their shapes are already the contract's.
+Evaluation = _evaluate.Evaluation
+plan = _evaluate.plan
+existing_result = _evaluate.existing_result
+make_predictions = _evaluate.make_predictions
+compute_metrics = _evaluate.compute_metrics
+partition_key = _evaluate.partition_key
+split_partition_key = _evaluate.split_partition_key
+Materialised = _inputs.Materialised
+
+
+# --------------------------------------------------------------------------- families
+
+
+def families() -> dict:
+    """The registered task families by name (``pipelines.tasks.registry.families()``)."""
+    from pipelines.tasks.registry import families as registered
+
+    return registered()
+
+
+def family_of(task: TaskSpec) -> str:
+    """The task spec's ``family``."""
+    return task.family
+
+
+def tasks_of(specs: Specs, family_name: str) -> list[TaskSpec]:
+    """The task versions of one family, in a stable order."""
+    return sorted((t for t in specs.tasks.values() if t.family == family_name), key=lambda t: t.ref)
+
+
+def family_spec_hash(specs: Specs, family_name: str) -> str:
+    """One hash over the family's task spec hashes: the assets' ``code_version``, so that editing a
+    task spec marks the family's assets stale in the UI (and nothing else)."""
+    parts = [f"{t.ref}:{spec_hash(t)}" for t in tasks_of(specs, family_name)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def dataset_spec_hash(specs: Specs, dataset_slug: str) -> str:
+    """The snapshot asset's ``code_version``: its dataset spec (source, revision, ...)."""
+    return spec_hash(specs.datasets[dataset_slug])[:16]
+
+
+def check_names(asset: str, family) -> list[tuple[str, str]]:
+    """(name, description) of the checks the family runs on its ``asset`` ("instances" | "predictions").
+
+    The assets declare their checks before anything runs, so the names are the family's static
+    declaration (``instance_check_names`` / ``prediction_check_names``); the family computes the
+    verdicts, and describes each check in ``check_descriptions``."""
+    names = family.instance_check_names if asset == "instances" else family.prediction_check_names
+    descriptions = getattr(family, "check_descriptions", {})
+    return [(name, descriptions.get(name, name.replace("_", " "))) for name in names]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def materialise_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialised:
+    """Build (or find, content-addressed) the dataset's snapshot and make it current."""
+    return _inputs.materialise_snapshot(specs, data, dataset_slug, log)
+
+
+def instances_path(specs: Specs, data: DataDir, task_ref: str) -> Path:
+    """The instances file of a task version under the current snapshot of its dataset."""
+    return _inputs.task_instances_path(data, specs.task(task_ref))
+
+
+def materialise_instances(specs: Specs, data: DataDir, task_ref: str,
+                          log: Log) -> tuple[Instances, list[CheckOutcome]]:
+    """Build a task version's instances from its dataset's current snapshot, with the checks' verdicts."""
+    return _inputs.materialise_instances(specs, data, task_ref, log)
+
+
+def instance_checks(specs: Specs, data: DataDir, task_ref: str) -> list[CheckOutcome]:
+    """The family's checks on a task version's stored instances file (reads it; rebuilds nothing),
+    so that a check re-run alone from the UI judges what is on disk."""
+    task = specs.task(task_ref)
+    return families()[task.family].instance_checks(task, instances_path(specs, data, task.ref))
+
+
+# --------------------------------------------------------------------------- evaluations
+
+
+def prediction_checks(ev: Evaluation, data: DataDir) -> list[CheckOutcome]:
+    """The family's checks on one evaluation's stored predictions."""
+    return _evaluate.prediction_checks(ev, data)
