@@ -1,32 +1,65 @@
-"""Shared fixtures: isolated data directories and Dagster homes, and a demo warehouse built once
-per test session through the real `medbench materialize --demo` path."""
+"""Shared fixtures for every lane: published warehouses built from synthetic catalogs (shared read-only,
+or one per test), the website's warehouses, and the demo materialised once per session through the real
+`medbench materialize --demo` path.
+
+Tests are laid out by layer: ``unit/<package>/`` (the fast lane: ``pytest tests/unit``), ``contract/``
+(the API's JSON contract, OpenAPI snapshot, clients, MCP), ``e2e/`` (materialise, serve, browser,
+benches at tiny size), ``faults/`` (a fault per test, against real processes; slow lane). Helpers that
+tests import live in ``support/``; fixtures live here.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from support.api_data import publish_fixture
+from support.commands import run_medbench
+from support.site_data import BULK, publish_site
 
 
-def run_medbench(*args: str, data: Path, timeout: int = 600, check: bool = True,
-                 env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "MEDBENCH_DATA": str(data), "DAGSTER_HOME": str(data / "dagster"),
-                "PYTHONUNBUFFERED": "1", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli.main", *args], cwd=REPO, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"medbench {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the whole demo materialised in a subprocess is slow by construction: it goes
+    to the slow lane (which CI runs) whatever its module says."""
+    for item in items:
+        if "demo_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
-def demo_data(tmp_path_factory) -> Path:
+def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory with the demo materialised once (shared, treat as read-only)."""
     data = tmp_path_factory.mktemp("demo-data")
     run_medbench("materialize", "--demo", data=data)
     return data
+
+
+@pytest.fixture(scope="session")
+def shared_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A published warehouse the read-only tests share (never written after creation)."""
+    root = tmp_path_factory.mktemp("api-shared") / "data"
+    return root, publish_fixture(root)
+
+
+@pytest.fixture
+def own_data(tmp_path: Path) -> tuple[Path, str]:
+    """A published warehouse for one test that changes it (republish, reuses)."""
+    root = tmp_path / "data"
+    return root, publish_fixture(root)
+
+
+@pytest.fixture(scope="session")
+def site_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return publish_site(tmp_path_factory.mktemp("site-real") / "data", demo=False)
+
+
+@pytest.fixture(scope="session")
+def site_demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return publish_site(tmp_path_factory.mktemp("site-demo") / "data", demo=True)
+
+
+@pytest.fixture(scope="session")
+def site_bulk_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return publish_site(tmp_path_factory.mktemp("site-bulk") / "data", demo=False, bulk=BULK)

@@ -22,7 +22,7 @@ _SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.S)
 
 def inline_script_hashes(templates: Path = TEMPLATES) -> list[str]:
     """CSP source expressions for every inline ``<script>`` body in the templates. The bodies hold no
-    template syntax, so they render verbatim (tests/test_site_security.py checks the rendered page)."""
+    template syntax, so they render verbatim (tests/unit/api/test_site_security.py checks the rendered page)."""
     hashes = set()
     for path in sorted(templates.glob("*.html")):
         for body in _SCRIPT_RE.findall(path.read_text(encoding="utf-8")):

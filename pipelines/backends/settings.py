@@ -9,7 +9,7 @@ each kind accepts exactly its own keys.
 
 Defaults are today's behaviour; a field equal to its default is left out of the spec hash and of
 the generation key (``pipelines.engine.canonical``), while results publish every key, defaults
-included, as ``config.backend_settings``; tests/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
+included, as ``config.backend_settings``; tests/unit/pipelines/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
 backend that runs them.
 """
 

@@ -4,7 +4,7 @@ Spec hashes enter every run id, so the form they are computed from decides when 
 re-keyed (and re-paid for). It is the decoded spec with every field that equals its default left
 out: adding an optional field later, with a default that keeps today's meaning, leaves every
 existing hash (and so every result) as it is. Changing a default *does* change meaning without
-changing a hash, which is why tests/test_specs.py locks the default values of every spec Struct.
+changing a hash, which is why tests/unit/pipelines/test_specs.py locks the default values of every spec Struct.
 
 msgspec's own ``omit_defaults`` compares by identity (plus None and empty collections), so a
 decoded ``(65.0, 70.0, 75.0)`` or ``20261029`` equal to its default would still be written; the

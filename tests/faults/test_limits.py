@@ -19,9 +19,9 @@ import pytest
 
 from api.http_protocol import Limits
 from api.server import KEEP_ALIVE_S
-from api_fixtures import publish_fixture
+from support.api_data import publish_fixture
 from bench._servers import LOOPBACK, Running
-from faults.conftest import medbench_serve
+from support.live_server import medbench_serve
 
 pytestmark = pytest.mark.slow
 

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_fixtures import RUN_IDS, UTC, publish_fixture
-from api_fixtures import catalog as fixture_catalog
+from support.api_data import RUN_IDS, UTC, publish_fixture
+from support.api_data import catalog as fixture_catalog
 from litestar.testing import TestClient
 
 from api.app import create_app
 from api.service import service_of
-from faults.conftest import medbench_serve
+from support.live_server import medbench_serve
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 

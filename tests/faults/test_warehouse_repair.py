@@ -21,14 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_fixtures import UTC, catalog, publish_fixture
+from support.api_data import UTC, catalog, publish_fixture
 
 from warehouse.files import switch_symlink
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 from warehouse.tempfiles import clean_stale_temp
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 OLD = time.time() - 3600
 
 

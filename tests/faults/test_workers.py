@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api_fixtures import publish_fixture
+from support.api_data import publish_fixture
 from bench._servers import Running
-from faults.conftest import medbench_serve
+from support.live_server import medbench_serve
 
 pytestmark = pytest.mark.slow
 

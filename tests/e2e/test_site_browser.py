@@ -1,0 +1,136 @@
+"""The website in headless Chromium over the demo warehouse and a real ``medbench serve``.
+
+A person's path through the site: the home page, a task, a row of its leaderboard, the result
+page (its numbers must be the API's), the predictions download (read back with pyarrow, checksum
+checked), the copy button, and a comparison of two results. Every request the browser makes must
+stay on the server (no CDN, no fonts), and a phone-sized window must not scroll sideways.
+Screenshots are kept under tests/artifacts/ (git-ignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+from playwright.sync_api import sync_playwright
+
+from support.serving import serve_process
+from support.paths import TESTS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+ARTIFACTS = TESTS / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def site(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve_process(demo_data, tmp_path_factory.mktemp("logs") / "serve.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser, site: str):
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, accept_downloads=True,
+                                  permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.requests = []  # type: ignore[attr-defined]
+    page.on("request", lambda request: page.requests.append(request.url))  # type: ignore[attr-defined]
+    yield page
+    assert page.requests and all(url.startswith(site) for url in page.requests), page.requests  # type: ignore[attr-defined]
+    context.close()
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_home_task_result_download_and_compare(page, site: str, tmp_path: Path) -> None:
+    page.goto(f"{site}/")
+    assert page.locator("#demo-banner").is_visible()
+    assert page.locator("h1").inner_text() == "medbench"
+    shot(page, "home")
+
+    page.click("a[href='/tasks/vitaldb-ioh?version=0']")
+    page.wait_for_url("**/tasks/vitaldb-ioh?version=0")
+    board = httpx.get(f"{site}/v1/leaderboard", params={"task": "vitaldb-ioh@0"}).json()["rows"]
+    rows = page.locator("table.board tbody tr")
+    assert rows.count() == len(board) >= 2
+    assert page.locator("table.board svg.ci-bar").count() == len(board)
+    shot(page, "task")
+
+    first, second = board[0], board[1]
+    rows.first.locator("a.result-link").click()
+    page.wait_for_url(f"**/r/{first['run_id']}")
+    result = httpx.get(f"{site}/v1/results/{first['run_id']}").json()
+    assert page.locator("#primary-value").inner_text() == f"{result['metric']['value']:.4f}"
+    assert page.locator("#primary-ci-low").inner_text() == f"{result['metric']['ci_low']:.4f}"
+    assert page.locator("#primary-ci-high").inner_text() == f"{result['metric']['ci_high']:.4f}"
+    for m in result["metrics"]:
+        cells = page.locator(f"tr[data-metric='{m['name']}'] td").all_inner_texts()
+        assert cells == [f"{m['value']:.4f}", f"{m['ci_low']:.4f}", f"{m['ci_high']:.4f}"]
+    assert page.locator("#predictions-sha256").inner_text() == result["predictions_sha256"]
+    assert page.locator("svg.roc polyline").count() == 1
+    shot(page, "result")
+
+    page.click("button[data-copy='bibtex']")
+    page.wait_for_function("document.querySelector(\"button[data-copy='bibtex']\").textContent === 'Copied'")
+    assert page.evaluate("navigator.clipboard.readText()") == result["bibtex"]
+
+    with page.expect_download() as download:
+        page.click("#predictions-download")
+    saved = tmp_path / "predictions.parquet"
+    download.value.save_as(saved)
+    assert hashlib.sha256(saved.read_bytes()).hexdigest() == result["predictions_sha256"]
+    table = pq.read_table(saved)
+    assert table.num_rows == result["n"]
+    assert table.column_names == ["instance_id", "score", "label", "caseid", "subjectid", "t"]
+
+    page.select_option("#compare-b", second["run_id"])
+    page.click("form.compare button[type='submit']")
+    page.wait_for_url(f"**/compare?a={first['run_id']}&b={second['run_id']}")
+    c = httpx.get(f"{site}/v1/compare", params={"a": first["run_id"], "b": second["run_id"]}).json()
+    assert page.locator("#difference").inner_text() == f"{c['difference']:+.4f}"
+    assert page.locator("#diff-ci-low").inner_text() == f"{c['ci_low']:+.4f}"
+    assert page.locator("#diff-ci-high").inner_text() == f"{c['ci_high']:+.4f}"
+    assert page.locator("#demo-banner").is_visible()
+    shot(page, "compare")
+
+
+def test_choice_result_draws_accuracy_by_category(page, site: str) -> None:
+    found = httpx.get(f"{site}/v1/lookup", params={"model": "medbench/random", "task": "clinicalqa@0"}).json()
+    result = found["result"]
+    page.goto(f"{site}/r/{result['run_id']}")
+    categories = [m for m in result["metrics"] if m["name"].startswith("accuracy[")]
+    assert page.locator("svg.categories g").count() == len(categories) > 0
+    shot(page, "result-clinicalqa")
+
+
+def test_readable_on_a_phone(browser, site: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+                                  has_touch=True)
+    page = context.new_page()
+    try:
+        for path, name in (("/", "phone-home"), ("/tasks/vitaldb-ioh", "phone-task"), ("/agents", "phone-agents")):
+            page.goto(f"{site}{path}")
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), path
+            assert page.locator("#demo-banner").is_visible()
+            shot(page, name)
+    finally:
+        context.close()

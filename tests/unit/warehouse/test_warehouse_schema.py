@@ -1,0 +1,165 @@
+"""The row Structs generate today's tables exactly; typed reads; old files upgrade on the next publish."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+from litestar.testing import TestClient
+
+from api.app import create_app
+from api.tables import load_tables
+from support.api_data import catalog
+from warehouse.layout import DataDir
+from warehouse.publish import publish
+from warehouse.read import (
+    Catalogue,
+    NoWarehouse,
+    current_result,
+    leaderboard_lines,
+    read_meta,
+    read_metrics,
+    read_version,
+    result_by_id,
+)
+from warehouse.schema import CREATE_TABLES, SCHEMA_VERSION, DatasetRow, ResultRow, TaskRow
+
+UTC = dt.timezone.utc
+FIRST = dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
+
+# The tables as first published (schema version 1), transcribed from the README: analysts rely on
+# these names, types and this order, so the generated DDL must reproduce them exactly.
+SCHEMA_1 = [
+    "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    """CREATE TABLE datasets (
+        slug VARCHAR PRIMARY KEY, name VARCHAR, license VARCHAR, license_url VARCHAR, citation VARCHAR,
+        doi VARCHAR, public_since DATE, description VARCHAR, source JSON, snapshot_id VARCHAR)""",
+    """CREATE TABLE tasks (
+        slug VARCHAR, version INTEGER, ref VARCHAR PRIMARY KEY, dataset VARCHAR, kind VARCHAR, title VARCHAR,
+        primary_metric VARCHAR, preview BOOLEAN, spec_hash VARCHAR, spec JSON, description VARCHAR)""",
+    """CREATE TABLE models (
+        slug VARCHAR PRIMARY KEY, name VARCHAR, type VARCHAR, provider VARCHAR, provider_model_id VARCHAR,
+        revision VARCHAR, release_date DATE, knowledge_cutoff DATE, backend VARCHAR, description VARCHAR,
+        spec_hash VARCHAR, spec JSON)""",
+    """CREATE TABLE results (
+        run_id VARCHAR PRIMARY KEY, task VARCHAR, task_slug VARCHAR, task_version INTEGER, dataset VARCHAR,
+        model_slug VARCHAR, model_type VARCHAR, tier VARCHAR, demo BOOLEAN,
+        metric_name VARCHAR, metric_value DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
+        n INTEGER, parse_rate DOUBLE, cost_usd DOUBLE, eval_date DATE, created_at TIMESTAMPTZ,
+        contamination BOOLEAN, superseded_by VARCHAR, dataset_snapshot VARCHAR, task_spec_hash VARCHAR,
+        model_spec_hash VARCHAR, parser VARCHAR, code_revision VARCHAR, price_table_date DATE,
+        predictions_sha256 VARCHAR, record JSON)""",
+    """CREATE TABLE metrics (
+        run_id VARCHAR, ordinal INTEGER, name VARCHAR, value DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
+        PRIMARY KEY (run_id, name))""",
+]
+
+
+def _describe(statements: list[str]) -> tuple[list, list]:
+    con = duckdb.connect()
+    for statement in statements:
+        con.execute(statement)
+    columns = con.execute(
+        "SELECT table_name, ordinal_position, column_name, data_type, is_nullable FROM information_schema.columns "
+        "ORDER BY table_name, ordinal_position"
+    ).fetchall()
+    constraints = con.execute(
+        "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() ORDER BY ALL"
+    ).fetchall()
+    con.close()
+    return columns, constraints
+
+
+def test_generated_ddl_is_the_documented_schema() -> None:
+    assert _describe(CREATE_TABLES) == _describe(SCHEMA_1)
+
+
+def test_published_file_has_the_schema_and_the_schema_version(tmp_path: Path) -> None:
+    data = DataDir(tmp_path / "data")
+    version, _ = publish(data, catalog(data), now=FIRST)
+    con = duckdb.connect(str(data.version_file(version)), read_only=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                           "WHERE table_name = 'results' ORDER BY ordinal_position").fetchall()]
+        views = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
+    finally:
+        con.close()
+    assert names == list(ResultRow.__struct_fields__)
+    assert views == ["predictions"]
+    assert read_meta(data, version)["schema_version"] == str(SCHEMA_VERSION)
+
+
+def test_catalogue_reads_typed_rows(tmp_path: Path) -> None:
+    data = DataDir(tmp_path / "data")
+    with pytest.raises(NoWarehouse):
+        Catalogue.open(data)
+    version, _ = publish(data, catalog(data), now=FIRST)
+    cat = Catalogue.open(data)
+    assert cat.version == version and cat.schema_version == SCHEMA_VERSION and cat.demo is False
+    assert all(isinstance(d, DatasetRow) for d in cat.datasets) and [d.slug for d in cat.datasets] == ["clinicalqa", "vitaldb"]
+    assert all(isinstance(t, TaskRow) for t in cat.tasks)
+    assert [t.ref for t in cat.tasks] == ["clinicalqa@0", "clinicalqa@1", "vitaldb-ioh@0"]
+    assert isinstance(cat.datasets[0].public_since, dt.date)
+    assert [p.run_id for p in cat.results] == sorted(p.run_id for p in cat.results)
+
+    first = cat.results[0]
+    assert result_by_id(data, first.run_id) == first
+    assert result_by_id(data, "0" * 12) is None
+    metrics = read_metrics(data, version, first.run_id)
+    assert [(m.name, m.value) for m in metrics] == [(m.name, m.value) for m in first.record.metrics]
+
+    # lookup's answer for a pair with two runs: the newer one, which supersedes the older
+    superseded = [p for p in cat.results if p.superseded_by]
+    assert superseded
+    older = superseded[0]
+    chosen = current_result(data, older.record.model.slug, older.record.task)
+    assert chosen is not None and chosen.run_id == older.superseded_by and chosen.superseded_by is None
+    assert current_result(data, "nobody/none", "clinicalqa@0") is None
+
+    lines = leaderboard_lines(data)
+    assert {line.run_id for line in lines} == {p.run_id for p in cat.results if p.superseded_by is None}
+    assert older.run_id not in {line.run_id for line in lines}
+
+
+def _strip_schema_version(data: DataDir, version: str) -> None:
+    """Make ``version`` look like a file built before schema_version existed (schema version 1)."""
+    con = duckdb.connect(str(data.version_file(version)))
+    try:
+        con.execute("DELETE FROM meta WHERE key = 'schema_version'")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def test_an_old_warehouse_is_read_then_rebuilt_by_the_next_publish(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    data = DataDir(root)
+    old, _ = publish(data, catalog(data), now=FIRST)
+    _strip_schema_version(data, old)
+
+    # The reader accepts the old file as it is.
+    before = read_version(data, old)
+    assert before.schema_version == 1
+    assert len(load_tables(data, old).results) == len(before.results)
+
+    # Same content, older schema: the next publish rebuilds it anyway, with the key.
+    new, changed = publish(data, catalog(data), now=FIRST + dt.timedelta(hours=1))
+    assert changed and new != old
+    meta = read_meta(data, new)
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert meta["content_hash"] == read_meta(data, old)["content_hash"]
+    after = read_version(data, new)
+    assert after.results == before.results and after.datasets == before.datasets and after.tasks == before.tasks
+
+    # ... and once it is current, an identical publish keeps it.
+    assert publish(data, catalog(data), now=FIRST + dt.timedelta(hours=2)) == (new, False)
+
+    with TestClient(create_app(root)) as client:
+        health = client.get("/healthz")
+        assert health.status_code == 200 and health.json()["warehouse_version"] == new
+        stats = client.get("/v1/stats").json()
+        assert stats["results"] == len(after.results) and stats["warehouse_version"] == new
+        result = client.get(f"/v1/results/{after.results[0].run_id}")
+        assert result.status_code == 200 and result.json()["run_id"] == after.results[0].run_id
