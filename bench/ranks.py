@@ -24,8 +24,14 @@ import time
 import numpy as np
 
 from pipelines.stats.auroc import auroc, resample_cluster_draws
-from pipelines.stats.ranks import (accuracy_rank_intervals, accuracy_replicate_sums, auroc_rank_intervals,
-                                   auroc_replicate_values, rank_bounds, replicate_ranks)
+from pipelines.stats.ranks import (
+    accuracy_rank_intervals,
+    accuracy_replicate_sums,
+    auroc_rank_intervals,
+    auroc_replicate_values,
+    rank_bounds,
+    replicate_ranks,
+)
 
 SCALES = {
     "tiny": {"acc": (20, 200, 200, 200), "auroc": (5, 40, 2_000, 100, 100)},

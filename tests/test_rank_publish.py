@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from api_fixtures import RUN_IDS, catalog
 from litestar.testing import TestClient
 
 from api.app import create_app
-from api_fixtures import RUN_IDS, catalog
 from pipelines.engine.ranking import leaderboard_blocks, rank_rows
 from pipelines.stats.ranks import accuracy_rank_intervals
 from warehouse.layout import DataDir

@@ -22,7 +22,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipelines.stats.ranks import RankIntervals, accuracy_rank_intervals, auroc_rank_intervals
+from pipelines.stats.ranks import (
+    RankIntervals,
+    accuracy_rank_intervals,
+    auroc_rank_intervals,
+)
 from warehouse.layout import DataDir
 from warehouse.publish import superseded_map
 from warehouse.records import ResultRecord

@@ -34,7 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines.stats.auroc import cluster_pair_counts, replicate_aurocs, resample_cluster_counts
+from pipelines.stats.auroc import (
+    cluster_pair_counts,
+    replicate_aurocs,
+    resample_cluster_counts,
+)
 from pipelines.stats.bootstrap import DEFAULT_MAX_CHUNK_VALUES
 from pipelines.stats.paired import paired_accuracy_many
 
