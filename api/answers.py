@@ -85,7 +85,8 @@ def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, b
         board = tables.leaderboards.get(entry.ref, ())
         if model_type is not None:
             board = tuple(p for p in board if p.record.model.type == model_type)
-        rows = [render.row(p, base, rank) for rank, p in enumerate(board[:limit], start=1)]
+        rows = [render.row(p, base, rank, tables.rank_interval(entry.ref, model_type, p.run_id, rank))
+                for rank, p in enumerate(board[:limit], start=1)]
         prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows))
         if _small(task):
             tables.bodies.put(key, prepared)

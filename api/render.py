@@ -37,10 +37,12 @@ def metric(m: MetricValue) -> schemas.Metric:
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high)
 
 
-def row(p: Published, base: str, rank: int) -> schemas.Row:
+def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | None = None) -> schemas.Row:
+    """A leaderboard row; ``interval`` = (rank_low, rank_high, tied_with_leader) from ``Tables.rank_interval``."""
     r = p.record
+    low, high, tied = interval if interval is not None else (rank, rank, rank == 1)
     return schemas.Row(
-        rank=rank, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
+        rank=rank, rank_low=low, rank_high=high, tied_with_leader=tied, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination,
     )

@@ -65,6 +65,9 @@ class Row(msgspec.Struct):
     url: str
     demo: bool
     contamination: bool | None
+    rank_low: int  # 95% rank interval from one joint paired bootstrap; rank_low <= rank <= rank_high
+    rank_high: int
+    tied_with_leader: bool  # the paired interval of the difference to the leader includes 0
 
 
 class ResultSummary(msgspec.Struct):

@@ -109,6 +109,17 @@ class Tables:
     current: Mapping[tuple[str, str], Published]  # (model slug, task ref) -> the result lookup answers
     total_cost_usd: float
     bodies: BodyCache = field(compare=False)
+    # (task ref, model type or '' for all models, run_id) -> (rank, rank_low, rank_high, tied_with_leader),
+    # from the ``leaderboard_ranks`` table (empty for a file from before it existed)
+    ranks: Mapping[tuple[str, str, str], tuple[int, int, int, bool]] = field(default_factory=dict)
+
+    def rank_interval(self, task: str, model_type: str | None, run_id: str, rank: int) -> tuple[int, int, bool]:
+        """(rank_low, rank_high, tied_with_leader) of a leaderboard row; a row the table does not hold at
+        this rank (a file published before the table, or no predictions) gets [rank, rank], tied only if first."""
+        found = self.ranks.get((task, model_type or "", run_id))
+        if found is None or found[0] != rank:
+            return rank, rank, rank == 1
+        return found[1], found[2], found[3]
 
     def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
         if version is None:
@@ -208,6 +219,8 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         current=_freeze(current),
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
+        ranks=_freeze({(r.task, r.model_type, r.run_id): (r.rank, r.rank_low, r.rank_high, r.tied_with_leader)
+                       for r in catalogue.ranks}),
     )
 
 

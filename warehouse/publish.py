@@ -39,6 +39,7 @@ from warehouse.schema import (
     PREDICTION_COLUMNS,
     SCHEMA_VERSION,
     DatasetRow,
+    LeaderboardRankRow,
     MetaRow,
     MetricRow,
     ModelRow,
@@ -63,6 +64,9 @@ class Catalog:
     results: list[ResultRecord]
     demo: bool
     extra_meta: dict[str, str] = field(default_factory=dict)
+    # Rank rows computed by the pipeline (``pipelines.engine.ranking``) from the results' predictions: derived
+    # from ``results`` alone, so not part of the content hash.
+    ranks: list[LeaderboardRankRow] = field(default_factory=list)
 
     def content_hash(self) -> str:
         body = {
@@ -193,6 +197,7 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
         insert_rows(con, [model_row(m) for m in catalog.models])
         insert_rows(con, [result_row(r, superseded.get(r.run_id)) for r in catalog.results])
         insert_rows(con, [row for r in catalog.results for row in metric_rows(r)])
+        insert_rows(con, catalog.ranks)
         _create_predictions_view(con, data, catalog)
         con.execute("CHECKPOINT")
     finally:

@@ -9,7 +9,8 @@ it. Callers get ``warehouse.schema`` rows and ``ResultRecord``s, and name what t
 and no caller-supplied text ever reaches DuckDB.
 
 Files built by older medbench versions are read too: the tables have not changed since schema
-version 1, and a missing ``meta.schema_version`` means 1.
+version 1 except for the added ``leaderboard_ranks`` (3; absent before, read as no rows), and a
+missing ``meta.schema_version`` means 1.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import msgspec
 
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, decode_record
-from warehouse.schema import DatasetRow, MetricRow, ModelRow, Row, TaskRow, column_names, select_sql
+from warehouse.schema import (DatasetRow, LeaderboardRankRow, MetricRow, ModelRow, Row, TaskRow, column_names,
+                              select_sql)
 from warehouse.versions import PointerError, choose, read_pointer
 
 log = logging.getLogger(__name__)
@@ -124,6 +126,7 @@ class Catalogue:
     tasks: tuple[TaskRow, ...]
     models: tuple[ModelRow, ...]
     results: tuple[Published, ...]
+    ranks: tuple[LeaderboardRankRow, ...] = ()  # empty in files from before schema 3
 
     @property
     def schema_version(self) -> int:
@@ -157,10 +160,32 @@ def read_version(data: DataDir, version: str) -> Catalogue:
         tasks = _rows(con, TaskRow, "slug, version")
         models = _rows(con, ModelRow, "slug")
         results = _published(con.execute(f"{_RESULTS} ORDER BY run_id").fetchall())
+        ranks = _ranks(con)
     finally:
         con.close()
     return Catalogue(version=version, meta=MappingProxyType(meta), datasets=datasets, tasks=tasks, models=models,
-                     results=results)
+                     results=results, ranks=ranks)
+
+
+def _ranks(con: duckdb.DuckDBPyConnection) -> tuple[LeaderboardRankRow, ...]:
+    """The rank-interval rows, or none in a file built before the table existed (schema < 3)."""
+    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'leaderboard_ranks'")
+    if not found.fetchone()[0]:
+        return ()
+    return _rows(con, LeaderboardRankRow, "task, model_type, rank")
+
+
+def read_ranks(data: DataDir) -> tuple[LeaderboardRankRow, ...]:
+    """The current version's rank rows (none before the first publish, or from an older schema), for reuse."""
+    try:
+        version = _require_version(data)
+    except NoWarehouse:
+        return ()
+    con = _connect(data, version)
+    try:
+        return _ranks(con)
+    finally:
+        con.close()
 
 
 def read_meta(data: DataDir, version: str) -> dict[str, str]:

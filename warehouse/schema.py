@@ -17,7 +17,8 @@ import msgspec
 
 # 1: the tables as first published (no schema_version key in meta).
 # 2: meta gains the key ``schema_version``; tables and columns unchanged.
-SCHEMA_VERSION = 2
+# 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader).
+SCHEMA_VERSION = 3
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
 Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]
@@ -133,6 +134,33 @@ class MetricRow(Row, frozen=True, kw_only=True):
 
 
 TABLES: tuple[type[Row], ...] = (MetaRow, DatasetRow, TaskRow, ModelRow, ResultRow, MetricRow)
+
+
+# --- rank intervals (schema 3): one block of rows per leaderboard (all models, and each model type)
+class LeaderboardRankRow(Row, frozen=True, kw_only=True):
+    """A current result's place on one leaderboard, with its 95% rank interval from the joint bootstrap."""
+
+    __table__ = "leaderboard_ranks"
+    __key__ = ("task", "model_type", "run_id")
+    task: str  # slug@version
+    model_type: str  # '' = the leaderboard of all models, else that type's leaderboard
+    run_id: str
+    rank: int  # point rank: value descending, then eval_date, then run_id
+    rank_low: int
+    rank_high: int
+    tied_with_leader: bool
+    leader_run_id: str
+    diff_low: float  # paired 95% interval of (this result - the leader)
+    diff_high: float
+    method: str
+    replicates: int
+    dropped_replicates: int
+    seed: int
+    n_items: int  # items (or windows) present in every result of the block
+    results_key: str  # sha256 of the block's sorted run ids: unchanged key, rows reused
+
+
+TABLES = (*TABLES, LeaderboardRankRow)
 
 _SQL_TYPES: dict[type, str] = {
     msgspec.inspect.StrType: "VARCHAR",

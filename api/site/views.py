@@ -73,7 +73,8 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     rows = []
     for rank, p in enumerate(shown, start=1):
         m = p.record.primary
-        rows.append(BoardRow(rank=rank, row=render.row(p, base, rank),
+        interval = tables.rank_interval(task.ref, model_type, p.run_id, rank)
+        rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
                              bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
     return {"rows": rows, "total": len(board), "axis": svg.scale_axis(scale), "reference": reference,
             "truncated": len(board) > len(shown)}

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pipelines.engine.ranking import rank_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
+from warehouse.read import read_ranks
 from warehouse.records import ResultRecord, decode_record
 
 Log = Callable[[str], None]
@@ -53,6 +55,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
 
 def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
     catalog = build_catalog(specs, data)
+    catalog.ranks = rank_rows(data, catalog.results, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks
     version, changed = publish(data, catalog)
     log(("published" if changed else "unchanged, kept") + f" warehouse version {version} "
         f"with {len(catalog.results)} results at {data.duckdb_link}")

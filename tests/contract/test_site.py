@@ -116,7 +116,7 @@ def test_stylesheet_is_served_locally(client: TestClient) -> None:
 def test_leaderboard_rows_match_the_api_with_a_ci_bar_each(client: TestClient) -> None:
     html = client.get("/tasks/clinicalqa?version=0").text
     rows = client.get("/v1/leaderboard?task=clinicalqa@0").json()["rows"]
-    ids = re.findall(r'<tr data-run-id="([0-9a-f]{12})">', html)
+    ids = re.findall(r'<tr data-run-id="([0-9a-f]{12})"', html)
     assert ids == [r["run_id"] for r in rows]
     for r in rows:
         row_html = html.split(f'data-run-id="{r["run_id"]}"')[1].split("</tr>")[0]
@@ -129,7 +129,7 @@ def test_leaderboard_rows_match_the_api_with_a_ci_bar_each(client: TestClient) -
 
 def test_model_type_filter(client: TestClient) -> None:
     html = client.get("/tasks/clinicalqa?version=0&model_type=rule").text
-    ids = re.findall(r'<tr data-run-id="([0-9a-f]{12})">', html)
+    ids = re.findall(r'<tr data-run-id="([0-9a-f]{12})"', html)
     api = client.get("/v1/leaderboard?task=clinicalqa@0&model_type=rule").json()["rows"]
     assert ids == [r["run_id"] for r in api] == [RUN_IDS["random-cqa0"]]
     assert 'href="/v1/leaderboard?task=clinicalqa@0&amp;model_type=rule"' in html

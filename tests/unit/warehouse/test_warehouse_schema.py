@@ -57,6 +57,16 @@ SCHEMA_1 = [
 ]
 
 
+# Added in schema version 3 (README changelog): the rank intervals of every leaderboard.
+SCHEMA_3_RANKS = [
+    """CREATE TABLE leaderboard_ranks (
+        task VARCHAR, model_type VARCHAR, run_id VARCHAR, rank INTEGER, rank_low INTEGER, rank_high INTEGER,
+        tied_with_leader BOOLEAN, leader_run_id VARCHAR, diff_low DOUBLE, diff_high DOUBLE, method VARCHAR,
+        replicates INTEGER, dropped_replicates INTEGER, seed INTEGER, n_items INTEGER, results_key VARCHAR,
+        PRIMARY KEY (task, model_type, run_id))""",
+]
+
+
 def _describe(statements: list[str]) -> tuple[list, list]:
     con = duckdb.connect()
     for statement in statements:
@@ -73,7 +83,7 @@ def _describe(statements: list[str]) -> tuple[list, list]:
 
 
 def test_generated_ddl_is_the_documented_schema() -> None:
-    assert _describe(CREATE_TABLES) == _describe(SCHEMA_1)
+    assert _describe(CREATE_TABLES) == _describe(SCHEMA_1 + SCHEMA_3_RANKS)
 
 
 def test_published_file_has_the_schema_and_the_schema_version(tmp_path: Path) -> None:

@@ -1,0 +1,159 @@
+"""Rank intervals and the group tied with the leader, from one joint paired bootstrap.
+
+A leaderboard rank is a point estimate too: model 3 of 20 may well be model 1 on another sample of
+items. Resampling every model's result separately would ignore that all results were computed on
+the *same* items (or subjects), so every replicate here resamples the shared units once and
+scores every model on that one resample (a joint paired bootstrap):
+
+- Accuracy (``accuracy_rank_intervals``): units are items. Replicate r takes the items drawn by
+  ``np.random.default_rng(seed).integers(0, n, size=n)`` in order r = 0, 1, ... (drawn in chunks
+  of rows of one ``integers`` call, the same stream as ``pipelines.stats.bootstrap``); the item
+  multiplicities (bincount) times the correctness matrix give every model's number right in one
+  matrix product.
+- AUROC (``auroc_rank_intervals``): units are subjects, drawn as in ``pipelines.stats.auroc``
+  (``resample_cluster_counts``); each model's replicate AUROCs come from its per-cluster pair counts
+  (``replicate_aurocs``), the very numbers ``/v1/compare`` differences. A replicate whose windows
+  hold one class only has no AUROC for any model: it is left out and counted (``n_dropped``).
+
+In each replicate a model's rank is 1 + the number of models strictly better in that replicate
+(ties share the better rank). The interval is [2.5th percentile (``method="lower"``), 97.5th
+percentile (``method="higher"``)] of a model's replicate ranks, so both ends are ranks that
+occurred, widened if needed to contain the model's point rank (the leaderboard order given by the
+caller: value descending, then eval date, then run id).
+
+``tied_with_leader``: the paired 95% interval of (model - leader) includes 0, the same interval a
+pair comparison gives: for accuracy the exact conditional interval dual to the exact McNemar test
+(``pipelines.stats.paired.paired_accuracy``), for AUROC the percentile interval (linear) of the
+kept replicate differences of the paired cluster bootstrap, with the task's own seed and
+replicates. The leader is tied with itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipelines.stats.auroc import (
+    cluster_pair_counts,
+    replicate_aurocs,
+    resample_cluster_counts,
+)
+from pipelines.stats.bootstrap import DEFAULT_MAX_CHUNK_VALUES
+from pipelines.stats.paired import paired_accuracy_many
+
+_COMPARE_ELEMENTS = 8_000_000  # replicates x models x models per block of the rank comparison
+
+
+@dataclass(frozen=True)
+class RankIntervals:
+    rank_low: np.ndarray  # int64 [M]
+    rank_high: np.ndarray  # int64 [M]
+    tied_with_leader: np.ndarray  # bool [M]
+    leader: int  # index of the model with point rank 1
+    diff_low: np.ndarray  # float64 [M]: paired 95% interval of (model - leader)
+    diff_high: np.ndarray
+    n_replicates: int
+    n_dropped: int  # replicates left out (one class only; always 0 for accuracy)
+
+
+def replicate_ranks(values: np.ndarray) -> np.ndarray:
+    """1 + #{models strictly better} in each row of ``values`` [R, M] (int64 [R, M])."""
+    v = np.asarray(values)
+    r, m = v.shape
+    out = np.empty((r, m), dtype=np.int64)
+    block = max(1, _COMPARE_ELEMENTS // max(m * m, 1))
+    for r0 in range(0, r, block):
+        chunk = v[r0 : r0 + block]
+        out[r0 : r0 + len(chunk)] = 1 + (chunk[:, None, :] > chunk[:, :, None]).sum(axis=2)
+    return out
+
+
+def _check_point_ranks(point_ranks, m: int) -> np.ndarray:
+    p = np.asarray(point_ranks, dtype=np.int64).reshape(-1)
+    if len(p) != m or sorted(p.tolist()) != list(range(1, m + 1)):
+        raise ValueError(f"point_ranks must be a permutation of 1..{m}")
+    return p
+
+
+def rank_bounds(ranks: np.ndarray, point_ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bounds of replicate ranks [R, M], widened to contain the point ranks."""
+    if len(ranks) == 0:
+        return point_ranks.copy(), point_ranks.copy()
+    low = np.percentile(ranks, 2.5, axis=0, method="lower").astype(np.int64)
+    high = np.percentile(ranks, 97.5, axis=0, method="higher").astype(np.int64)
+    return np.minimum(low, point_ranks), np.maximum(high, point_ranks)
+
+
+def accuracy_replicate_sums(correct: np.ndarray, replicates: int, seed: int,
+                            max_chunk_values: int = DEFAULT_MAX_CHUNK_VALUES) -> np.ndarray:
+    """Number right of every model in every replicate, float64 [R, M] (exact integers)."""
+    c = np.asarray(correct, dtype=bool)
+    m, n = c.shape
+    rng = np.random.default_rng(seed)
+    weights = c.T.astype(np.float64)  # [N, M]
+    out = np.empty((replicates, m), dtype=np.float64)
+    rows_per_chunk = max(1, max_chunk_values // n)
+    for start in range(0, replicates, rows_per_chunk):
+        rows = min(rows_per_chunk, replicates - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        flat = idx + (np.arange(rows, dtype=np.int64) * n)[:, None]
+        counts = np.bincount(flat.reshape(-1), minlength=rows * n).reshape(rows, n)
+        out[start : start + rows] = counts.astype(np.float64) @ weights
+    return out
+
+
+def accuracy_rank_intervals(correct, replicates: int, seed: int, point_ranks) -> RankIntervals:
+    """Rank intervals over items for models' per-item correctness ``correct`` (bool [M, N])."""
+    c = np.asarray(correct, dtype=bool)
+    if c.ndim != 2 or c.shape[0] == 0 or c.shape[1] == 0:
+        raise ValueError(f"correct must be a non-empty [models, items] array, got shape {c.shape}")
+    m, n = c.shape
+    p = _check_point_ranks(point_ranks, m)
+    ranks = replicate_ranks(accuracy_replicate_sums(c, replicates, seed))
+    low, high = rank_bounds(ranks, p)
+    leader = int(np.flatnonzero(p == 1)[0])
+    b = (c & ~c[leader]).sum(axis=1)  # items only the model got right
+    d = (~c & c[leader]).sum(axis=1)  # items only the leader got right
+    diff_low, diff_high, _ = paired_accuracy_many(b, d, n)
+    tied = (diff_low <= 0) & (diff_high >= 0)
+    tied[leader] = True
+    return RankIntervals(low, high, tied, leader, diff_low, diff_high, int(replicates), 0)
+
+
+def auroc_replicate_values(scores, labels, subjects, replicates: int, seed: int) -> np.ndarray:
+    """AUROC of every model in every replicate, float64 [R, M]; NaN rows where one class is absent."""
+    s = np.asarray(scores, dtype=np.float64)
+    counts = None
+    out = np.empty((replicates, s.shape[0]), dtype=np.float64)
+    for k in range(s.shape[0]):
+        pairs = cluster_pair_counts(s[k], labels, subjects)
+        if counts is None:
+            counts = resample_cluster_counts(len(pairs.ids), replicates, seed)
+        out[:, k] = replicate_aurocs(pairs, counts)
+    return out
+
+
+def auroc_rank_intervals(scores, labels, subjects, replicates: int, seed: int, point_ranks) -> RankIntervals:
+    """Rank intervals over subjects for models' window scores ``scores`` (float [M, W])."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels).reshape(-1).astype(bool)
+    if s.ndim != 2 or s.shape[0] == 0 or s.shape[1] != len(y) or len(y) == 0:
+        raise ValueError(f"scores must be [models, windows] matching {len(y)} labels, got shape {s.shape}")
+    if y.all() or not y.any():
+        raise ValueError("the shared windows hold one class only: AUROC is undefined")
+    m = s.shape[0]
+    p = _check_point_ranks(point_ranks, m)
+    values = auroc_replicate_values(s, y, subjects, replicates, seed)
+    kept = np.isfinite(values).all(axis=1)
+    low, high = rank_bounds(replicate_ranks(values[kept]), p)
+    leader = int(np.flatnonzero(p == 1)[0])
+    diffs = values[kept] - values[kept][:, [leader]]
+    if len(diffs):
+        diff_low, diff_high = np.percentile(diffs, [2.5, 97.5], axis=0)
+    else:
+        diff_low = diff_high = np.full(m, np.nan)
+    tied = (diff_low <= 0) & (diff_high >= 0)
+    tied[leader] = True
+    return RankIntervals(low, high, tied, leader, np.asarray(diff_low, np.float64), np.asarray(diff_high, np.float64),
+                         int(replicates), int((~kept).sum()))
