@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from api_fixtures import RUN_IDS, catalog
+from support.api_data import RUN_IDS, catalog
 from litestar.testing import TestClient
 
 from api.app import create_app
