@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from pipelines.backends.settings import MODEL_SETTINGS, BackendName, BackendSettings
+from pipelines.engine.replay_pin import pin_replay
 from pipelines.engine.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
@@ -282,6 +283,8 @@ class Specs:
             spec = _decode_model(path)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
+            if spec.backend == "replay":  # its outputs file is its revision (pipelines.engine.replay_pin)
+                spec = pin_replay(path, spec, SpecError)
             for ref in spec.tasks:
                 if ref not in self.tasks:
                     raise SpecError(f"{path}: key `tasks` names unknown task {ref!r}; known: {sorted(self.tasks)}")
