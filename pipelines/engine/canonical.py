@@ -43,9 +43,13 @@ def _equal(value: Any, default: Any) -> bool:
 
 
 def defaults(cls: type[msgspec.Struct]) -> dict[str, Any]:
-    """{field: default} of a Struct class, fields without a default left out (the defaults lock)."""
+    """{field: default} of a Struct class, fields without a default left out (the defaults lock);
+    local fields are never hashed, so they are left out too."""
     out = {}
+    local = getattr(cls, "local_fields", ())
     for field in msgspec.structs.fields(cls):
+        if field.name in local:
+            continue
         default = _default_of(field)
         if default is not msgspec.NODEFAULT:
             out[field.encode_name] = spec_builtins(default)

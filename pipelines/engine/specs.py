@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from pipelines.backends.settings import MODEL_SETTINGS, BackendName, BackendSettings
+from pipelines.backends.redact import has_userinfo
 from pipelines.engine.replay_pin import pin_replay
 from pipelines.engine.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
 
@@ -283,6 +284,9 @@ class Specs:
             spec = _decode_model(path)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
+            if spec.backend == "openai" and has_userinfo(spec.settings.base_url or ""):
+                raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
+                                "them and name the key's environment variable in `settings.api_key_env`")
             if spec.backend == "replay":  # its outputs file is its revision (pipelines.engine.replay_pin)
                 spec = pin_replay(path, spec, SpecError)
             for ref in spec.tasks:
