@@ -205,9 +205,23 @@ def spec_hash(spec: msgspec.Struct) -> str:
 # --------------------------------------------------------------------------- loading
 
 
+def _read(path: Path) -> bytes:
+    """The file's bytes, which must be UTF-8 text (TOML is)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec file ({exc.strerror})") from None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8") from None
+    return raw
+
+
 def _decode(path: Path, typ: type) -> Any:
     try:
-        return msgspec.toml.decode(path.read_bytes(), type=typ)
+        return msgspec.toml.decode(_read(path), type=typ)
     except msgspec.ValidationError as exc:
         raise SpecError(f"{path}: {_explain(exc)}") from None
     except msgspec.DecodeError as exc:
@@ -342,7 +356,7 @@ def _decode_task(path: Path) -> TaskSpec:
     from pipelines.tasks.registry import family
 
     try:
-        head = msgspec.toml.decode(path.read_bytes(), type=_TaskHead)
+        head = msgspec.toml.decode(_read(path), type=_TaskHead)
     except msgspec.ValidationError as exc:
         raise SpecError(f"{path}: {_explain(exc)}") from None
     except msgspec.DecodeError as exc:
