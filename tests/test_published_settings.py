@@ -85,3 +85,12 @@ def test_the_published_model_spec_is_redacted(tmp_path: Path) -> None:
     model = Specs(_spec_root(tmp_path, "https://h.example/v1?token=tok123")).model("acme/served")
     shown = json.dumps(_published_spec(model))
     assert "tok123" not in shown and "h.example" in shown
+
+
+def test_ordinary_settings_are_published_as_they_are() -> None:
+    from pipelines.backends.settings import VllmEngine, VllmSettings
+
+    settings = VllmSettings(model="org/model", engine=VllmEngine(extra={"tokenizer": "org/tok", "tokenizer_mode": "auto"}))
+    shown = published(settings)
+    assert shown["engine"]["extra"] == {"tokenizer": "org/tok", "tokenizer_mode": "auto"}
+    assert shown["max_new_tokens"] is None and shown["model"] == "org/model"

@@ -16,7 +16,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 SECRET_PARAM = re.compile(
-    r"(token|key|secret|passw|pwd|signature|^sig$|auth|credential|session|cookie|bearer|jwt|x-amz-)", re.I)
+    r"(^|[-_.])(token|key|apikey|secret|password|passwd|passphrase|pwd|signature|sig|auth|authorization|"
+    r"credential|credentials|session|cookie|bearer|jwt|code)($|[-_.])|^x-amz-", re.I)
+"""A secret-looking parameter or key name: ``token``, ``api_key``, ``access_token``, ``X-Amz-Signature``,
+... as a whole ``_``/``-``-separated word (so ``max_new_tokens`` and ``tokenizer`` are not)."""
 
 
 def has_userinfo(url: str) -> bool:
