@@ -28,6 +28,7 @@ from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, missing_api_key
 from pipelines.backends.base import PromptItem, Usage
+from pipelines.backends.redact import has_userinfo, redact_url
 from pipelines.engine.progress import Progress
 from pipelines.engine.retry import Again, Backoff, RetriesExhausted, parse_retry_after, retry_async
 
@@ -70,6 +71,9 @@ class OpenAIChatGenerator:
     ):
         if concurrency < 1 or max_new_tokens < 1 or max_retries < 0 or checkpoint_every < 1:
             raise ValueError("concurrency, max_new_tokens and checkpoint_every must be >= 1, max_retries >= 0")
+        if has_userinfo(base_url):  # httpx would send it as Basic auth instead of the API key, and log it
+            raise ValueError(f"settings.base_url: {redact_url(base_url)} holds credentials (user:password@); "
+                             "remove them and name the key's environment variable in settings.api_key_env")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_new_tokens = max_new_tokens

@@ -55,7 +55,7 @@ def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGener
     if isinstance(s, ReplaySettings):
         from pipelines.backends.replay import ReplayGenerator
 
-        return ReplayGenerator(Path(s.outputs).expanduser())
+        return ReplayGenerator(Path(s.resolved or s.outputs).expanduser())
     tokens = max_new_tokens(model, task)
     if isinstance(s, TransformersSettings):
         from pipelines.backends.transformers_backend import TransformersGenerator

@@ -73,6 +73,10 @@ def _parse_line(path: Path, line_no: int, line: str) -> tuple[str, str]:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ReplayError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ReplayError(f"{where}: JSON nested too deeply (expected a flat object with instance_id and output)") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ReplayError(f"{where}: not usable JSON ({str(exc).split(':')[0]})") from None
     if not isinstance(record, dict):
         raise ReplayError(f"{where}: expected a JSON object with instance_id and output, got {type(record).__name__}")
     for field in ("instance_id", "output"):
@@ -83,6 +87,14 @@ def _parse_line(path: Path, line_no: int, line: str) -> tuple[str, str]:
         raise ReplayError(f"{where}: field `instance_id` must be a string or an integer, got {instance_id!r}")
     if not isinstance(output, str):
         raise ReplayError(f"{where}: field `output` must be a string, got {type(output).__name__}")
+    if isinstance(instance_id, int) and instance_id.bit_length() > 64:
+        raise ReplayError(f"{where}: field `instance_id` is an integer of more than 64 bits; write ids as strings")
+    for field, text in (("instance_id", str(instance_id)), ("output", output)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ReplayError(f"{where}: field `{field}` holds a lone surrogate ({text[exc.start]!r} at "
+                              f"character {exc.start}), which is not text") from None
     return str(instance_id), output
 
 

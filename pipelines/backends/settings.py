@@ -16,7 +16,7 @@ backend that runs them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -89,9 +89,19 @@ SklearnSettings = LogisticRegressionSettings | HistGradientBoostingSettings
 
 
 class ReplaySettings(_Settings):
-    """``outputs``: the JSONL file of ``{"instance_id", "output"}`` (``~`` is expanded)."""
+    """``outputs``: the JSONL file of ``{"instance_id", "output"}`` (``~`` is expanded; a relative
+    path is relative to the spec file's folder, not to the current directory).
+
+    ``resolved`` is filled in by the spec loader (the absolute path on this machine); it is a
+    local field, so it is neither hashed nor published, and a spec file may not set it. What the
+    file holds enters the ids through the model's revision instead (the loader sets it to the
+    file's sha256), so replacing the file's content makes a new run rather than reusing a result
+    made from other outputs."""
 
     outputs: str
+    resolved: str = ""
+
+    local_fields: ClassVar[frozenset[str]] = frozenset({"resolved"})
 
 
 # --------------------------------------------------------------------------- language models
@@ -198,8 +208,11 @@ def settings_for(backend: str, settings: Any) -> Any:
 
 def published(settings: Any) -> dict[str, Any]:
     """What results publish as ``config.backend_settings``: every key, defaults included, so a
-    result says exactly what ran even after a later code version changes a default."""
-    return spec_builtins(settings, keep_defaults=True)
+    result says exactly what ran even after a later code version changes a default; secrets
+    (URL credentials, tokens) and local paths redacted (``pipelines.backends.redact``)."""
+    from pipelines.backends.redact import redact_settings
+
+    return redact_settings(spec_builtins(settings, keep_defaults=True), settings)
 
 
 def hashed(settings: Any) -> dict[str, Any]:

@@ -4,7 +4,9 @@ Each subcommand lives in its own module under ``pipelines.cli`` exposing
 ``add_parser(subparsers)`` (which sets ``func``) and importing anything heavy only inside its
 ``run``: a client command such as ``medbench lookup`` must not pay for importing Dagster. One
 module may register several subcommands (``client`` registers all the read-only API commands).
-Exit codes follow CONTRACT.md (argparse's own usage errors exit 2).
+Exit codes follow CONTRACT.md (argparse's own usage errors exit 2). An error that reaches here is
+printed as one line (``pipelines.cli.errors``): spec and input errors exit 2, anything else 1;
+``--debug`` (anywhere on the command line) shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ COMMANDS = ["materialize", "serve", "demo", "score", "client", "eval", "reproduc
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="medbench", description="medbench: evaluate once, publish with CIs.")
+    parser.add_argument("--debug", action="store_true", help="on an error, show the full traceback")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"pipelines.cli.{name}").add_parser(sub)
@@ -26,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    args = build_parser().parse_args([a for a in argv if a != "--debug"])
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -36,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         # `medbench leaderboard ... | head` closed our stdout: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        if debug:
+            raise
+        from pipelines.cli.errors import describe
+
+        code, line = describe(exc)
+        print(line, file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

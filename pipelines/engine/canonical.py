@@ -8,7 +8,9 @@ changing a hash, which is why tests/unit/pipelines/test_specs.py locks the defau
 
 msgspec's own ``omit_defaults`` compares by identity (plus None and empty collections), so a
 decoded ``(65.0, 70.0, 75.0)`` or ``20261029`` equal to its default would still be written; the
-omission here compares by type and value. This module imports nothing but msgspec: the backend
+omission here compares by type and value. A Struct may name ``local_fields`` (a ClassVar): values the
+loader fills in for this machine (an absolute path), which are neither hashed nor published, so
+that the same spec gives the same ids on every checkout. This module imports nothing but msgspec: the backend
 settings Structs (``pipelines.backends.settings``) build on it without importing the spec loader.
 """
 
@@ -41,9 +43,13 @@ def _equal(value: Any, default: Any) -> bool:
 
 
 def defaults(cls: type[msgspec.Struct]) -> dict[str, Any]:
-    """{field: default} of a Struct class, fields without a default left out (the defaults lock)."""
+    """{field: default} of a Struct class, fields without a default left out (the defaults lock);
+    local fields are never hashed, so they are left out too."""
     out = {}
+    local = getattr(cls, "local_fields", ())
     for field in msgspec.structs.fields(cls):
+        if field.name in local:
+            continue
         default = _default_of(field)
         if default is not msgspec.NODEFAULT:
             out[field.encode_name] = spec_builtins(default)
@@ -58,7 +64,10 @@ def spec_builtins(value: Any, *, keep_defaults: bool = False) -> Any:
         out: dict[str, Any] = {}
         if config.tag_field is not None:
             out[config.tag_field] = config.tag
+        local = getattr(type(value), "local_fields", ())
         for field in msgspec.structs.fields(value):
+            if field.name in local:
+                continue
             item = getattr(value, field.name)
             default = _default_of(field)
             if not keep_defaults and default is not msgspec.NODEFAULT and _equal(item, default):

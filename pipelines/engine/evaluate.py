@@ -7,6 +7,10 @@ per-item predictions Parquet and ``run.json``; ``compute_metrics`` has the famil
 predictions into metrics with seeded bootstrap CIs and typed extras, and writes ``result.json``
 last, which is what marks a run as finished. Rule one applies here too: a run whose
 ``result.json`` exists is reused, not rerun.
+
+Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialisation
+of the same run waits for the first and then reuses its predictions and its result instead of
+paying for them again, however either was launched.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pipelines.engine.costs import cost_usd
 from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.identity import code_revision, library_versions, run_id
 from pipelines.engine.inputs import task_instances_path
+from pipelines.engine.locks import evaluation_lock, newer, written_since
 from pipelines.backends.base import Usage
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
 from pipelines.tasks.base import CheckOutcome, TaskFamily
@@ -102,7 +107,18 @@ def _run_info_path(data: DataDir, run: str) -> Path:
 
 
 def make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
-    """Have the family predict the instances; write the predictions Parquet, then ``run.json``."""
+    """Have the family predict the instances; write the predictions Parquet, then ``run.json``.
+
+    Under the partition's lock; when it had to wait, what the holder wrote meanwhile is reused."""
+    with evaluation_lock(data, ev.run_id, log) as held:
+        info_path = _run_info_path(data, ev.run_id)
+        if held.waited and written_since(info_path, held.asked_at) and data.predictions_path(ev.run_id).exists():
+            log(f"{ev.partition_key}: reusing the predictions the other evaluation just made (run {ev.run_id})")
+            return msgspec.json.decode(info_path.read_bytes(), type=RunInfo)
+        return _make_predictions(ev, data, log)
+
+
+def _make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
     predicted = ev.family.predict(ev, task_instances_path(data, ev.task), data, log)
     if not predicted.table.schema.equals(ev.family.predictions_schema):
         raise ValueError(f"{ev.partition_key}: family {ev.task.family!r} predicted a table with schema "
@@ -125,6 +141,26 @@ def prediction_checks(ev: Evaluation, data: DataDir) -> list[CheckOutcome]:
 
 
 def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> ResultRecord:
+    """Score the stored predictions and write ``result.json``, under the partition's lock.
+
+    A result already computed from exactly these predictions (written after ``run.json``, same
+    predictions sha256, same code revision) is returned as it is: a second run that waited for the
+    first does not write a second result."""
+    with evaluation_lock(data, ev.run_id, log):
+        done = existing_result(data, ev.run_id)
+        if (done is not None and newer(data.result_path(ev.run_id), _run_info_path(data, ev.run_id))
+                and done.predictions_sha256 == _stored_info(data, ev.run_id).predictions_sha256
+                and done.versions.code_revision == code_revision()):
+            log(f"{ev.partition_key}: run {ev.run_id} was just scored from these predictions; reusing its result")
+            return done
+        return _compute_metrics(ev, specs, data, log)
+
+
+def _stored_info(data: DataDir, run: str) -> RunInfo:
+    return msgspec.json.decode(_run_info_path(data, run).read_bytes(), type=RunInfo)
+
+
+def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> ResultRecord:
     info = msgspec.json.decode(_run_info_path(data, ev.run_id).read_bytes(), type=RunInfo)
     predictions = pq.read_table(data.predictions_path(ev.run_id))
     summary = ev.family.score(ev.task, predictions, task_instances_path(data, ev.task))

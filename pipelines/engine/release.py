@@ -46,7 +46,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
         {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
          "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
-         "spec_hash": spec_hash(m), "spec": spec_builtins(m)}
+         "spec_hash": spec_hash(m), "spec": _published_spec(m)}
         for m in specs.models.values()
     ]
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=finished_results(data),
@@ -60,3 +60,10 @@ def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
     log(("published" if changed else "unchanged, kept") + f" warehouse version {version} "
         f"with {len(catalog.results)} results at {data.duckdb_link}")
     return version, changed, len(catalog.results)
+
+
+def _published_spec(model) -> dict:
+    """The model spec as hashed, with its settings redacted: no URL credentials, tokens or local paths."""
+    from pipelines.backends.redact import redact_settings
+
+    return {**spec_builtins(model), "settings": redact_settings(spec_builtins(model.settings), model.settings)}

@@ -26,6 +26,8 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from pipelines.backends.settings import MODEL_SETTINGS, BackendName, BackendSettings
+from pipelines.backends.redact import has_userinfo
+from pipelines.engine.replay_pin import pin_replay
 from pipelines.engine.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
@@ -203,9 +205,23 @@ def spec_hash(spec: msgspec.Struct) -> str:
 # --------------------------------------------------------------------------- loading
 
 
+def _read(path: Path) -> bytes:
+    """The file's bytes, which must be UTF-8 text (TOML is)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec file ({exc.strerror})") from None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8") from None
+    return raw
+
+
 def _decode(path: Path, typ: type) -> Any:
     try:
-        return msgspec.toml.decode(path.read_bytes(), type=typ)
+        return msgspec.toml.decode(_read(path), type=typ)
     except msgspec.ValidationError as exc:
         raise SpecError(f"{path}: {_explain(exc)}") from None
     except msgspec.DecodeError as exc:
@@ -282,6 +298,11 @@ class Specs:
             spec = _decode_model(path)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
+            if spec.backend == "openai" and has_userinfo(spec.settings.base_url or ""):
+                raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
+                                "them and name the key's environment variable in `settings.api_key_env`")
+            if spec.backend == "replay":  # its outputs file is its revision (pipelines.engine.replay_pin)
+                spec = pin_replay(path, spec, SpecError)
             for ref in spec.tasks:
                 if ref not in self.tasks:
                     raise SpecError(f"{path}: key `tasks` names unknown task {ref!r}; known: {sorted(self.tasks)}")
@@ -335,7 +356,7 @@ def _decode_task(path: Path) -> TaskSpec:
     from pipelines.tasks.registry import family
 
     try:
-        head = msgspec.toml.decode(path.read_bytes(), type=_TaskHead)
+        head = msgspec.toml.decode(_read(path), type=_TaskHead)
     except msgspec.ValidationError as exc:
         raise SpecError(f"{path}: {_explain(exc)}") from None
     except msgspec.DecodeError as exc:

@@ -1,0 +1,105 @@
+"""A replay model's identity is its outputs file's content, not its path (the wrong-result fault).
+
+A replay file replaced under the same path (right answers -> all "A") once kept its run id and its
+generation key, so ``materialize --force`` resumed the old stored outputs and republished 1.0000
+where ``medbench score`` said 0.2000. These tests replace the file and get a new run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipelines.backends.registry import text_generator
+from pipelines.backends.settings import published
+from pipelines.engine.identity import run_id
+from pipelines.engine.replay_pin import file_sha256
+from pipelines.engine.specs import SpecError, Specs, spec_hash
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC = """slug = "acme/replayer"
+name = "Replayer"
+type = "llm"
+provider = "acme"
+provider_model_id = "replayer"
+revision = "1"
+description = "Outputs produced elsewhere."
+backend = "replay"
+tasks = ["clinicalqa@0"]
+
+[settings]
+outputs = "{outputs}"
+
+[price]
+basis = "free"
+"""
+
+
+def _specs_dir(tmp_path: Path, outputs: str = "runs/out.jsonl", extra: str = "") -> Path:
+    root = tmp_path / "specs"
+    shutil.copytree(REPO / "specs", root)
+    (root / "models" / "acme").mkdir()
+    (root / "models" / "acme" / "replayer.toml").write_text(SPEC.format(outputs=outputs) + extra, encoding="utf-8")
+    return root
+
+
+def _outputs(path: Path, answer: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"instance_id": str(i), "output": f"정답: {answer}"}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    return path
+
+
+def test_replacing_the_outputs_file_makes_a_new_run(tmp_path: Path) -> None:
+    root = _specs_dir(tmp_path)
+    out = _outputs(root / "models" / "acme" / "runs" / "out.jsonl", "B")
+    before = Specs(root)
+    model, task = before.model("acme/replayer"), before.task("clinicalqa@0")
+    assert model.revision == f"sha256:{file_sha256(out)}"
+    first = run_id(model, task, "snap")
+    assert run_id(Specs(root).model("acme/replayer"), task, "snap") == first  # same content, same run
+
+    _outputs(out, "A")  # same path, other answers
+    after = Specs(root).model("acme/replayer")
+    assert after.revision != model.revision and spec_hash(after) != spec_hash(model)
+    assert run_id(after, task, "snap") != first
+
+
+def test_a_relative_path_is_relative_to_the_spec_file_not_the_current_directory(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    root = _specs_dir(tmp_path)
+    out = _outputs(root / "models" / "acme" / "runs" / "out.jsonl", "B")
+    _outputs(tmp_path / "elsewhere" / "runs" / "out.jsonl", "A")  # a decoy under the current directory
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    specs = Specs(root)
+    model = specs.model("acme/replayer")
+    assert Path(model.settings.resolved) == out.resolve()
+    assert text_generator(model, specs.task("clinicalqa@0"), None).path == out.resolve()
+
+
+def test_the_local_path_is_neither_hashed_nor_published(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for where in (a, b):  # two checkouts in different folders, the same file content
+        root = _specs_dir(where)
+        _outputs(root / "models" / "acme" / "runs" / "out.jsonl", "B")
+    ma, mb = Specs(a / "specs").model("acme/replayer"), Specs(b / "specs").model("acme/replayer")
+    assert ma.settings.resolved != mb.settings.resolved
+    assert spec_hash(ma) == spec_hash(mb)
+    shown = published(ma.settings)
+    assert str(tmp_path) not in json.dumps(shown)
+    assert shown == {"outputs": "out.jsonl", "outputs_sha256": ma.revision.removeprefix("sha256:")}
+
+
+def test_a_missing_file_gets_no_stale_revision(tmp_path: Path) -> None:
+    root = _specs_dir(tmp_path)
+    model = Specs(root).model("acme/replayer")
+    assert model.revision == "sha256:unreadable"
+
+
+def test_a_spec_may_not_set_the_resolved_path(tmp_path: Path) -> None:
+    root = _specs_dir(tmp_path, outputs='runs/out.jsonl"\nresolved = "/etc/passwd')
+    with pytest.raises(SpecError, match="settings.resolved"):
+        Specs(root)
