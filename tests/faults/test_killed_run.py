@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support.paths import REPO, SUPPORT
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_killed_run_is_reported_failed(tmp_path: Path, monkeypatch) -> None:
@@ -28,7 +28,7 @@ def test_a_killed_run_is_reported_failed(tmp_path: Path, monkeypatch) -> None:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     marker = tmp_path / "started"
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "killed_run_driver.py"), str(marker)],
+    proc = subprocess.Popen([sys.executable, str(SUPPORT / "killed_run_driver.py"), str(marker)],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from support.paths import REPO, SUPPORT
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 TASK, MODEL = "clinicalqa@0", "medbench/random"
 
 
@@ -47,7 +47,7 @@ def test_two_at_once_generate_once_and_write_one_result(demo_data: Path, tmp_pat
     calls = tmp_path / "calls.txt"
     start_at = time.time() + 3.0  # both processes imported and planned by then
     env = {**os.environ, "MEDBENCH_DATA": str(data), "PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
-    command = [sys.executable, str(REPO / "tests" / "lock_driver.py"), "--data", str(data), "--task", TASK,
+    command = [sys.executable, str(SUPPORT / "lock_driver.py"), "--data", str(data), "--task", TASK,
                "--model", MODEL, "--calls", str(calls), "--start-at", str(start_at)]
     procs = [subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True) for _ in range(2)]

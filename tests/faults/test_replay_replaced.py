@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_medbench
+from support.commands import run_medbench
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
 from pipelines.engine.snapshots import current_snapshot
 from warehouse.layout import DataDir
+from support.paths import REPO
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 SPEC = """slug = "acme/replayer"
 name = "Replayer"
 type = "llm"

@@ -17,8 +17,8 @@ from pipelines.backends.redact import redact_url
 from pipelines.backends.settings import OpenAISettings, published
 from pipelines.engine.release import _published_spec
 from pipelines.engine.specs import SpecError, Specs
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SECRETS = ("hunter2", "s3cr3t", "tok123", "sigval", "pw0rd")
 
 

@@ -15,8 +15,8 @@ import pytest
 
 from pipelines.cli.main import main
 from test_score_command import data_dir, gold  # noqa: F401 (fixtures)
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 RANDOM = Path("models/medbench/random.toml")
 
 

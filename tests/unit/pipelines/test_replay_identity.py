@@ -18,8 +18,8 @@ from pipelines.backends.settings import published
 from pipelines.engine.identity import run_id
 from pipelines.engine.replay_pin import file_sha256
 from pipelines.engine.specs import SpecError, Specs, spec_hash
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SPEC = """slug = "acme/replayer"
 name = "Replayer"
 type = "llm"
