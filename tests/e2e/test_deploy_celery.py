@@ -88,7 +88,7 @@ def test_evaluation_steps_run_on_two_celery_workers(postgres, redis, tmp_path, d
         return out
 
     def pid_by_step(evs) -> dict[str, int]:
-        return {e.step_key: e.pid for e in evs if e.dagster_event and e.dagster_event.is_step_start}
+        return {e.step_key: e.dagster_event.pid for e in evs if e.dagster_event and e.dagster_event.is_step_start}
 
     by_step = worker_by_step(events)
     print("evaluation steps by worker:", by_step, "pids:", pid_by_step(events))
