@@ -100,11 +100,29 @@ def postgres(tmp_path_factory) -> Postgres:
     opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {sock} -c fsync=off -c max_connections=200"
     subprocess.run([*prefix, pg_ctl, "-D", str(pgdata), "-l", str(log), "-o", opts, "-w", "-t", str(START_TIMEOUT),
                     "start"], check=True, capture_output=True, timeout=START_TIMEOUT + 10)
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
     try:
         yield Postgres("127.0.0.1", port, user, password, db)
     finally:
-        subprocess.run([*prefix, pg_ctl, "-D", str(pgdata), "-m", "immediate", "-w", "-t", "30", "stop"],
+        subprocess.run([*prefix, pg_ctl, "-D", str(pgdata), "-m", "fast", "-w", "-t", "30", "stop"],
                        capture_output=True, timeout=60)
+        _stop_pid(postmaster)  # when pg_ctl could not (e.g. the temp folder's modes changed meanwhile)
+
+
+def _stop_pid(pid: int, first: int = 2, timeout: float = 30) -> None:
+    """SIGINT (PostgreSQL's fast shutdown), then SIGKILL, by process id."""
+    for sig in (first, 9):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
 
 
 @dataclass
