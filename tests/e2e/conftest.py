@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from support.processes import stop_group  # noqa: F401  (the deploy tests stop their daemons with it)
+
 PG_BIN = Path(os.environ.get("MEDBENCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
 START_TIMEOUT = 60
 
@@ -165,19 +167,3 @@ def redis(tmp_path_factory) -> Redis:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
-
-
-def stop_group(proc: subprocess.Popen, timeout: float = 20) -> None:
-    """Stop a process started with start_new_session=True and all its children (by its group id)."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((15, timeout), (9, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue

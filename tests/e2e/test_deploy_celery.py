@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.e2e.conftest import stop_group
+from support.paths import REPO
+from support.processes import stop_group
 from tests.e2e.test_deploy_postgres import deploy_home, results
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from support.paths import REPO
 
 DEPLOY = REPO / "deploy"
 ENV = {"MEDBENCH_PG_HOST": "postgres.medbench.svc", "MEDBENCH_PG_PORT": "5432", "MEDBENCH_PG_USER": "medbench",

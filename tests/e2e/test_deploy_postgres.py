@@ -14,8 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import REPO, run_medbench
-from tests.e2e.conftest import stop_group
+from support.commands import run_medbench
+from support.paths import REPO
+from support.processes import stop_group
 
 pytestmark = pytest.mark.slow
 DAEMON = Path(sys.executable).with_name("dagster-daemon")
