@@ -17,7 +17,7 @@ import httpx
 
 from bench._servers import LOOPBACK, free_port
 from support.live_server import live_api
-from support.paths import REPO
+from support.paths import REPO  # noqa: F401  (re-exported for the client tests)
 
 
 
