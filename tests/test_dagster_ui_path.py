@@ -79,9 +79,9 @@ def test_metadata_carries_the_medbench_run_id_and_links(data, monkeypatch):
         assert result.success
         for mat in result.get_asset_materialization_events():
             meta = mat.materialization.metadata
-            run = meta["medbench_run_id"].value
+            run = meta["run_id"].value
             assert meta["result_page"].value == f"https://medbench.example/r/{run}"
-            assert isinstance(meta["predictions"], dg.PathMetadataValue) and meta["reused"].value is True
+            assert isinstance(meta["path"], dg.PathMetadataValue) and meta["reused"].value is True
 
 
 def test_publishing_follows_new_results(data):

@@ -58,7 +58,7 @@ def public_url() -> str:
 
 def run_links(run_id: str) -> dict:
     """The medbench run id and its ``/r/<run_id>`` page, on every evaluation's metadata."""
-    return {"medbench_run_id": run_id, "result_page": dg.MetadataValue.url(f"{public_url()}/r/{run_id}")}
+    return {"run_id": run_id, "result_page": dg.MetadataValue.url(f"{public_url()}/r/{run_id}")}
 
 
 def invalid_key_reason(partition_key: str, specs: Specs) -> str | None:
@@ -130,7 +130,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(ev.run_id),
             metadata=typed({**run_links(ev.run_id), "rows": pq.read_metadata(path).num_rows, "reused": reused,
-                            "snapshot_id": ev.snapshot_id, "predictions": path}))
+                            "snapshot_id": ev.snapshot_id, "path": path}))
 
     @dg.asset(name=metrics_asset_name(family), group_name="evaluations", kinds={"json"},
               partitions_def=parts, deps=[predictions], code_version=family_hash, output_required=False, **pooled,
@@ -153,7 +153,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool
             metadata=typed({**run_links(record.run_id), "reused": reused, "n": record.n, "primary_metric": p.name,
                             p.name: float(p.value), "ci_low": float(p.ci_low), "ci_high": float(p.ci_high),
                             "parse_rate": record.parse_rate, "cost_usd": float(record.cost_usd),
-                            "result": data.result_path(record.run_id),
+                            "path": data.result_path(record.run_id),
                             "predictions": data.predictions_path(record.run_id)}))
 
     names = engine.check_names("predictions", family)
