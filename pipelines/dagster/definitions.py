@@ -4,7 +4,9 @@ The assets are made per dataset and per task family from the task registry (``en
 with code versions from the specs as loaded when the code location loads (reload it in the UI
 after editing a spec). Jobs: ``materialize_inputs`` (every snapshot and instances asset),
 ``evaluate_<family>`` (one family's partitioned predictions and metrics; one job per family since
-each family has its own partitions), ``publish``.
+each family has its own partitions), ``publish``; each has a description the UI shows.
+``published_warehouse`` carries an automation condition (``publish_on_new_results``), so a UI
+run ends in the warehouse without a second click.
 """
 
 from __future__ import annotations
@@ -61,20 +63,46 @@ def build(specs: Specs) -> Built:
     return out
 
 
+def named_jobs(families: dict[str, FamilyAssets]) -> list[dg.UnresolvedAssetJobDefinition]:
+    """The named jobs, with descriptions, for the UI and for the CLI (which can run the same jobs
+    instead of an anonymous asset job, so every run shows under one of these names)."""
+    inputs_job = dg.define_asset_job(
+        "materialize_inputs", selection=dg.AssetSelection.groups("snapshots", "instances"),
+        description="Every dataset snapshot and task instances asset (what the evaluations read).")
+    # In-process: a reused partition costs milliseconds of engine work, so a step subprocess per
+    # partition (seconds each) would be most of a run's time.
+    evaluation_jobs = [dg.define_asset_job(
+        f"evaluate_{asset_prefix(name)}", selection=[fa.predictions, fa.metrics], executor_def=dg.in_process_executor,
+        description=f"Predictions and metrics of {name} partitions: reuses finished runs (rule one), skips pairs "
+                    "whose model cannot run here (skipped_reason on the partition); config force re-scores stored "
+                    "outputs, regenerate calls the model again.")
+        for name, fa in families.items()]
+    publish_job = dg.define_asset_job(
+        "publish", selection=["published_warehouse"],
+        description="Publish every finished result.json as a new warehouse version (also automatic on new results).")
+    return [inputs_job, *evaluation_jobs, publish_job]
+
+
 BUILT = build(load_specs())
 ASSETS = BUILT.assets
 CHECKS = BUILT.checks
 FAMILY_ASSETS = BUILT.families
 
-inputs_job = dg.define_asset_job("materialize_inputs", selection=dg.AssetSelection.groups("snapshots", "instances"))
-evaluation_jobs = [dg.define_asset_job(f"evaluate_{asset_prefix(name)}", selection=[fa.predictions, fa.metrics])
-                   for name, fa in FAMILY_ASSETS.items()]
-publish_job = dg.define_asset_job("publish", selection=["published_warehouse"])
+# Publishing follows new results without a click: the asset's automation condition, evaluated by
+# this sensor (on by default, so `dagster dev` publishes as soon as a metrics partition lands).
+publish_automation = dg.AutomationConditionSensorDefinition(
+    "publish_on_new_results", target=["published_warehouse"], default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30, description="Requests published_warehouse when any metrics partition updated.")
+JOBS = named_jobs(FAMILY_ASSETS)
 
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
-    jobs=[inputs_job, *evaluation_jobs, publish_job],
-    sensors=[evaluation_partitions_sensor],
+    jobs=JOBS,
+    sensors=[evaluation_partitions_sensor, publish_automation],
     resources={"medbench": MedbenchResource()},
+    # In-process for the UI's asset runs too ("Materialize", backfills): a run is one partition's
+    # steps, so a subprocess per step only adds seconds; parallelism is across runs (the instance's
+    # run queue and pools, deploy/), not across the steps of one run.
+    executor=dg.in_process_executor,
 )

@@ -105,3 +105,24 @@ def instance_checks(specs: Specs, data: DataDir, task_ref: str) -> list[CheckOut
 def prediction_checks(ev: Evaluation, data: DataDir) -> list[CheckOutcome]:
     """The family's checks on one evaluation's stored predictions."""
     return _evaluate.prediction_checks(ev, data)
+
+
+def discard_generation(ev: Evaluation, data: DataDir) -> list[Path]:
+    """``regenerate``: move aside the stored raw outputs of the generation key this run recorded
+    (``run.json``), so the next predict calls the model again; returns where they went. Moved, not
+    deleted: raw outputs may have cost money. Nothing recorded, nothing moved."""
+    import datetime as dt
+
+    import msgspec
+
+    info_path = data.run_dir(ev.run_id) / "run.json"
+    if not info_path.exists():
+        return []
+    key = msgspec.json.decode(info_path.read_bytes()).get("generation_key")
+    stored = data.generations(key) if key else None
+    if stored is None or not stored.exists():
+        return []
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    moved = stored.with_name(f"{stored.name}.discarded-{stamp}")
+    stored.rename(moved)
+    return [moved]

@@ -49,8 +49,31 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
          "spec_hash": spec_hash(m), "spec": _published_spec(m)}
         for m in specs.models.values()
     ]
-    return Catalog(datasets=datasets, tasks=tasks, models=models, results=finished_results(data),
-                   demo=data.kind() == "demo")
+    results = finished_results(data)
+    models += orphan_models(specs, results)
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo")
+
+
+def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:
+    """Model rows for finished results whose model spec was removed from ``specs/models/``.
+
+    Why: a published result is never withdrawn by deleting a spec file (rule one: nobody should
+    pay for it twice), and a result row must keep its model row. The row is rebuilt from the
+    result record (which carries the model's identity) and says so in its description. To
+    withdraw a result on purpose, move its ``artifacts/<run_id>/`` folder out of the data directory.
+    """
+    rows: dict[str, dict] = {}
+    for r in results:
+        m = r.model
+        if m.slug in specs.models or m.slug in rows:
+            continue
+        rows[m.slug] = {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
+                        "provider_model_id": m.provider_model_id, "revision": m.revision,
+                        "release_date": m.release_date, "knowledge_cutoff": m.knowledge_cutoff,
+                        "backend": str(r.config.get("backend", "unknown")) if isinstance(r.config, dict) else "unknown",
+                        "description": "model spec removed; row kept from its published result(s)",
+                        "spec_hash": r.versions.model_spec_hash, "spec": {}}
+    return list(rows.values())
 
 
 def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:

@@ -1,0 +1,126 @@
+"""The maintainer's path in the Dagster UI: skips are not failures, bad keys fail at once with one
+line, metadata links the result, publishing follows new results, force/regenerate, orphans.
+
+In-process ``dg.materialize`` on an ephemeral instance over a private copy of the demo data."""
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines.backends.registry import not_runnable_reason
+from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, JOBS, build, defs
+from pipelines.dagster.partitions import sync_evaluation_partitions
+from pipelines.dagster.resources import MedbenchResource
+from pipelines.engine.release import build_catalog
+from pipelines.engine.specs import load_specs
+from warehouse.layout import DataDir
+
+REPO = Path(__file__).resolve().parent.parent
+QA = FAMILY_ASSETS["clinicalqa"]
+VLLM = "clinicalqa@0|google/medgemma-27b-text-it"
+RANDOM = "clinicalqa@0|medbench/random"
+
+
+@pytest.fixture
+def data(demo_data, tmp_path) -> Path:
+    copy = tmp_path / "data"
+    shutil.copytree(demo_data, copy, ignore=shutil.ignore_patterns("dagster"))
+    return copy
+
+
+def _materialize(data: Path, instance, selection, partition=None, config=None):
+    run_config = {"ops": {QA.predictions: {"config": config}, QA.metrics: {"config": config}}} if config else None
+    return dg.materialize([*defs.assets, *CHECKS], selection=selection, partition_key=partition, instance=instance,
+                          resources={"medbench": MedbenchResource(data_dir=str(data))}, raise_on_error=False,
+                          run_config=run_config)
+
+
+def _events(result, kind: str):
+    return [e for e in result.all_events if e.event_type_value == kind]
+
+
+def test_not_runnable_pair_is_skipped_with_its_reason_and_publishing_still_runs(data):
+    if not_runnable_reason(load_specs().model("google/medgemma-27b-text-it")) is None:
+        pytest.skip("the vLLM model can run on this machine")
+    with dg.DagsterInstance.ephemeral() as instance:
+        sync_evaluation_partitions(instance, load_specs())
+        result = _materialize(data, instance, [QA.predictions, QA.metrics], VLLM)
+        assert result.success  # not a red failure
+        assert not result.get_asset_materialization_events()
+        observed = [e.event_specific_data.asset_observation for e in _events(result, "ASSET_OBSERVATION")]
+        assert observed and observed[0].partition == VLLM
+        assert "cannot run here" in observed[0].metadata["skipped_reason"].value
+        published = _materialize(data, instance, ["published_warehouse"])
+        assert published.success
+
+
+def test_a_hand_typed_key_naming_no_pair_fails_at_once_with_one_line(data):
+    bad = "clinicalqa@0|nobody/none"
+    with dg.DagsterInstance.ephemeral() as instance:
+        sync_evaluation_partitions(instance, load_specs())
+        instance.add_dynamic_partitions("clinicalqa_evaluations", [bad])
+        result = _materialize(data, instance, [QA.predictions, QA.metrics], bad)
+        assert not result.success
+        failure = next(e for e in result.all_events if e.is_step_failure)
+        message = failure.step_failure_data.user_failure_data.description
+        assert message == f"{bad} names no valid (task, model) pair in the specs: unknown model 'nobody/none'"
+        # ... and the specs' sync removes it (the sensor returns the same diff as a request).
+        sync_evaluation_partitions(instance, load_specs())
+        assert bad not in instance.get_dynamic_partitions("clinicalqa_evaluations")
+
+
+def test_metadata_carries_the_medbench_run_id_and_links(data, monkeypatch):
+    monkeypatch.setenv("MEDBENCH_PUBLIC_URL", "https://medbench.example/")
+    with dg.DagsterInstance.ephemeral() as instance:
+        sync_evaluation_partitions(instance, load_specs())
+        result = _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM)
+        assert result.success
+        for mat in result.get_asset_materialization_events():
+            meta = mat.materialization.metadata
+            run = meta["run_id"].value
+            assert meta["result_page"].value == f"https://medbench.example/r/{run}"
+            assert isinstance(meta["path"], dg.PathMetadataValue) and meta["reused"].value is True
+
+
+def test_publishing_follows_new_results(data):
+    with dg.DagsterInstance.ephemeral() as instance:
+        sync_evaluation_partitions(instance, load_specs())
+        first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        assert _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM).success
+        second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+        assert second.get_num_requested(dg.AssetKey("published_warehouse")) == 1
+        third = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=second.cursor)
+        assert third.get_num_requested(dg.AssetKey("published_warehouse")) == 0  # once per update
+
+
+def test_jobs_are_named_with_descriptions():
+    names = {j.name for j in JOBS}
+    assert names == {"materialize_inputs", "evaluate_clinicalqa", "evaluate_vitaldb_ioh", "publish"}
+    assert all(j.description for j in JOBS)
+    assert defs.resolve_sensor_def("publish_on_new_results").description
+
+
+def test_regenerate_moves_the_stored_raw_outputs_aside(data):
+    generations = DataDir(data).root / "generations"
+    before = sorted(generations.glob("*.jsonl"))
+    assert before, "the demo stores raw outputs of its choice models"
+    with dg.DagsterInstance.ephemeral() as instance:
+        sync_evaluation_partitions(instance, load_specs())
+        assert _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM, {"force": True}).success
+        assert sorted(generations.glob("*.jsonl")) == before  # force re-scores, keeps the outputs
+        assert _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM, {"regenerate": True}).success
+    assert list(generations.glob("*.jsonl.discarded-*"))
+
+
+def test_a_removed_model_spec_keeps_its_published_result_with_its_model_row(data, tmp_path):
+    specs_dir = tmp_path / "specs"
+    shutil.copytree(REPO / "specs", specs_dir)
+    (specs_dir / "models" / "medbench" / "random.toml").unlink()
+    catalog = build_catalog(load_specs(specs_dir), DataDir(data))
+    random_results = [r for r in catalog.results if r.model.slug == "medbench/random"]
+    assert random_results
+    rows = {m["slug"]: m for m in catalog.models}
+    assert "medbench/random" in rows and "spec removed" in rows["medbench/random"]["description"]
+    assert build(load_specs(specs_dir))  # the code location still loads
