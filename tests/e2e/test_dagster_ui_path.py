@@ -17,7 +17,7 @@ from pipelines.engine.release import build_catalog
 from pipelines.engine.specs import load_specs
 from warehouse.layout import DataDir
 
-REPO = Path(__file__).resolve().parent.parent
+from support.paths import REPO  # noqa: E402
 QA = FAMILY_ASSETS["clinicalqa"]
 VLLM = "clinicalqa@0|google/medgemma-27b-text-it"
 RANDOM = "clinicalqa@0|medbench/random"
