@@ -124,6 +124,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     built = build(specs)
     defs_list = [*built.assets, *built.checks]
     with dg.DagsterInstance.get() as instance:
+        _thread_safe_logging(instance)
         recover_dead_runs(instance)
         sync_evaluation_partitions(instance, specs)
         families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
@@ -170,6 +171,15 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 
         report.version = current_version(data) or ""
     return report
+
+
+def _thread_safe_logging(instance) -> None:
+    """Dagster calls ``logging.config.dictConfig`` at the start of every run to build the
+    ``python_logs`` handlers, even when dagster.yaml configures none; from concurrent worker threads
+    that deadlocks CPython's logging locks (one thread holds the module lock wanting a handler's, a
+    logging thread the reverse). With no handlers configured the call yields nothing, so skip it."""
+    if not instance.get_python_log_dagster_handler_config():
+        instance.get_yaml_python_handlers = lambda: []
 
 
 def _detail(record) -> str:
