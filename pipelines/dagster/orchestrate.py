@@ -1,18 +1,26 @@
-"""Driving Dagster from the command line: select partitions, run them in-process, report.
+"""Driving Dagster from the command line: decide, then launch only what needs work, then publish.
 
-Used by ``medbench materialize``, ``medbench demo`` and ``medbench eval``. Every run goes through
-the Dagster instance of the data directory, so the UI shows the same history as the CLI.
+Used by ``medbench materialize``, ``medbench demo`` and ``medbench eval``. Order, and why:
+inputs (skipped when Dagster's last materialisations of the snapshots and instances match the
+current specs and files: run ids need current snapshots, rebuilding them costs a run), then rule one
+for every selected partition without a run (``plan.py``; reuses are recorded at once as
+AssetObservations on the metrics asset, so the UI still shows them), then the partitions that need
+work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
+ran or the warehouse lacks a reused result. Every run carries the tags in ``base_tags``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.dagster.plan import Planned, plan_selection, render_plan, total_cost
+from pipelines.dagster.report import Outcome, Report, failure
 from pipelines.engine.specs import ModelSpec, Specs, TaskSpec, load_specs
 from warehouse.layout import DataDir, DataKindError
+
+__all__ = ["MaterializeError", "Outcome", "Report", "materialize_selection", "dry_run_selection"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The CLI shows Dagster's INFO lines (our progress and results), not its DEBUG event stream.
@@ -21,41 +29,6 @@ QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 class MaterializeError(RuntimeError):
     """A selection or setup problem; the message says what to change."""
-
-
-@dataclass
-class Outcome:
-    partition: str
-    status: str  # ran | reused | skipped | failed
-    run_id: str = ""
-    detail: str = ""
-
-
-@dataclass
-class Report:
-    data: DataDir
-    outcomes: list[Outcome] = field(default_factory=list)
-    version: str = ""
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors and all(o.status != "failed" for o in self.outcomes)
-
-    def outcome(self, task_ref: str, model_slug: str) -> Outcome | None:
-        """The outcome of the (task version, model) partition, or None when the report has none."""
-        from pipelines.dagster.engine_calls import partition_key
-
-        key = partition_key(task_ref, model_slug)
-        return next((o for o in self.outcomes if o.partition == key), None)
-
-    def render(self) -> str:
-        lines = [f"{'evaluation':48} {'status':8} {'run_id':12}  detail"]
-        lines += [f"{o.partition:48} {o.status:8} {o.run_id:12}  {o.detail}" for o in self.outcomes]
-        lines += [f"error: {e}" for e in self.errors]
-        if self.version:
-            lines.append(f"published warehouse {self.version}: {self.data.duckdb_link}")
-        return "\n".join(lines)
 
 
 def prepare_dagster_home(data: DataDir) -> Path:
@@ -84,81 +57,200 @@ def select(specs: Specs, tasks: list[str], models: list[str]) -> list[tuple[Task
     return pairs
 
 
+def base_tags() -> dict[str, str]:
+    """Tags of every run the CLI launches: who launched it (host, pid) for stale-run recovery."""
+    tags = {"medbench/cli": "materialize"}
+    try:
+        from pipelines.dagster.stale_runs import run_tags
+    except ImportError:
+        return tags
+    return {**tags, **run_tags()}
+
+
+def recover_dead_runs(instance) -> None:
+    """Runs of local processes that died are marked failed before anything new starts."""
+    try:
+        from pipelines.dagster.stale_runs import fail_dead_runs
+    except ImportError:
+        return
+    for run_id in fail_dead_runs(instance):
+        print(f"marked run {run_id} failed: its process is gone", flush=True)
+
+
+def _kind(data: DataDir, demo: bool, claim: bool) -> None:
+    want = "demo" if demo else "real"
+    try:
+        if claim:
+            data.claim(want)
+        elif data.kind() not in (None, want):
+            data.claim(want)  # raises with the standard message
+    except DataKindError as exc:
+        raise MaterializeError(str(exc)) from None
+
+
+def dry_run_selection(demo: bool, tasks=(), models=(), force: bool = False, data: DataDir | None = None) -> str:
+    """What ``materialize_selection`` would do, with estimated costs; starts no run, writes nothing."""
+    data = data or DataDir()
+    _kind(data, demo, claim=False)
+    specs = load_specs()
+    return render_plan(plan_selection(specs, data, select(specs, list(tasks), list(models)), force))
+
+
 def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] = (), force: bool = False,
-                          data: DataDir | None = None) -> Report:
+                          data: DataDir | None = None, jobs: int | None = None, max_cost: float | None = None,
+                          pools: list[str] = (), refresh_inputs: bool = False) -> Report:
     import dagster as dg
 
-    from pipelines.backends.registry import not_runnable_reason
+    from pipelines.dagster import inputs_state
     from pipelines.dagster.definitions import build
-    from pipelines.dagster.engine_calls import existing_result, family_of, plan
+    from pipelines.dagster.limits import read_limits, with_overrides
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
 
     data = data or DataDir()
-    try:
-        data.claim("demo" if demo else "real")
-    except DataKindError as exc:
-        raise MaterializeError(str(exc)) from None
+    _kind(data, demo, claim=True)
     specs = load_specs()
     pairs = select(specs, list(tasks), list(models))
-    prepare_dagster_home(data)
+    home = prepare_dagster_home(data)
+    try:
+        limits = with_overrides(read_limits(home), list(pools))
+    except ValueError as exc:
+        raise MaterializeError(str(exc)) from None
+    jobs = jobs or limits.max_runs
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
     report = Report(data=data)
+    tags = base_tags()
     # Built now, not at import: a family registered at runtime (a plug-in, a test) gets its assets too.
     built = build(specs)
     defs_list = [*built.assets, *built.checks]
     with dg.DagsterInstance.get() as instance:
+        _thread_safe_logging(instance)
+        recover_dead_runs(instance)
         sync_evaluation_partitions(instance, specs)
-        # Each selected pair's family: its dataset's snapshot and its instances (and their checks).
-        families = [built.families[f] for f in dict.fromkeys(family_of(t) for t, _ in pairs)]
-        selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
-        print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
-        result = dg.materialize(defs_list, selection=selection, instance=instance, resources=resources,
-                                raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
-        if not result.success:
-            report.errors.append(f"inputs failed: {_failure(result)}")
-            return report
-        for task, model in pairs:
-            ev = plan(specs, data, task.ref, model.slug)
-            reason = not_runnable_reason(model)
-            done = existing_result(data, ev.run_id) is not None
-            if reason and not (done and not force):
-                report.outcomes.append(Outcome(ev.partition_key, "skipped", ev.run_id, reason))
-                print(f"skipping {ev.partition_key}: {reason}", flush=True)
-                continue
-            print(f"evaluating {ev.partition_key} (run {ev.run_id}){' [reuse]' if done and not force else ''}",
-                  flush=True)
-            config = {"config": {"force": force}}
-            fa = built.families[family_of(task)]
-            result = dg.materialize(
-                defs_list, selection=[fa.predictions, fa.metrics], partition_key=ev.partition_key,
-                instance=instance, resources=resources, raise_on_error=False,
-                run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}},
-                tags={"medbench/cli": "materialize"},
-            )
+        families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
+        if refresh_inputs or not inputs_state.current(instance, specs, data, families):
+            selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
+            print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
+            result = dg.materialize(defs_list, selection=selection, instance=instance, resources=resources,
+                                    raise_on_error=False, run_config=QUIET_LOGS, tags=tags)
             if not result.success:
-                report.outcomes.append(Outcome(ev.partition_key, "failed", ev.run_id, _failure(result)))
-                continue
-            record = existing_result(data, ev.run_id)
-            status = "reused" if done and not force else "ran"
-            p = record.primary
-            report.outcomes.append(Outcome(ev.partition_key, status, ev.run_id,
-                                           f"{p.name} {p.value:.4f} [{p.ci_low:.4f}, {p.ci_high:.4f}]"))
-        result = dg.materialize(defs_list, selection=["published_warehouse"], instance=instance, resources=resources,
-                                raise_on_error=False, run_config=QUIET_LOGS, tags={"medbench/cli": "materialize"})
-        if not result.success:
-            report.errors.append(f"publish failed: {_failure(result)}")
-            return report
+                report.errors.append(f"inputs failed: {failure(result)}")
+                return report
+        else:
+            print("inputs current (snapshots and instances match the specs): not rematerialised", flush=True)
+        planned = plan_selection(specs, data, pairs, force)
+        to_run = [p for p in planned if p.status == "run"]
+        cost = total_cost(to_run)
+        if max_cost is not None and cost > max_cost:
+            raise MaterializeError(f"estimated cost {cost:.4f} USD of {len(to_run)} evaluation(s) is above "
+                                   f"--max-cost {max_cost:g}; nothing was started (see --dry-run)")
+        reused = [p for p in planned if p.status == "reuse"]
+        report.outcomes += _reuse(instance, built, data, reused)
+        report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in planned if p.status == "skip"]
+        for p in planned:
+            if p.status == "skip":
+                print(f"skipping {p.partition}: {p.reason}", flush=True)
+        print(f"{len(reused)} reused, {len(to_run)} to run ({jobs} at once at most)", flush=True)
+        if to_run:
+            from pipelines.dagster.launch import run_bounded
+
+            launch = _launcher(dg, instance, built, defs_list, resources, tags, data, force)
+            outcomes, report.interrupted = run_bounded(
+                to_run, jobs, limits, launch, on_interrupt=lambda tokens: _fail_in_flight(dg, instance, tokens),
+                log=lambda m: print(m, flush=True))
+            report.outcomes += outcomes
+            if report.interrupted:
+                return report
+        if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data, reused):
+            result = dg.materialize(defs_list, selection=["published_warehouse"], instance=instance,
+                                    resources=resources, raise_on_error=False, run_config=QUIET_LOGS, tags=tags)
+            if not result.success:
+                report.errors.append(f"publish failed: {failure(result)}")
+                return report
         from warehouse.publish import current_version
 
         report.version = current_version(data) or ""
     return report
 
 
-def _failure(result) -> str:
-    """The first step failure's message, for the one-line report."""
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
-            err = event.step_failure_data.error
-            return (err.message or "").strip().splitlines()[-1] if err.message else str(err)
-    return "run failed (see the Dagster UI for the full log)"
+def _thread_safe_logging(instance) -> None:
+    """Dagster calls ``logging.config.dictConfig`` at the start of every run to build the
+    ``python_logs`` handlers, even when dagster.yaml configures none; from concurrent worker threads
+    that deadlocks CPython's logging locks (one thread holds the module lock wanting a handler's, a
+    logging thread the reverse). With no handlers configured the call yields nothing, so skip it."""
+    if not instance.get_python_log_dagster_handler_config():
+        instance.get_yaml_python_handlers = lambda: []
+
+
+def _detail(record) -> str:
+    p = record.primary
+    return f"{p.name} {p.value:.4f} [{p.ci_low:.4f}, {p.ci_high:.4f}]"
+
+
+def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcome]:
+    """Outcomes of the reused partitions, and one AssetObservation each on its metrics asset."""
+    import dagster as dg
+
+    from pipelines.engine.evaluate import existing_result
+
+    outcomes, events = [], []
+    for p in reused:
+        record = existing_result(data, p.run_id)
+        outcomes.append(Outcome(p.partition, "reused", p.run_id, _detail(record)))
+        events.append(dg.AssetObservation(
+            asset_key=built.families[p.task.family].metrics, partition=p.partition,
+            metadata={"run_id": p.run_id, "reused": True, "decided_by": "medbench materialize (rule one)"}))
+    from pipelines.dagster.inputs_state import report_observations
+
+    report_observations(instance, events)
+    return outcomes
+
+
+def _launcher(dg, instance, built, defs_list, resources, tags, data: DataDir, force: bool):
+    from pipelines.dagster.launch import partition_lock
+    from pipelines.engine.evaluate import existing_result
+
+    def launch(p: Planned, token: str) -> Outcome:
+        fa = built.families[p.task.family]
+        config = {"config": {"force": force}}
+        with partition_lock(data.root / "locks", p.partition):
+            result = dg.materialize(
+                defs_list, selection=[fa.predictions, fa.metrics], partition_key=p.partition, instance=instance,
+                resources=resources, raise_on_error=False,
+                run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}},
+                tags={**tags, "medbench/pool": p.pool, "medbench/launch": token})
+        if not result.success:
+            return Outcome(p.partition, "failed", p.run_id, failure(result))
+        record = existing_result(data, p.run_id)  # planned after the inputs, so the run id is known
+        return Outcome(p.partition, "ran", p.run_id, _detail(record) if record else "")
+
+    return launch
+
+
+def _fail_in_flight(dg, instance, tokens: list[str]) -> None:
+    """Ctrl-C: the Dagster runs of the in-flight launches are marked failed, not left STARTED."""
+    for token in tokens:
+        for run in instance.get_runs(filters=dg.RunsFilter(tags={"medbench/launch": token})):
+            if not run.is_finished:
+                instance.report_run_failed(run, "interrupted: medbench materialize was stopped (Ctrl-C)")
+                print(f"marked run {run.run_id} ({run.tags.get('dagster/partition', '')}) failed: interrupted",
+                      flush=True)
+
+
+def _publish_needed(data: DataDir, reused: list[Planned]) -> bool:
+    """True when no warehouse is published or a reused result is missing from it (a repair)."""
+    from warehouse.publish import current_version
+
+    if not current_version(data):
+        return True
+    from warehouse.read import open_current
+
+    try:
+        snap = open_current(data)
+    except Exception:
+        return True
+    try:
+        published = {r[0] for r in snap.con.execute("SELECT run_id FROM results").fetchall()}
+    finally:
+        snap.close()
+    return any(p.run_id not in published for p in reused)

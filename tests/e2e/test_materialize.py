@@ -59,6 +59,24 @@ def test_second_run_reuses_everything(demo_data):
     assert got and all(status in ("reused", "skipped") for status, _ in got.values()), proc.stdout
     assert {rid for status, rid in got.values() if status == "reused"} == set(before)
     assert results_table(demo_data) == before
+    assert "not rematerialised" in proc.stdout  # the inputs were current: no inputs run
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(demo_data / "dagster")) as instance:
+        records = instance.fetch_observations(dg.AssetKey("clinicalqa_metrics"), limit=50).records
+    observed = {r.event_log_entry.asset_observation.metadata["run_id"].value for r in records}
+    assert {rid for key, (status, rid) in got.items() if status == "reused" and key.startswith("clinicalqa")} <= observed
+
+
+def test_dry_run_and_max_cost_start_nothing(demo_data):
+    proc = run_medbench("materialize", "--demo", "--dry-run", data=demo_data)
+    assert "would run 0," in proc.stdout and "reuse" in proc.stdout
+    forced = run_medbench("materialize", "--demo", "--dry-run", "--force", "--model", "medbench/tiny-llama",
+                          data=demo_data)
+    assert re.search(r"clinicalqa@0\|medbench/tiny-llama\s+run\s+cpu", forced.stdout), forced.stdout
+    refused = run_medbench("materialize", "--demo", "--force", "--model", "medbench/tiny-llama", "--max-cost", "0",
+                           data=demo_data, check=False)
+    assert refused.returncode == 1 and "above --max-cost 0" in refused.stderr, refused.stderr
 
 
 def test_real_into_demo_dir_is_refused(demo_data):

@@ -1,0 +1,109 @@
+"""Bounded, concurrent launching of the partitions that need work, honouring the pool limits.
+
+Why embedded enforcement: without a daemon nobody dequeues a queued run, so ``medbench
+materialize`` never submits to a queue it cannot drain. It runs each partition as its own Dagster
+run (``dg.materialize`` in a worker thread: visible in the UI with its tags, same assets and
+checks as a UI backfill) and admits a run only while its pool has a free slot and fewer than
+``jobs`` runs are in flight. The limits are the ones the daemon's queued coordinator applies
+(``limits.py``). Threads, not processes: evaluations wait on I/O (API calls) or on native code
+(vLLM, torch) and families registered at runtime stay visible. A file lock per partition keeps a
+second ``medbench materialize`` from paying for the same evaluation at the same time.
+
+Ctrl-C: nothing more is launched, in-flight runs are reported ``interrupted`` and their Dagster
+runs marked failed (their checkpoints keep the finished items for the rerun).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipelines.dagster.limits import Limits
+from pipelines.dagster.plan import Planned
+from pipelines.dagster.report import Outcome
+
+Launch = Callable[[Planned, str], Outcome]  # (partition, launch token) -> outcome
+Interrupted = Callable[[list[str]], None]  # launch tokens of the runs in flight
+
+
+class PartitionBusy(RuntimeError):
+    """Another process is evaluating this partition now."""
+
+
+@contextmanager
+def partition_lock(lock_dir: Path, partition: str):
+    """An exclusive, non-blocking lock on one partition key (released when the holder dies)."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_dir / (hashlib.sha256(partition.encode()).hexdigest()[:20] + ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PartitionBusy(f"{partition} is being evaluated by another process") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def run_bounded(work: list[Planned], jobs: int, limits: Limits, launch: Launch,
+                on_interrupt: Interrupted | None = None, log: Callable[[str], None] = print
+                ) -> tuple[list[Outcome], bool]:
+    """Run ``launch`` for every item, at most ``jobs`` at once and at most ``limits.of(pool)`` per
+    pool; returns the outcomes (in completion order) and whether Ctrl-C stopped it."""
+    jobs = max(1, jobs)
+    pending = deque(work)
+    running: dict[str, Planned] = {}
+    per_pool: dict[str, int] = {}
+    done: queue.Queue = queue.Queue()
+    outcomes: list[Outcome] = []
+    counter = 0
+
+    def worker(p: Planned, token: str) -> None:
+        try:
+            outcome = launch(p, token)
+        except PartitionBusy as exc:
+            outcome = Outcome(p.partition, "failed", p.run_id, str(exc))
+        except BaseException as exc:  # a crash in one worker must not hang the loop
+            outcome = Outcome(p.partition, "failed", p.run_id, f"{type(exc).__name__}: {exc}")
+        done.put((token, outcome))
+
+    try:
+        while pending or running:
+            while len(running) < jobs:
+                nxt = next((p for p in pending if per_pool.get(p.pool, 0) < limits.of(p.pool)), None)
+                if nxt is None:
+                    break
+                pending.remove(nxt)
+                counter += 1
+                token = f"{os.getpid()}-{counter}"
+                running[token] = nxt
+                per_pool[nxt.pool] = per_pool.get(nxt.pool, 0) + 1
+                log(f"launching {nxt.partition} (pool {nxt.pool}, {len(running)} in flight)")
+                threading.Thread(target=worker, args=(nxt, token), daemon=True, name=f"medbench-{token}").start()
+            if not running:  # every pending item's pool has limit 0
+                outcomes += [Outcome(p.partition, "skipped", p.run_id, f"pool {p.pool} has limit 0") for p in pending]
+                break
+            try:
+                token, outcome = done.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            p = running.pop(token)
+            per_pool[p.pool] -= 1
+            outcomes.append(outcome)
+    except KeyboardInterrupt:
+        log(f"interrupted: stopping; {len(running)} run(s) in flight, {len(pending)} not started")
+        if on_interrupt is not None:
+            on_interrupt(list(running))
+        outcomes += [Outcome(p.partition, "interrupted", p.run_id, "stopped by Ctrl-C while running")
+                     for p in running.values()]
+        outcomes += [Outcome(p.partition, "interrupted", p.run_id, "not started (Ctrl-C)") for p in pending]
+        return outcomes, True
+    return outcomes, False
