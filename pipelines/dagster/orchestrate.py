@@ -59,22 +59,19 @@ def select(specs: Specs, tasks: list[str], models: list[str]) -> list[tuple[Task
 
 def base_tags() -> dict[str, str]:
     """Tags of every run the CLI launches: who launched it (host, pid) for stale-run recovery."""
-    tags = {"medbench/cli": "materialize"}
-    try:
-        from pipelines.dagster.stale_runs import run_tags
-    except ImportError:
-        return tags
-    return {**tags, **run_tags()}
+    from pipelines.dagster.stale_runs import run_tags
+
+    return {"medbench/cli": "materialize", **run_tags()}
 
 
-def recover_dead_runs(instance) -> None:
-    """Runs of local processes that died are marked failed before anything new starts."""
-    try:
-        from pipelines.dagster.stale_runs import fail_dead_runs
-    except ImportError:
-        return
-    for run_id in fail_dead_runs(instance):
-        print(f"marked run {run_id} failed: its process is gone", flush=True)
+def recover_dead_runs(instance, data: DataDir) -> None:
+    """Runs of local processes that died are marked failed, and their stale temp files removed,
+    before anything new starts (a killed materialisation never leaves a run STARTED)."""
+    from pipelines.dagster.stale_runs import recover
+
+    summary = recover(instance, data)
+    if summary and "nothing to do" not in summary:
+        print(summary, flush=True)
 
 
 def _kind(data: DataDir, demo: bool, claim: bool) -> None:
@@ -125,7 +122,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     defs_list = [*built.assets, *built.checks]
     with dg.DagsterInstance.get() as instance:
         _thread_safe_logging(instance)
-        recover_dead_runs(instance)
+        recover_dead_runs(instance, data)
         sync_evaluation_partitions(instance, specs)
         families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
         if refresh_inputs or not inputs_state.current(instance, specs, data, families):

@@ -2,11 +2,10 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from support.paths import REPO  # noqa: E402
 
 
 @pytest.mark.slow
