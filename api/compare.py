@@ -42,7 +42,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs, resample_cluster_counts
+from pipelines.stats.auroc import (
+    auroc,
+    cluster_pair_counts,
+    replicate_aurocs,
+    resample_cluster_counts,
+)
 from pipelines.stats.paired import mcnemar_exact_p, paired_accuracy_from_correct
 
 __all__ = ["Comparison", "ComparisonError", "auroc", "bootstrap_p_value", "compare_files", "mcnemar_exact",

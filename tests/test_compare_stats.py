@@ -16,7 +16,14 @@ import pytest
 from scipy.stats import binomtest
 from sklearn.metrics import roc_auc_score
 
-from api.compare import ComparisonError, auroc, compare_files, mcnemar_exact, paired_accuracy, paired_auroc
+from api.compare import (
+    ComparisonError,
+    auroc,
+    compare_files,
+    mcnemar_exact,
+    paired_accuracy,
+    paired_auroc,
+)
 
 # --------------------------------------------------------------------------- McNemar
 
