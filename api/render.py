@@ -34,7 +34,7 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
 
 
 def metric(m: MetricValue) -> schemas.Metric:
-    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high)
+    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=m.method)
 
 
 def row(p: Published, base: str, rank: int) -> schemas.Row:
@@ -55,7 +55,8 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
     )
 
 
-def result(p: Published, base: str, dataset: schemas.Dataset | None) -> schemas.Result:
+def result(p: Published, base: str, dataset: schemas.Dataset | None,
+           versus: schemas.BaselineComparison | None = None) -> schemas.Result:
     r = p.record
     url = result_url(base, r.run_id)
     return schemas.Result(
@@ -80,6 +81,8 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None) -> schemas.
         superseded_by=p.superseded_by,
         dataset=r.dataset,
         extras=r.extras,
+        contamination_basis=r.contamination_basis,
+        versus_baseline=versus,
     )
 
 
