@@ -42,12 +42,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipelines.stats.auroc import (
-    auroc,
-    cluster_pair_counts,
-    replicate_aurocs,
-    resample_cluster_counts,
-)
+from pipelines.stats.auroc import auroc
+from pipelines.stats.paired_auroc import bootstrap_p_value, paired_auroc_difference
 from pipelines.stats.paired import mcnemar_exact_p, paired_accuracy_from_correct
 
 __all__ = ["Comparison", "ComparisonError", "auroc", "bootstrap_p_value", "compare_files", "mcnemar_exact",
@@ -103,17 +99,6 @@ def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Compari
 # --------------------------------------------------------------------------- AUROC
 
 
-def bootstrap_p_value(differences: np.ndarray) -> float:
-    """Two-sided p-value matching the percentile interval (see the module docstring)."""
-    d = np.asarray(differences, dtype=np.float64)
-    r = len(d)
-    if r == 0:
-        return float("nan")
-    below = (1 + int((d <= 0).sum())) / (1 + r)
-    above = (1 + int((d >= 0).sum())) / (1 + r)
-    return float(min(1.0, 2 * min(below, above)))
-
-
 def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: int) -> Comparison:
     y = np.asarray(labels).reshape(-1).astype(bool)
     if len(y) == 0:
@@ -124,23 +109,15 @@ def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: in
         np.asarray(scores_b, dtype=np.float64)
     ).all():
         raise ComparisonError("scores contain NaN or infinity")
-    pairs_a = cluster_pair_counts(scores_a, y, clusters)
-    pairs_b = cluster_pair_counts(scores_b, y, clusters)
-    n_clusters = len(pairs_a.ids)
-    whole = np.ones((1, n_clusters), dtype=np.int32)
-    value_a, value_b = float(replicate_aurocs(pairs_a, whole)[0]), float(replicate_aurocs(pairs_b, whole)[0])
-    counts = resample_cluster_counts(n_clusters, replicates, seed)
-    diffs = replicate_aurocs(pairs_a, counts) - replicate_aurocs(pairs_b, counts)
-    kept = diffs[np.isfinite(diffs)]
-    if len(kept) == 0:
+    d = paired_auroc_difference(scores_a, scores_b, y, clusters, replicates, seed)
+    if d is None:
         raise ComparisonError("every bootstrap replicate held one class only")
-    low, high = np.percentile(kept, [2.5, 97.5])
     return Comparison(
-        metric="auroc", n_shared=len(y), value_a=value_a, value_b=value_b, difference=value_a - value_b,
-        ci_low=float(low), ci_high=float(high), p_value=bootstrap_p_value(kept),
-        method=f"paired cluster bootstrap over {n_clusters} subjects ({replicates} replicates, seed {seed}); "
+        metric="auroc", n_shared=len(y), value_a=d.value_a, value_b=d.value_b, difference=d.difference,
+        ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value,
+        method=f"paired cluster bootstrap over {d.n_clusters} subjects ({replicates} replicates, seed {seed}); "
         "two-sided bootstrap p-value",
-        replicates=replicates, seed=seed, dropped_replicates=int(len(diffs) - len(kept)),
+        replicates=replicates, seed=seed, dropped_replicates=d.dropped,
         a_only_correct=None, b_only_correct=None,
     )
 
