@@ -10,7 +10,7 @@ from __future__ import annotations
 from api import schemas
 from api.bibtex import result_bibtex
 from api.tables import Published, Tables, TaskEntry
-from warehouse.records import MetricValue, ModelRef
+from warehouse.records import MetricValue, ModelRef, ResultRecord
 
 
 def result_url(base: str, run_id: str) -> str:
@@ -33,15 +33,19 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
     )
 
 
-def metric(m: MetricValue) -> schemas.Metric:
-    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=m.method)
+def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
+    """A metric with its interval method; a result written before methods were recorded used the
+    percentile bootstrap (over items for choice tasks, over subjects for score tasks, the ones
+    without a parse rate)."""
+    method = m.method or ("cluster-bootstrap-percentile" if r.parse_rate is None else "bootstrap-percentile")
+    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method)
 
 
 def row(p: Published, base: str, rank: int) -> schemas.Row:
     r = p.record
     return schemas.Row(
         rank=rank, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination,
     )
 
@@ -50,7 +54,7 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
     r = p.record
     return schemas.ResultSummary(
         run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination, superseded_by=p.superseded_by,
     )
 
@@ -61,9 +65,9 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
     url = result_url(base, r.run_id)
     return schemas.Result(
         run_id=r.run_id, task=r.task, model=model_detail(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=url, demo=r.demo, contamination=r.contamination,
-        metrics=[metric(m) for m in r.metrics],
+        metrics=[metric(m, r) for m in r.metrics],
         config=r.config,
         versions=schemas.Versions(
             task_spec_hash=r.versions.task_spec_hash, model_spec_hash=r.versions.model_spec_hash,

@@ -49,7 +49,7 @@ class Metric(msgspec.Struct):
     value: float
     ci_low: float
     ci_high: float
-    method: str | None = None  # wilson | bootstrap-percentile | cluster-bootstrap-percentile (None: not recorded)
+    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
 
 
 class Row(msgspec.Struct):

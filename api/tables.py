@@ -109,6 +109,8 @@ class Tables:
     current: Mapping[tuple[str, str], Published]  # (model slug, task ref) -> the result lookup answers
     total_cost_usd: float
     bodies: BodyCache = field(compare=False)
+    # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
+    versus_baseline: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
 
     def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
         if version is None:
@@ -208,7 +210,16 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         current=_freeze(current),
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
+        versus_baseline=_freeze(_versus(catalogue)),
     )
+
+
+def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
+    """One comparison per run (a run has one baseline: its task's)."""
+    return {b.run_id: schemas.BaselineComparison(
+        baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
+        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method,
+    ) for b in catalogue.baseline_comparisons}
 
 
 def _current_results(published: list[Published]) -> dict[tuple[str, str], Published]:

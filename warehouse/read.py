@@ -26,6 +26,7 @@ import msgspec
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, decode_record
 from warehouse.schema import DatasetRow, MetricRow, ModelRow, Row, TaskRow, column_names, select_sql
+from warehouse.schema import BaselineComparisonRow
 from warehouse.versions import PointerError, choose, read_pointer
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,8 @@ class Catalogue:
     tasks: tuple[TaskRow, ...]
     models: tuple[ModelRow, ...]
     results: tuple[Published, ...]
+    # each result against its task's baseline (schema 3; empty in older files)
+    baseline_comparisons: tuple[BaselineComparisonRow, ...] = ()
 
     @property
     def schema_version(self) -> int:
@@ -157,10 +160,11 @@ def read_version(data: DataDir, version: str) -> Catalogue:
         tasks = _rows(con, TaskRow, "slug, version")
         models = _rows(con, ModelRow, "slug")
         results = _published(con.execute(f"{_RESULTS} ORDER BY run_id").fetchall())
+        baselines = _rows(con, BaselineComparisonRow, "run_id") if schema_version_of(meta) >= 3 else ()
     finally:
         con.close()
     return Catalogue(version=version, meta=MappingProxyType(meta), datasets=datasets, tasks=tasks, models=models,
-                     results=results)
+                     results=results, baseline_comparisons=baselines)
 
 
 def read_meta(data: DataDir, version: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
 from warehouse.layout import DataDir
@@ -47,8 +48,9 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
          "spec_hash": spec_hash(m), "spec": spec_builtins(m)}
         for m in specs.models.values()
     ]
-    return Catalog(datasets=datasets, tasks=tasks, models=models, results=finished_results(data),
-                   demo=data.kind() == "demo")
+    results = finished_results(data)
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
+                   baseline_comparisons=baseline_comparison_rows(specs, data, results))
 
 
 def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
