@@ -49,7 +49,7 @@ def _lookup(tables: Tables, model: str | None, task: str | None, base: str) -> A
     if published is None:
         return Answer(prepare(schemas.Lookup(status="not_evaluated", result=None)))
     dataset = tables.dataset_by_slug.get(published.record.dataset)
-    evaluated = prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset)))
+    evaluated = prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset, tables.versus_baseline.get(published.run_id))))
     return Answer(evaluated, counts_reuse=True)
 
 
@@ -107,7 +107,8 @@ def result(tables: Tables, run_id: str, base: str) -> Prepared:
     found = published(tables, run_id)
     key = ("result", run_id, base)
     return tables.bodies.get(key) or tables.bodies.put(
-        key, prepare(render.result(found, base, tables.dataset_by_slug.get(found.record.dataset)))
+        key, prepare(render.result(found, base, tables.dataset_by_slug.get(found.record.dataset),
+                                   tables.versus_baseline.get(run_id)))
     )
 
 

@@ -10,12 +10,13 @@ interval cannot drift apart:
 
 - Items are the intersection of the two files' ``instance_id`` values, taken in sorted
   ``instance_id`` order, so the answer does not depend on how either file is ordered.
-- Accuracy tasks: the difference is accuracy(A) - accuracy(B) on the shared items. Its 95% interval
-  is a percentile bootstrap over items of the per-item differences ``correct_a - correct_b``
-  (``pipelines.stats.bootstrap.bootstrap_replicate_means``: replicate r uses
-  ``rng.integers(0, n, size=n)`` from ``np.random.default_rng(seed)``, in order). The p-value is
-  the exact McNemar test: a two-sided binomial test (p = 1/2) on the discordant pairs,
-  ``min(1, 2 * P(X <= min(b, c)))`` with X ~ Bin(b + c, 1/2), and 1 when there is no discordant pair.
+- Accuracy tasks: the difference is accuracy(A) - accuracy(B) on the shared items. With b = items
+  only A got right and c = items only B got right, the p-value is the exact McNemar test and the
+  95% interval is its conditional exact counterpart (``pipelines.stats.paired.paired_accuracy``):
+  Clopper-Pearson on b/(b+c) mapped to the difference, [(2 tL - 1)(b+c)/n, (2 tU - 1)(b+c)/n].
+  The interval excludes 0 exactly when p < 0.05, so the two never disagree (a percentile bootstrap
+  interval next to an exact test can: b = 9, c = 20 gives p = 0.061 with a bootstrap interval that
+  excludes 0). ``replicates`` and ``seed`` are reported but not used for accuracy.
 - AUROC tasks: windows of one patient are not independent, so the interval is a paired cluster
   bootstrap over subjects (``pipelines.stats.auroc``): clusters are the sorted unique ``subjectid``
   values; ``draws = default_rng(seed).integers(0, C, size=(replicates, C))``; replicate r takes the
@@ -25,7 +26,9 @@ interval cannot drift apart:
   97.5th percentiles of the kept differences. The p-value is the two-sided bootstrap p-value that
   matches this percentile interval: ``min(1, 2 * min((1 + #{d <= 0}) / (1 + R), (1 + #{d >= 0}) /
   (1 + R)))`` over the R kept replicate differences d, i.e. about the smallest level at which the
-  interval would exclude 0; the +1 terms (Davison and Hinkley) keep it from ever being exactly 0.
+  interval would exclude 0; the +1 terms (Davison and Hinkley) keep it from ever being exactly 0,
+  which sets a floor: no p below 2 / (R + 1) can be shown (R = 1,000 kept replicates: 0.002), so a
+  p at the floor reads "p <= 2/(R+1)", not an exact value.
 
 The seed and the number of replicates are the task's own bootstrap settings, so a comparison is
 as reproducible as the published intervals.
@@ -33,16 +36,15 @@ as reproducible as the published intervals.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs, resample_cluster_counts
-from pipelines.stats.bootstrap import bootstrap_replicate_means
+from pipelines.stats.auroc import auroc
+from pipelines.stats.paired_auroc import bootstrap_p_value, paired_auroc_difference
+from pipelines.stats.paired import mcnemar_exact_p, paired_accuracy_from_correct
 
 __all__ = ["Comparison", "ComparisonError", "auroc", "bootstrap_p_value", "compare_files", "mcnemar_exact",
            "paired_accuracy", "paired_auroc"]  # ``auroc``: the published point estimate, re-exported
@@ -75,13 +77,7 @@ class Comparison:
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Exact two-sided McNemar p-value from the two discordant counts (1.0 when both are 0)."""
-    if a_only < 0 or b_only < 0:
-        raise ValueError("discordant counts must be non-negative")
-    n = a_only + b_only
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(a_only, b_only) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+    return mcnemar_exact_p(a_only, b_only)
 
 
 def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Comparison:
@@ -91,30 +87,16 @@ def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Compari
         raise ValueError("correct_a and correct_b must be 1-d arrays of the same length")
     if a.size == 0:
         raise ComparisonError("the two results share no items")
-    diffs = a.astype(np.float64) - b.astype(np.float64)
-    low, high = np.percentile(bootstrap_replicate_means(diffs, replicates, seed), [2.5, 97.5])
-    a_only, b_only = int((a & ~b).sum()), int((~a & b).sum())
+    exact = paired_accuracy_from_correct(a, b)
     return Comparison(
         metric="accuracy", n_shared=int(a.size), value_a=float(a.mean()), value_b=float(b.mean()),
-        difference=float(diffs.mean()), ci_low=float(low), ci_high=float(high),
-        p_value=mcnemar_exact(a_only, b_only),
-        method=f"paired percentile bootstrap over items ({replicates} replicates, seed {seed}); exact McNemar test",
-        replicates=replicates, seed=seed, dropped_replicates=0, a_only_correct=a_only, b_only_correct=b_only,
+        difference=exact.difference, ci_low=exact.ci_low, ci_high=exact.ci_high, p_value=exact.p_value,
+        method="exact McNemar test; conditional exact (Clopper-Pearson on b/(b+c)) interval for the difference",
+        replicates=replicates, seed=seed, dropped_replicates=0, a_only_correct=exact.b, b_only_correct=exact.c,
     )
 
 
 # --------------------------------------------------------------------------- AUROC
-
-
-def bootstrap_p_value(differences: np.ndarray) -> float:
-    """Two-sided p-value matching the percentile interval (see the module docstring)."""
-    d = np.asarray(differences, dtype=np.float64)
-    r = len(d)
-    if r == 0:
-        return float("nan")
-    below = (1 + int((d <= 0).sum())) / (1 + r)
-    above = (1 + int((d >= 0).sum())) / (1 + r)
-    return float(min(1.0, 2 * min(below, above)))
 
 
 def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: int) -> Comparison:
@@ -127,23 +109,15 @@ def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: in
         np.asarray(scores_b, dtype=np.float64)
     ).all():
         raise ComparisonError("scores contain NaN or infinity")
-    pairs_a = cluster_pair_counts(scores_a, y, clusters)
-    pairs_b = cluster_pair_counts(scores_b, y, clusters)
-    n_clusters = len(pairs_a.ids)
-    whole = np.ones((1, n_clusters), dtype=np.int32)
-    value_a, value_b = float(replicate_aurocs(pairs_a, whole)[0]), float(replicate_aurocs(pairs_b, whole)[0])
-    counts = resample_cluster_counts(n_clusters, replicates, seed)
-    diffs = replicate_aurocs(pairs_a, counts) - replicate_aurocs(pairs_b, counts)
-    kept = diffs[np.isfinite(diffs)]
-    if len(kept) == 0:
+    d = paired_auroc_difference(scores_a, scores_b, y, clusters, replicates, seed)
+    if d is None:
         raise ComparisonError("every bootstrap replicate held one class only")
-    low, high = np.percentile(kept, [2.5, 97.5])
     return Comparison(
-        metric="auroc", n_shared=len(y), value_a=value_a, value_b=value_b, difference=value_a - value_b,
-        ci_low=float(low), ci_high=float(high), p_value=bootstrap_p_value(kept),
-        method=f"paired cluster bootstrap over {n_clusters} subjects ({replicates} replicates, seed {seed}); "
+        metric="auroc", n_shared=len(y), value_a=d.value_a, value_b=d.value_b, difference=d.difference,
+        ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value,
+        method=f"paired cluster bootstrap over {d.n_clusters} subjects ({replicates} replicates, seed {seed}); "
         "two-sided bootstrap p-value",
-        replicates=replicates, seed=seed, dropped_replicates=int(len(diffs) - len(kept)),
+        replicates=replicates, seed=seed, dropped_replicates=d.dropped,
         a_only_correct=None, b_only_correct=None,
     )
 

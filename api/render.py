@@ -10,7 +10,7 @@ from __future__ import annotations
 from api import schemas
 from api.bibtex import result_bibtex
 from api.tables import Published, Tables, TaskEntry
-from warehouse.records import MetricValue, ModelRef
+from warehouse.records import MetricValue, ModelRef, ResultRecord
 
 
 def result_url(base: str, run_id: str) -> str:
@@ -33,8 +33,12 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
     )
 
 
-def metric(m: MetricValue) -> schemas.Metric:
-    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high)
+def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
+    """A metric with its interval method; a result written before methods were recorded used the
+    percentile bootstrap (over items for choice tasks, over subjects for score tasks, the ones
+    without a parse rate)."""
+    method = m.method or ("cluster-bootstrap-percentile" if r.parse_rate is None else "bootstrap-percentile")
+    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method)
 
 
 def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | None = None) -> schemas.Row:
@@ -43,7 +47,7 @@ def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | No
     low, high, tied = interval if interval is not None else (rank, rank, rank == 1)
     return schemas.Row(
         rank=rank, rank_low=low, rank_high=high, tied_with_leader=tied, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination,
     )
 
@@ -52,19 +56,20 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
     r = p.record
     return schemas.ResultSummary(
         run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination, superseded_by=p.superseded_by,
     )
 
 
-def result(p: Published, base: str, dataset: schemas.Dataset | None) -> schemas.Result:
+def result(p: Published, base: str, dataset: schemas.Dataset | None,
+           versus: schemas.BaselineComparison | None = None) -> schemas.Result:
     r = p.record
     url = result_url(base, r.run_id)
     return schemas.Result(
         run_id=r.run_id, task=r.task, model=model_detail(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=url, demo=r.demo, contamination=r.contamination,
-        metrics=[metric(m) for m in r.metrics],
+        metrics=[metric(m, r) for m in r.metrics],
         config=r.config,
         versions=schemas.Versions(
             task_spec_hash=r.versions.task_spec_hash, model_spec_hash=r.versions.model_spec_hash,
@@ -82,6 +87,8 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None) -> schemas.
         superseded_by=p.superseded_by,
         dataset=r.dataset,
         extras=r.extras,
+        contamination_basis=r.contamination_basis,
+        versus_baseline=versus,
     )
 
 

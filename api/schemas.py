@@ -49,6 +49,7 @@ class Metric(msgspec.Struct):
     value: float
     ci_low: float
     ci_high: float
+    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
 
 
 class Row(msgspec.Struct):
@@ -102,6 +103,19 @@ class Usage(msgspec.Struct):
     hardware: str
 
 
+class BaselineComparison(msgspec.Struct):
+    """A result's paired difference to its task's baseline model (``baseline_comparisons`` table)."""
+
+    baseline_run_id: str
+    baseline_model: str
+    metric: str
+    difference: float  # this result's metric minus the baseline's, on the same test items
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+
+
 class Result(msgspec.Struct):
     run_id: str
     task: str
@@ -126,6 +140,9 @@ class Result(msgspec.Struct):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
+    contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
+    versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
+
 
 
 class Dataset(msgspec.Struct):

@@ -120,6 +120,8 @@ class Tables:
         if found is None or found[0] != rank:
             return rank, rank, rank == 1
         return found[1], found[2], found[3]
+    # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
+    versus_baseline: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
 
     def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
         if version is None:
@@ -221,7 +223,16 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         bodies=BodyCache(cache_entries),
         ranks=_freeze({(r.task, r.model_type, r.run_id): (r.rank, r.rank_low, r.rank_high, r.tied_with_leader)
                        for r in catalogue.ranks}),
+        versus_baseline=_freeze(_versus(catalogue)),
     )
+
+
+def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
+    """One comparison per run (a run has one baseline: its task's)."""
+    return {b.run_id: schemas.BaselineComparison(
+        baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
+        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method,
+    ) for b in catalogue.baseline_comparisons}
 
 
 def _current_results(published: list[Published]) -> dict[tuple[str, str], Published]:

@@ -47,6 +47,7 @@ from warehouse.schema import (
     TaskRow,
     insert_rows,
 )
+from warehouse.schema import BaselineComparisonRow
 
 __all__ = ["KEEP_VERSIONS", "Catalog", "current_version", "publish", "superseded_map"]
 
@@ -67,6 +68,8 @@ class Catalog:
     # Rank rows computed by the pipeline (``pipelines.engine.ranking``) from the results' predictions: derived
     # from ``results`` alone, so not part of the content hash.
     ranks: list[LeaderboardRankRow] = field(default_factory=list)
+    # rows of ``baseline_comparisons`` (computed by pipelines.engine.baseline, handed in as data)
+    baseline_comparisons: list[dict[str, Any]] = field(default_factory=list)
 
     def content_hash(self) -> str:
         body = {
@@ -76,6 +79,9 @@ class Catalog:
             "results": sorted((msgspec.to_builtins(r) for r in self.results), key=lambda r: r["run_id"]),
             "demo": self.demo,
         }
+        if self.baseline_comparisons:  # absent when empty, so catalogs without any keep their hash
+            body["baseline_comparisons"] = sorted(self.baseline_comparisons,
+                                                  key=lambda b: (b["run_id"], b["baseline_run_id"]))
         return hashlib.sha256(msgspec.json.encode(msgspec.to_builtins(body), order="sorted")).hexdigest()
 
 
@@ -181,7 +187,8 @@ def result_row(r: ResultRecord, superseded_by: str | None) -> ResultRow:
 
 
 def metric_rows(r: ResultRecord) -> list[MetricRow]:
-    return [MetricRow(run_id=r.run_id, ordinal=i, name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high)
+    return [MetricRow(run_id=r.run_id, ordinal=i, name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high,
+                      method=m.method)
             for i, m in enumerate(r.metrics)]
 
 
@@ -198,6 +205,7 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
         insert_rows(con, [result_row(r, superseded.get(r.run_id)) for r in catalog.results])
         insert_rows(con, [row for r in catalog.results for row in metric_rows(r)])
         insert_rows(con, catalog.ranks)
+        insert_rows(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])
         _create_predictions_view(con, data, catalog)
         con.execute("CHECKPOINT")
     finally:

@@ -26,8 +26,8 @@ import msgspec
 
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, decode_record
-from warehouse.schema import (DatasetRow, LeaderboardRankRow, MetricRow, ModelRow, Row, TaskRow, column_names,
-                              select_sql)
+from warehouse.schema import (BaselineComparisonRow, DatasetRow, LeaderboardRankRow, MetricRow, ModelRow, Row,
+                              TaskRow, column_names, select_sql)
 from warehouse.versions import PointerError, choose, read_pointer
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,8 @@ class Catalogue:
     models: tuple[ModelRow, ...]
     results: tuple[Published, ...]
     ranks: tuple[LeaderboardRankRow, ...] = ()  # empty in files from before schema 3
+    # each result against its task's baseline (schema 3; empty in older files)
+    baseline_comparisons: tuple[BaselineComparisonRow, ...] = ()
 
     @property
     def schema_version(self) -> int:
@@ -161,18 +163,24 @@ def read_version(data: DataDir, version: str) -> Catalogue:
         models = _rows(con, ModelRow, "slug")
         results = _published(con.execute(f"{_RESULTS} ORDER BY run_id").fetchall())
         ranks = _ranks(con)
+        baselines = _optional_rows(con, BaselineComparisonRow, "run_id")
     finally:
         con.close()
     return Catalogue(version=version, meta=MappingProxyType(meta), datasets=datasets, tasks=tasks, models=models,
-                     results=results, ranks=ranks)
+                     results=results, ranks=ranks, baseline_comparisons=baselines)
+
+
+def _optional_rows(con: duckdb.DuckDBPyConnection, row: type, order: str) -> tuple:
+    """A table's rows, or none in a file built before the table existed (schema < 3)."""
+    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [row.__table__])
+    if not found.fetchone()[0]:
+        return ()
+    return _rows(con, row, order)
 
 
 def _ranks(con: duckdb.DuckDBPyConnection) -> tuple[LeaderboardRankRow, ...]:
-    """The rank-interval rows, or none in a file built before the table existed (schema < 3)."""
-    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'leaderboard_ranks'")
-    if not found.fetchone()[0]:
-        return ()
-    return _rows(con, LeaderboardRankRow, "task, model_type, rank")
+    """The rank-interval rows (none in a file from before schema 3)."""
+    return _optional_rows(con, LeaderboardRankRow, "task, model_type, rank")
 
 
 def read_ranks(data: DataDir) -> tuple[LeaderboardRankRow, ...]:

@@ -29,6 +29,9 @@ class MetricValue(msgspec.Struct, frozen=True):
     value: float
     ci_low: float
     ci_high: float
+    # how [ci_low, ci_high] was computed: "wilson", "bootstrap-percentile" or
+    # "cluster-bootstrap-percentile"; None in results written before methods were recorded
+    method: str | None = None
 
 
 class Versions(msgspec.Struct, frozen=True):
@@ -68,6 +71,7 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     predictions_sha256: str
     generation_key: str | None = None
     extras: dict[str, Any] = {}
+    contamination_basis: str | None = None  # "knowledge_cutoff" | "release_date" | None (no date, or not recorded)
 
     @property
     def primary(self) -> MetricValue:

@@ -17,7 +17,8 @@ import msgspec
 
 # 1: the tables as first published (no schema_version key in meta).
 # 2: meta gains the key ``schema_version``; tables and columns unchanged.
-# 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader).
+# 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
+#    ``method`` (how the interval was computed); new table ``baseline_comparisons``.
 SCHEMA_VERSION = 3
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
@@ -131,9 +132,35 @@ class MetricRow(Row, frozen=True, kw_only=True):
     value: float
     ci_low: float
     ci_high: float
+    method: str | None  # wilson | bootstrap-percentile | cluster-bootstrap-percentile; NULL: not recorded
 
 
-TABLES: tuple[type[Row], ...] = (MetaRow, DatasetRow, TaskRow, ModelRow, ResultRow, MetricRow)
+# --- baseline comparisons (schema 3): each result against its task's baseline model ----------------
+
+
+class BaselineComparisonRow(Row, frozen=True, kw_only=True):
+    """Computed at publish time from two runs' predictions (so in neither result.json nor run id)."""
+
+    __table__ = "baseline_comparisons"
+    __key__ = ("run_id", "baseline_run_id")
+    run_id: str
+    baseline_run_id: str
+    baseline_model: str
+    metric: str
+    difference: float  # run's metric minus the baseline's, on the same test items
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+    replicates: int
+    seed: int
+    dropped_replicates: int
+
+
+BASELINE_TABLES: tuple[type[Row], ...] = (BaselineComparisonRow,)
+
+
+TABLES: tuple[type[Row], ...] = (MetaRow, DatasetRow, TaskRow, ModelRow, ResultRow, MetricRow, *BASELINE_TABLES)
 
 
 # --- rank intervals (schema 3): one block of rows per leaderboard (all models, and each model type)

@@ -46,7 +46,7 @@ def usd(value: float | None) -> str:
 
 
 def contamination(value: bool | None) -> str:
-    return {True: "possible", False: "no"}.get(value, "unknown")  # type: ignore[arg-type]
+    return {True: "possible contamination", False: "no"}.get(value, "unknown")  # type: ignore[arg-type]
 
 
 def p_value(value: float) -> str:

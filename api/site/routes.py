@@ -130,7 +130,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             raise ApiError(404, "run_not_found", f"no published result has the run id {run_id[:40]!r}")
         base = service.base_url(request.scope)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
-        full = render.result(published, base, dataset)
+        full = render.result(published, base, dataset, tables.versus_baseline.get(run_id))
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
             twin=f"/v1/results/{run_id}", nav="tasks", r=full, dataset=dataset,

@@ -171,7 +171,8 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> R
         demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost_usd(ev.model, usage, specs.prices),
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
-        contamination=contamination(ev.model, ev.dataset), config=info.config,
+        contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model),
+        config=info.config,
         versions=Versions(task_spec_hash=spec_hash(ev.task), model_spec_hash=spec_hash(ev.model),
                           dataset_snapshot=ev.snapshot_id, parser=parser, code_revision=code_revision(),
                           libraries=library_versions()),
@@ -190,6 +191,15 @@ def model_ref(model: ModelSpec) -> ModelRef:
     return ModelRef(slug=model.slug, name=model.name, type=model.type, provider=model.provider,
                     provider_model_id=model.provider_model_id, revision=model.revision,
                     release_date=model.release_date, knowledge_cutoff=model.knowledge_cutoff)
+
+
+def contamination_basis(model: ModelSpec) -> str | None:
+    """Which date the contamination flag was decided on: ``knowledge_cutoff`` (preferred) or
+    ``release_date`` (a weaker basis: a model released after the dataset may have been trained
+    before it), None when the spec has neither."""
+    if model.knowledge_cutoff is not None:
+        return "knowledge_cutoff"
+    return "release_date" if model.release_date is not None else None
 
 
 def contamination(model: ModelSpec, dataset: DatasetSpec) -> bool | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from pipelines.engine.ranking import rank_rows
+from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
 from warehouse.layout import DataDir
@@ -51,7 +52,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     ]
     results = finished_results(data)
     models += orphan_models(specs, results)
-    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo")
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
+                   baseline_comparisons=baseline_comparison_rows(specs, data, results))
 
 
 def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:

@@ -73,6 +73,22 @@ class BootstrapSpec(_Spec):
     unit: Literal["item", "subject"]
 
 
+class IntervalsSpec(_Spec):
+    """How a task's 95% intervals are computed (``[intervals]``), part of the spec hash.
+
+    A changed interval method changes published numbers, so it is a spec change (new run ids, the
+    old results superseded), never a code change under old run ids. The defaults are the methods
+    of the results published before this table existed, so their specs keep their meaning:
+    ``proportion``: a single proportion (accuracy, parse rate, accuracy by category) by a percentile
+    bootstrap over items, or by the Wilson score interval (honest at 0/n and n/n);
+    ``prevalence``: the cluster-bootstrap prevalence interval over the replicates that hold both
+    classes only, or over all replicates (prevalence is defined in one-class replicates too).
+    """
+
+    proportion: Literal["bootstrap-percentile", "wilson"] = "bootstrap-percentile"
+    prevalence: Literal["two-class-replicates", "all-replicates"] = "two-class-replicates"
+
+
 class TaskSpec(_Spec):
     """One task version (``specs/tasks/<slug>/<version>.toml``), whatever its family.
 
@@ -99,6 +115,7 @@ class TaskSpec(_Spec):
     preview: bool
     metrics: list[str]
     bootstrap: BootstrapSpec
+    intervals: IntervalsSpec = IntervalsSpec()
 
     settings_key: ClassVar[str] = ""
 

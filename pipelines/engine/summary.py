@@ -10,7 +10,7 @@ import msgspec
 
 @dataclass
 class ScoreSummary:
-    metrics: list[tuple[str, float, float, float]]  # (name, value, ci_low, ci_high), primary first
+    metrics: list[tuple]  # (name, value, ci_low, ci_high[, method]), primary first
     n: int
     parse_rate: float | None
     extras: msgspec.Struct | None = None  # the family's typed extras (published as the result's `extras`)

@@ -306,12 +306,15 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
 
 
 def cluster_bootstrap(
-    scores, labels, clusters, replicates: int, seed: int, with_auprc: bool = True
+    scores, labels, clusters, replicates: int, seed: int, with_auprc: bool = True,
+    prevalence_all_replicates: bool = False,
 ) -> ClusterBootstrap:
     """Point AUROC/AUPRC/prevalence with 95% percentile intervals from a cluster bootstrap.
 
     ``with_auprc=False`` skips the AUPRC interval (its replicates cost O(windows) each), leaving
-    NaN bounds; the AUPRC point estimate is always computed.
+    NaN bounds; the AUPRC point estimate is always computed. Prevalence is defined in a one-class
+    replicate too, so ``prevalence_all_replicates=True`` takes its interval over every replicate;
+    the default (two-class replicates only) is the method of the results published before it.
     """
     s, y = _as_arrays(scores, labels)
     clusters = np.asarray(clusters).reshape(-1)
@@ -320,7 +323,7 @@ def cluster_bootstrap(
     aurocs = replicate_aurocs(pairs, counts)
     kept = np.isfinite(aurocs)
     m = counts.astype(np.float64)
-    prevalences = np.where(kept, (m @ pairs.positives) / np.maximum(m @ (pairs.positives + pairs.negatives), 1), np.nan)
+    prevalences = np.where(kept | prevalence_all_replicates, (m @ pairs.positives) / np.maximum(m @ (pairs.positives + pairs.negatives), 1), np.nan)
     if with_auprc and kept.any():
         auprcs = np.full(replicates, np.nan)
         auprcs[kept] = replicate_auprcs(s, y, clusters, counts[kept])

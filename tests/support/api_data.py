@@ -181,7 +181,7 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 # ---- shapes transcribed from CONTRACT.md -----------------------------------------------------
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
-METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float"}
+METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str"}
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
        "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool"}
@@ -204,7 +204,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras"},
+    "result": {"dataset", "extras", "contamination_basis", "versus_baseline"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},

@@ -124,6 +124,7 @@ class ClinicalQA:
             "decoding": decoding, "prompt_hash": template_hash(settings), "parser": settings.parser,
             "backend": ev.model.backend, "backend_settings": published(ev.model.settings),
             "bootstrap": msgspec.to_builtins(ev.task.bootstrap),
+            "intervals": msgspec.to_builtins(ev.task.intervals),
         }
         return Predicted(table=table, usage=asdict(usage), config=config, generation_key=key)
 
@@ -134,7 +135,7 @@ class ClinicalQA:
         items = pq.read_table(instances, columns=["instance_id", "category"])
         category_of = dict(zip(items.column("instance_id").to_pylist(), items.column("category").to_pylist()))
         scored = summarise_choice(predictions, [category_of[i] for i in predictions.column("instance_id").to_pylist()],
-                                  task.bootstrap)
+                                  task.bootstrap, task.intervals)
         extras = ClinicalQAExtras(by_category=[CategoryAccuracy(**asdict(c)) for c in scored.by_category],
                                   parse_status=scored.status_counts)
         return ScoreSummary(metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
@@ -154,7 +155,7 @@ class ClinicalQA:
 
         items = items_table(read_clinicalqa_snapshot(snapshot), task.settings)
         replayed = read_replay(outputs, items.column("instance_id").to_pylist())
-        score = score_choice(items, replayed, task.settings, task.bootstrap)
+        score = score_choice(items, replayed, task.settings, task.bootstrap, task.intervals)
         rows = score.predictions.select(["instance_id", "prediction", "parse_status", "correct"]).to_pylist()
         return ReplayScore(parser_version=score.parser_version, n=score.n, status_counts=score.status_counts,
                            metrics=list(score.metrics), rows=rows)

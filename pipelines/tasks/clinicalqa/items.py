@@ -24,6 +24,7 @@ ITEMS_SCHEMA = pa.schema(
         ("label", pa.string()),
         ("category", pa.string()),
         ("prompt", pa.string()),
+        ("options", pa.list_(pa.string())),  # the option texts in option order (parser v2 reads them)
     ]
 )
 
@@ -48,13 +49,15 @@ def template_hash(settings: ChoiceSettings) -> str:
 
 
 def items_table(rows: Iterable[Mapping[str, Any]], settings: ChoiceSettings) -> pa.Table:
-    """The task instances in snapshot order: instance_id (= str(question_id)), label, category, prompt."""
-    columns: dict[str, list[str]] = {name: [] for name in ITEMS_SCHEMA.names}
+    """The task instances in snapshot order: instance_id (= str(question_id)), label, category,
+    prompt, and the option texts (so a parser can tell a label followed by its own text)."""
+    columns: dict[str, list] = {name: [] for name in ITEMS_SCHEMA.names}
     for row in rows:
         columns["instance_id"].append(str(row["question_id"]))
         columns["label"].append(row["answer"])
         columns["category"].append((row.get("category") or "").strip() or UNCATEGORISED)
         columns["prompt"].append(build_prompt(row, settings))
+        columns["options"].append([row["options"][f"option_{letter}"].strip() for letter in settings.options])
     return pa.table(columns, schema=ITEMS_SCHEMA)
 
 

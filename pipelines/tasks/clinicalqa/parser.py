@@ -293,6 +293,8 @@ def _parse_v2(
 
 
 PARSERS: dict[str, Callable[[str | None, Sequence[str]], ParseResult]] = {PARSER_VERSION: parse_answer, "v2": _parse_v2}
+# The versions that also take the items' option texts (``parse(text, options, option_texts)``).
+TAKES_OPTION_TEXTS: set[str] = {"v2"}
 
 
 def parser_for(version: str) -> Callable[[str | None, Sequence[str]], ParseResult]:

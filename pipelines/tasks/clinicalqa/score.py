@@ -17,10 +17,11 @@ from typing import Any, Mapping, NamedTuple, Sequence, get_args
 import numpy as np
 import pyarrow as pa
 
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS, PARSER_VERSION, ParseStatus, parser_for
-from pipelines.engine.specs import BootstrapSpec
+from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS, PARSER_VERSION, TAKES_OPTION_TEXTS, ParseStatus, parser_for
+from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
+from pipelines.stats.wilson import wilson_interval
 
 PREDICTIONS_SCHEMA = pa.schema(
     [
@@ -45,6 +46,7 @@ class MetricValue(NamedTuple):
     value: float
     ci_low: float
     ci_high: float
+    method: str = "bootstrap-percentile"
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,15 @@ def _item_columns(
     return ids, labels, categories
 
 
+def _option_texts(items: pa.Table | Sequence[Mapping[str, Any]], n: int) -> list[list[str]] | None:
+    """Each item's option texts in option order (the items' ``options`` column), or None without one."""
+    if isinstance(items, pa.Table):
+        return items.column("options").to_pylist() if "options" in items.column_names else None
+    if n and all("options" in item for item in items):
+        return [list(item["options"]) for item in items]
+    return None
+
+
 def predictions_table(
     items: pa.Table | Sequence[Mapping[str, Any]],
     outputs: Mapping[str, str],
@@ -109,7 +120,11 @@ def predictions_table(
         raise ScoringError(f"{len(missing)} of {len(ids)} items have no output (e.g. {shown})")
     opts = tuple(options)
     parse = parser_for(parser)
-    parsed = [parse(outputs[iid], opts) for iid in ids]
+    texts = _option_texts(items, len(ids))
+    if parser not in TAKES_OPTION_TEXTS or texts is None:
+        parsed = [parse(outputs[iid], opts) for iid in ids]
+    else:
+        parsed = [parse(outputs[iid], opts, dict(zip(opts, t))) for iid, t in zip(ids, texts, strict=True)]
     predictions = [r.prediction for r in parsed]
     return pa.table(
         {
@@ -129,13 +144,26 @@ def score_choice(
     outputs: Mapping[str, str],
     settings: ChoiceSettings,
     bootstrap: BootstrapSpec,
+    intervals: IntervalsSpec = IntervalsSpec(),
 ) -> ChoiceScore:
     """Parse, compare and summarise; ``items`` has instance_id, label and category per item."""
     _, _, categories = _item_columns(items, with_category=True)
-    return summarise_choice(predictions_table(items, outputs, settings.options, settings.parser), categories, bootstrap)
+    table = predictions_table(items, outputs, settings.options, settings.parser)
+    return summarise_choice(table, categories, bootstrap, intervals)
 
 
-def summarise_choice(table: pa.Table, categories: Sequence[str], bootstrap: BootstrapSpec) -> ChoiceScore:
+def proportion(name: str, values: np.ndarray, bootstrap: BootstrapSpec, intervals: IntervalsSpec) -> MetricValue:
+    """One proportion (mean of a bool array) with the interval the spec names."""
+    if intervals.proportion == "wilson":
+        k, n = int(values.sum()), int(values.size)
+        low, high = wilson_interval(k, n)
+        return MetricValue(name, k / n if n else float("nan"), low, high, "wilson")
+    return MetricValue(name, *percentile_bootstrap_mean(values, bootstrap.replicates, bootstrap.seed))
+
+
+def summarise_choice(
+    table: pa.Table, categories: Sequence[str], bootstrap: BootstrapSpec, intervals: IntervalsSpec = IntervalsSpec()
+) -> ChoiceScore:
     """Metrics of stored predictions (``categories`` aligned with the table's rows).
 
     The pipeline calls this on the predictions Parquet and ``medbench score`` through
@@ -144,18 +172,15 @@ def summarise_choice(table: pa.Table, categories: Sequence[str], bootstrap: Boot
     correct = np.asarray(table.column("correct").to_pylist(), dtype=bool)
     statuses = table.column("parse_status").to_pylist()
     parsed = np.asarray([s == "ok" for s in statuses], dtype=bool)
-    reps, seed = bootstrap.replicates, bootstrap.seed
-    metrics = [
-        MetricValue("accuracy", *percentile_bootstrap_mean(correct, reps, seed)),
-        MetricValue("parse_rate", *percentile_bootstrap_mean(parsed, reps, seed)),
-    ]
+    metrics = [proportion("accuracy", correct, bootstrap, intervals),
+               proportion("parse_rate", parsed, bootstrap, intervals)]
     by_category: list[CategoryScore] = []
     category_array = np.asarray(categories, dtype=object)
     for category in sorted(set(categories)):
         values = correct[category_array == category]
-        mean, low, high = percentile_bootstrap_mean(values, reps, seed)
-        by_category.append(CategoryScore(category, int(values.size), mean, low, high))
-        metrics.append(MetricValue(f"accuracy[{category}]", mean, low, high))
+        metric = proportion(f"accuracy[{category}]", values, bootstrap, intervals)
+        by_category.append(CategoryScore(category, int(values.size), metric.value, metric.ci_low, metric.ci_high))
+        metrics.append(metric)
     counts = Counter(statuses)
     return ChoiceScore(
         predictions=table,

@@ -38,6 +38,19 @@ PREDICTIONS_SCHEMA = pa.schema([
 ])
 
 
+def fit_seed(ev: Evaluation) -> tuple[int, str]:
+    """The seed a scorer is fitted with, and where it came from (``task`` or ``model``).
+
+    The spec's ``fit_seed = "model"`` uses the model spec's own ``seed`` (the scikit-learn specs
+    set one) when it is given; otherwise, and under the default ``"task"`` that earlier results
+    were fitted with, the task's bootstrap seed.
+    """
+    own = getattr(ev.model.settings, "seed", None)
+    if ev.task.settings.fit_seed == "model" and own is not None:
+        return int(own), "model"
+    return int(ev.task.bootstrap.seed), "task"
+
+
 class VitalDbIoh:
     name = "vitaldb-ioh"
     kind = "score"
@@ -112,8 +125,8 @@ class VitalDbIoh:
         val_meta, val_x = read_windows(instances, split="validation")
         test_meta, test_x = read_windows(instances, split="test")
         log(f"{ev.partition_key}: fitting on {len(train_meta)} train / {len(val_meta)} validation windows")
-        scorer.fit(train_x, train_meta["label"].to_numpy(), val_x, val_meta["label"].to_numpy(),
-                   seed=ev.task.bootstrap.seed)
+        seed, seed_from = fit_seed(ev)
+        scorer.fit(train_x, train_meta["label"].to_numpy(), val_x, val_meta["label"].to_numpy(), seed=seed)
         scores = np.asarray(scorer.score(test_x), dtype=np.float64)
         log(f"{ev.partition_key}: scored {len(scores)} test windows")
         table = pa.table({
@@ -127,14 +140,19 @@ class VitalDbIoh:
         wall = time.monotonic() - started
         usage = Usage(wall_seconds=wall, device_seconds=wall)
         config = {"backend": ev.model.backend, "backend_settings": published(ev.model.settings),
-                  "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": ev.task.bootstrap.seed,
+                  "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": seed,
+                  "fit_seed_from": seed_from,
                   "fitted": scorer.describe()}
         return Predicted(table=table, usage=asdict(usage), config=config, generation_key=None)
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
         from pipelines.tasks.vitaldb_ioh.score import score_metrics
 
-        return score_metrics(predictions, task.bootstrap)
+        return score_metrics(predictions, task.bootstrap, task.intervals)
+
+    def baseline_model(self, task: TaskSpec) -> str | None:
+        """The model whose result every result of ``task`` is compared with at publish time."""
+        return task.settings.baseline_model or None
 
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
         return [predicted_once(predictions, expected), scores_finite(predictions)]

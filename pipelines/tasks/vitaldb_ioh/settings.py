@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pipelines.engine.specs import _Spec
 
 
@@ -24,6 +26,13 @@ class IohSettings(_Spec):
     split_salt: str
     test_below: int
     validation_below: int
+    # Which seed a fitted model (scikit-learn) uses: "task" (the task's bootstrap seed, as the
+    # results before this key were fitted) or "model" (the model spec's own ``seed`` when it sets
+    # one, else the task's). It changes fitted scores, so it is a spec key (new run ids).
+    fit_seed: Literal["task", "model"] = "task"
+    # The model every result of this task is compared with (paired AUROC difference, computed at
+    # publish time into ``baseline_comparisons``); "" for none. It names no task in engine or api.
+    baseline_model: str = ""
 
     @property
     def input_bins(self) -> int:

@@ -16,7 +16,14 @@ import pytest
 from scipy.stats import binomtest
 from sklearn.metrics import roc_auc_score
 
-from api.compare import ComparisonError, auroc, compare_files, mcnemar_exact, paired_accuracy, paired_auroc
+from api.compare import (
+    ComparisonError,
+    auroc,
+    compare_files,
+    mcnemar_exact,
+    paired_accuracy,
+    paired_auroc,
+)
 
 # --------------------------------------------------------------------------- McNemar
 
@@ -35,17 +42,6 @@ def test_mcnemar_is_the_exact_two_sided_binomial_test(b: int, c: int) -> None:
 
 
 # --------------------------------------------------------------------------- accuracy
-
-
-def _loop_accuracy_ci(a: np.ndarray, b: np.ndarray, replicates: int, seed: int) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    diffs = a.astype(float) - b.astype(float)
-    means = []
-    for _ in range(replicates):
-        idx = rng.integers(0, len(diffs), size=len(diffs))
-        means.append(diffs[idx].mean())
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
 
 
 def test_identical_runs_give_zero_with_an_interval_containing_zero() -> None:
@@ -70,14 +66,28 @@ def test_a_clearly_better_model_has_an_interval_above_zero() -> None:
     assert flipped.ci_high < 0 and flipped.p_value == c.p_value
 
 
-def test_accuracy_interval_equals_the_straightforward_loop() -> None:
+def test_accuracy_interval_is_the_exact_conditional_one_matching_mcnemar() -> None:
     rng = np.random.default_rng(3)
     a, b = rng.random(257) < 0.55, rng.random(257) < 0.45
     c = paired_accuracy(a, b, replicates=300, seed=11)
-    low, high = _loop_accuracy_ci(a, b, 300, 11)
-    assert (c.ci_low, c.ci_high) == pytest.approx((low, high), abs=1e-12)
     discordant = int((a & ~b).sum()), int((~a & b).sum())
     assert c.p_value == pytest.approx(binomtest(min(discordant), sum(discordant), 0.5).pvalue, rel=1e-12)
+    assert (c.ci_low > 0 or c.ci_high < 0) == (c.p_value < 0.05)
+
+
+def test_b9_c20_p_is_0061_and_the_interval_includes_zero() -> None:
+    """The issue's case: a percentile bootstrap interval excluded 0 next to p = 0.061."""
+    n = 1045
+    a = np.zeros(n, dtype=bool)
+    b = np.zeros(n, dtype=bool)
+    a[:9] = True
+    b[9:29] = True
+    a[29:500] = b[29:500] = True
+    c = paired_accuracy(a, b, replicates=2000, seed=20261029)
+    assert (c.a_only_correct, c.b_only_correct) == (9, 20)
+    assert c.p_value == pytest.approx(0.0614, abs=5e-4)
+    assert c.ci_low < 0 < c.ci_high
+    assert "McNemar" in c.method and "Clopper-Pearson" in c.method
 
 
 # --------------------------------------------------------------------------- AUROC

@@ -17,12 +17,13 @@ from pipelines.tasks.clinicalqa.score import (
     ScoringError,
     predictions_table,
     score_choice,
+    summarise_choice,
 )
 from pipelines.datasets.clinicalqa.source import (
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.engine.specs import BootstrapSpec, load_specs
+from pipelines.engine.specs import BootstrapSpec, IntervalsSpec, load_specs
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.tasks.clinicalqa.items import items_table, prompt_items
 
@@ -121,7 +122,7 @@ def test_metrics_order_values_and_intervals() -> None:
     for m in score.metrics:
         assert m.ci_low <= m.value <= m.ci_high
     expected = percentile_bootstrap_mean(np.array([1, 0, 0, 0, 0, 1], dtype=float), BOOT.replicates, BOOT.seed)
-    assert tuple(score.metrics[0][1:]) == tuple(expected)
+    assert tuple(score.metrics[0][1:4]) == tuple(expected) and score.metrics[0].method == "bootstrap-percentile"
     assert [(c.category, c.n) for c in score.by_category] == [("Cardiology", 2), ("Neurology", 3), ("Pediatrics", 1)]
 
 
@@ -176,3 +177,38 @@ def test_uniform_random_on_the_demo_scores_near_one_fifth(tmp_path: Path) -> Non
     assert accuracy.ci_low < accuracy.value < accuracy.ci_high
     assert accuracy.ci_high - accuracy.ci_low < 0.07
     assert len(score.metrics) == 2 + len(score.by_category)
+
+
+# --------------------------------------------------------------------------- Wilson intervals at the edges
+
+WILSON = IntervalsSpec(proportion="wilson")
+
+
+def _edge_table(correct: bool, parsed: bool, n: int = 1045) -> pa.Table:
+    return pa.table({
+        "instance_id": [str(i) for i in range(n)], "prediction": ["A" if parsed else None] * n, "label": ["A"] * n,
+        "correct": [correct] * n, "parse_status": ["ok" if parsed else "no_answer"] * n, "raw_output": ["x"] * n,
+    }, schema=PREDICTIONS_SCHEMA)
+
+
+def test_wilson_zero_correct_is_not_a_zero_width_interval() -> None:
+    """`0/1045 correct` shows `[0.000, 0.004]`; the bootstrap would show [0, 0]."""
+    score = summarise_choice(_edge_table(correct=False, parsed=True), ["c"] * 1045, BOOT, WILSON)
+    acc = score.accuracy
+    assert acc.value == 0.0 and acc.ci_low == 0.0 and acc.method == "wilson"
+    assert f"[{acc.ci_low:.3f}, {acc.ci_high:.3f}]" == "[0.000, 0.004]"
+    assert all(m.method == "wilson" for m in score.metrics)
+    assert score.by_category[0].ci_high == pytest.approx(acc.ci_high)
+
+
+def test_wilson_full_parse_rate_is_not_one_one() -> None:
+    """`1045/1045` parse rate is not `[1, 1]`."""
+    score = summarise_choice(_edge_table(correct=True, parsed=True), ["c"] * 1045, BOOT, WILSON)
+    rate = score.metrics[1]
+    assert rate.name == "parse_rate" and rate.value == 1.0 and rate.ci_high == 1.0
+    assert rate.ci_low < 1.0 and f"{rate.ci_low:.3f}" == "0.996"
+
+
+def test_default_intervals_keep_the_bootstrap_of_earlier_results() -> None:
+    score = summarise_choice(_edge_table(correct=False, parsed=True), ["c"] * 1045, BOOT)
+    assert (score.accuracy.ci_low, score.accuracy.ci_high, score.accuracy.method) == (0.0, 0.0, "bootstrap-percentile")

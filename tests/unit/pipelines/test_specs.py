@@ -132,6 +132,11 @@ def test_task_and_model_resolution():
 # here; choose its default so that existing specs keep their meaning.
 SPEC_DEFAULTS: dict[str, dict[str, object]] = {
     "PriceSpec": {"key": ""},
+    "TaskSpec": {"intervals": {}},
+    "TaskSpec[clinicalqa]": {"intervals": {}},
+    "TaskSpec[vitaldb-ioh]": {"intervals": {}},
+    "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates"},
+    "IohSettings": {"fit_seed": "task", "baseline_model": ""},
     "ModelSpec": {"release_date": None, "knowledge_cutoff": None},
     "PriceTable": {"device_hours": {}, "tokens": {}},
     "LogisticRegressionSettings": {
