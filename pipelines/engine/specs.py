@@ -29,13 +29,10 @@ from pipelines.backends.settings import MODEL_SETTINGS, BackendName, BackendSett
 from pipelines.backends.redact import has_userinfo
 from pipelines.engine.replay_pin import pin_replay
 from pipelines.engine.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
+from pipelines.engine.spec_decoding import SpecError, _decode, _explain, _read  # noqa: F401 (re-exported)
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
-
-
-class SpecError(ValueError):
-    """A spec file is malformed; the message names the file and the offending key."""
 
 
 class _Spec(SpecStruct):
@@ -222,29 +219,6 @@ def spec_hash(spec: msgspec.Struct) -> str:
 # --------------------------------------------------------------------------- loading
 
 
-def _read(path: Path) -> bytes:
-    """The file's bytes, which must be UTF-8 text (TOML is)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the spec file ({exc.strerror})") from None
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise SpecError(f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8") from None
-    return raw
-
-
-def _decode(path: Path, typ: type) -> Any:
-    try:
-        return msgspec.toml.decode(_read(path), type=typ)
-    except msgspec.ValidationError as exc:
-        raise SpecError(f"{path}: {_explain(exc)}") from None
-    except msgspec.DecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML ({exc})") from None
-
-
 def _decode_model(path: Path) -> ModelSpec:
     """Two phases: ``backend`` first, then the whole file as that backend's ModelSpec, so the
     ``[settings]`` table is checked key by key against the backend's own settings Struct."""
@@ -267,30 +241,6 @@ _MODEL_CHOICES = {
     "settings.rule": _tags(MODEL_SETTINGS["rule"]),
     "settings.estimator": _tags(MODEL_SETTINGS["sklearn"]),
 }
-
-
-def _explain(exc: msgspec.ValidationError) -> str:
-    """Rephrase msgspec's message so it names the key the way a spec author writes it."""
-    text = str(exc)
-    key = ""
-    if " - at `$" in text:
-        text, _, where = text.partition(" - at `$")
-        key = where.rstrip("`").lstrip(".")
-    if text.startswith("Object contains unknown field"):
-        field = text.split("`")[1]
-        full = f"{key}.{field}" if key else field
-        return f"unknown key `{full}` (remove it or fix its spelling)"
-    if text.startswith("Object missing required field"):
-        field = text.split("`")[1]
-        full = f"{key}.{field}" if key else field
-        return f"missing required key `{full}`"
-    if not key:
-        return text
-    if text.startswith("Expected"):  # "Expected `int`, got `str`"
-        return f"key `{key}`: {text[0].lower()}{text[1:]}"
-    if text.startswith("Invalid"):  # "Invalid value 'x'", "Invalid enum value 'x'"
-        return f"key `{key}`: invalid value {text.split('value ', 1)[-1]}"
-    return f"key `{key}`: {text}"
 
 
 class Specs:
