@@ -21,7 +21,7 @@ from pipelines.dagster.assets.inputs import instances_asset, snapshot_asset, sna
 from pipelines.dagster.assets.published import published_asset
 from pipelines.dagster.partitions import asset_prefix
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.dagster.sensors import evaluation_partitions_sensor
+from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor
 from pipelines.engine.specs import Specs, load_specs
 
 
@@ -99,7 +99,7 @@ defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
     jobs=JOBS,
-    sensors=[evaluation_partitions_sensor, publish_automation],
+    sensors=[evaluation_partitions_sensor, dead_runs_sensor, publish_automation],
     resources={"medbench": MedbenchResource()},
     # In-process for the UI's asset runs too ("Materialize", backfills): a run is one partition's
     # steps, so a subprocess per step only adds seconds; parallelism is across runs (the instance's

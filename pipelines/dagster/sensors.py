@@ -24,3 +24,15 @@ def evaluation_partitions_sensor(context: dg.SensorEvaluationContext) -> dg.Sens
                         f"{r.partitions_def_name}: {', '.join(r.partition_keys)}" for r in requests)
     context.log.info(summary)
     return dg.SensorResult(dynamic_partitions_requests=requests)
+
+
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Reports failed the runs launched on this host whose process is gone (a killed "
+                       "materialisation), so they never stay STARTED and hold the queue.")
+def dead_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+    """Unlike the partitions sensor this one writes to the instance (a run failure per dead run): only
+    for runs tagged with this host, whose pid is no longer alive; runs elsewhere are left to run monitoring."""
+    from pipelines.dagster.stale_runs import fail_dead_runs
+
+    failed = fail_dead_runs(context.instance)
+    return dg.SkipReason(f"reported failed: {', '.join(failed)}" if failed else "no dead runs on this host")

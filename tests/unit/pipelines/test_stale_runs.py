@@ -42,3 +42,18 @@ def test_only_this_hosts_dead_runs_are_failed(tmp_path: Path) -> None:
         assert {status[r] for r in (alive, parent, elsewhere, untagged)} == {dg.DagsterRunStatus.STARTED}
         assert fail_dead_runs(instance) == []  # idempotent
         assert recover(instance, DataDir(tmp_path)) == "recovered: nothing to do"
+
+
+def test_the_dead_runs_sensor_reports_a_dead_local_run_failed(tmp_path, monkeypatch):
+    """The sensor (for when the daemon runs) does what the CLI does at start: a run of this host whose
+    process is gone is reported failed."""
+    import dagster as dg
+
+    from pipelines.dagster import stale_runs
+    from pipelines.dagster.sensors import dead_runs_sensor
+
+    calls = []
+    monkeypatch.setattr(stale_runs, "fail_dead_runs", lambda instance: calls.append(instance) or ["abc123"])
+    with dg.instance_for_test() as instance:
+        result = dead_runs_sensor(dg.build_sensor_context(instance=instance))
+    assert calls and "abc123" in result.skip_message
