@@ -32,6 +32,7 @@ The public API is open, so any client can inflate the count by repeating lookups
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
 import sqlite3
@@ -125,8 +126,15 @@ class ReuseCounter:
         for attempt in (1, 2):
             try:
                 self.path.parent.mkdir(exist_ok=True)
-                self._writer, self._reader = self._connect()
-                self._total = self._read(self._reader)
+                # Several workers start at once: one at a time opens (and maybe creates) the store, so
+                # none sees a half-created file and sets aside the store another one is using.
+                guard = os.open(self.path.parent, os.O_RDONLY)  # a lock on the state folder itself
+                try:
+                    fcntl.flock(guard, fcntl.LOCK_EX)
+                    self._writer, self._reader = self._connect()
+                    self._total = self._read(self._reader)
+                finally:
+                    os.close(guard)  # releases the lock
                 self._read_at = time.monotonic()
                 return
             except (sqlite3.Error, OSError, UnusableStore) as exc:
