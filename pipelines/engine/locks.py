@@ -41,13 +41,41 @@ def lock_path(data: DataDir, run_id: str) -> Path:
     return data.root / "locks" / f"{run_id}.lock"
 
 
-def holder_text(path: Path) -> str:
-    """Who holds (or last held) the lock, as the lock file says."""
+def _holder(path: Path) -> dict | None:
     try:
         info = json.loads(path.read_text(encoding="utf-8") or "{}")
-        return f"host {info['host']}, pid {info['pid']}, since {info['since']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "an unknown holder"
+        return info if {"host", "pid", "since"} <= set(info) else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _alive_here(info: dict) -> bool:
+    """Whether the holder the file names is a live process (always true for another host's)."""
+    if info["host"] != socket.gethostname():
+        return True
+    try:
+        os.kill(int(info["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError):
+        return True
+    return True
+
+
+def holder_text(path: Path, settle_s: float = 2.0) -> str:
+    """Who holds the lock, as the lock file says.
+
+    Why the wait: a new holder takes the lock, then writes its name, so for a moment the file still
+    names the last (finished) holder or nothing. A name is trusted once its process is alive.
+    """
+    deadline = time.monotonic() + settle_s
+    while True:
+        info = _holder(path)
+        if info is not None and _alive_here(info):
+            return f"host {info['host']}, pid {info['pid']}, since {info['since']}"
+        if time.monotonic() >= deadline:
+            return "an unknown holder"
+        time.sleep(0.02)
 
 
 @contextlib.contextmanager

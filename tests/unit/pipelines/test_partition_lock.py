@@ -56,3 +56,25 @@ def test_a_file_with_an_id_twice_keeps_the_first_and_warns(tmp_path: Path, caplo
         loaded = GenerationStore(path).load()
     assert loaded["1"].output == "A"
     assert "1 instance ids more than once" in caplog.text
+
+
+def test_a_stale_name_in_the_lock_file_is_not_reported_as_the_holder(tmp_path: Path) -> None:
+    """The lock file still names a finished holder until the new one writes its own name: the waiter
+    must wait for a live name (the CI failure: it named a dead pid from the copied demo data)."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from pipelines.engine.locks import holder_text
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    path = tmp_path / "x.lock"
+    path.write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead.stdout), "since": "then"}))
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "since": "now"}
+    threading.Timer(0.3, lambda: path.write_text(json.dumps(live))).start()
+    assert holder_text(path) == f"host {live['host']}, pid {os.getpid()}, since now"
+    path.write_text("")
+    assert holder_text(path, settle_s=0.1) == "an unknown holder"
