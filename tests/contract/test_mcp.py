@@ -159,7 +159,6 @@ def test_hosts_outside_the_allowed_list_are_refused_as_json(server: tuple[Runnin
     assert response.status_code == 421 and response.json()["error"] == "misdirected_request"
 
 
-@pytest.mark.xfail(reason="known bug (open in the closing note): with --workers 2, MCP lookups handled by one worker are sometimes not in the shared reuse total; /v1 lookups are exact (tests/faults/test_workers.py)", strict=False)
 def test_stateless_http_works_with_several_workers(tmp_path: Path) -> None:
     """``medbench serve --workers 2``: no MCP session lives in one worker's memory, so every request,
     whichever worker takes it, is answered; every evaluated lookup counts once in the shared store."""
@@ -179,9 +178,14 @@ def test_stateless_http_works_with_several_workers(tmp_path: Path) -> None:
                     assert answer.structured_content["status"] == "evaluated"
 
         anyio.run(main)
-        for _ in range(50):  # each worker flushes its count into the shared store every second
-            if reuses(server.base) == 6:
-                break
-            time.sleep(0.1)
-        assert reuses(server.base) == 6
+        # Each worker flushes its count into the shared store every second and reads the others' from
+        # it (cached 0.25 s); a worker sees its own unflushed reuses at once, so one read of 6 does not
+        # mean every worker agrees yet: wait until eight reads in a row (over fresh connections, so
+        # both workers) say 6.
+        seen: list[int] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and seen[-8:] != [6] * 8:
+            seen.append(reuses(server.base))
+            time.sleep(0.05)
+        assert seen[-8:] == [6] * 8, seen
         assert "Traceback" not in server.log(), server.log()
