@@ -77,7 +77,8 @@ def test_demo_on_postgres_with_daemon_matches_embedded_default(postgres, tmp_pat
     # Every evaluation ran, was reused or skipped exactly as with the embedded default instance.
     embedded = run_medbench("materialize", "--demo", data=demo_data, timeout=900)  # reuses: all done
     mine, theirs = outcomes(proc.stdout), outcomes(embedded.stdout)
-    assert mine and set(mine) == set(theirs)
+    assert mine, f"no report rows in the output:\n{proc.stdout[-4000:]}\n{proc.stderr[-3000:]}"
+    assert set(mine) == set(theirs), (proc.stdout[-4000:], embedded.stdout[-4000:])
     for key, (status, run_id) in mine.items():
         assert run_id == theirs[key][1], key
         assert status == ("skipped" if theirs[key][0] == "skipped" else "ran"), (key, status)
