@@ -55,6 +55,16 @@ def model_parameter(description: str) -> Any:
     return Parameter(description=description, pattern=NOT_BLANK_PATTERN, examples=[Example(value="medbench/random")])
 
 
+def limit_parameter(description: str = "Page size.") -> Any:
+    """``limit``: at most this many rows (1..1000, default 100), the same bounds on every listing."""
+    return Parameter(default=100, ge=1, le=1000, description=description)
+
+
+def offset_parameter() -> Any:
+    """``offset``: rows to skip before the page starts."""
+    return Parameter(default=0, ge=0, description="Items to skip.")
+
+
 def run_id_parameter(description: str) -> Any:
     """A run id in the query string: its form is checked (``invalid_parameter`` naming it)."""
     return Parameter(description=f"{description} {RUN_ID_DESCRIPTION}", pattern=RUN_ID_PATTERN,

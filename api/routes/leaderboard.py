@@ -14,7 +14,7 @@ from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
 from api import answers, schemas
-from api.params import task_parameter
+from api.params import limit_parameter, task_parameter
 from api.responses import respond
 from api.routing import read_only
 from api.service import Service
@@ -33,7 +33,7 @@ def handlers() -> list[HTTPRouteHandler]:
         service: NamedDependency[Service],
         task: str = task_parameter(),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
-        limit: int = Parameter(default=100, ge=1, le=1000, description="At most this many rows."),
+        limit: int = limit_parameter("At most this many rows."),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)

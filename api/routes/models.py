@@ -13,6 +13,7 @@ from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
 from api import model_answers, schemas
+from api.params import limit_parameter, offset_parameter
 from api.responses import respond
 from api.routing import read_only
 from api.service import Service
@@ -33,8 +34,8 @@ def handlers() -> list[HTTPRouteHandler]:
         q: Optional[str] = Parameter(default=None, description="Substring of the name, slug or provider model id."),
         type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
         provider: Optional[str] = Parameter(default=None, description="Only models of this provider."),
-        limit: int = Parameter(default=100, ge=1, le=1000, description="Page size."),
-        offset: int = Parameter(default=0, ge=0, description="Items to skip."),
+        limit: int = limit_parameter(),
+        offset: int = offset_parameter(),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         prepared = model_answers.models(tables, q, type, provider, limit, offset)

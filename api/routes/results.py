@@ -15,7 +15,8 @@ from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
 
 from api import answers, render, schemas
-from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, task_parameter
+from api.params import (BLANKS, MAX_CACHED_PARAMETER_CHARS, limit_parameter, offset_parameter, parse_task_ref,
+                        task_parameter)
 from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
@@ -55,8 +56,8 @@ def handlers() -> list[HTTPRouteHandler]:
         task: Optional[str] = task_parameter(required=False),
         model: Optional[str] = Parameter(default=None, description="Model slug or provider model id."),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Model type."),
-        limit: int = Parameter(default=100, ge=1, le=1000, description="Page size."),
-        offset: int = Parameter(default=0, ge=0, description="Items to skip."),
+        limit: int = limit_parameter(),
+        offset: int = offset_parameter(),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)

@@ -20,7 +20,7 @@ import pytest
 
 from support.api_data import RUN_IDS
 from api.client import ApiClient, NotFound
-from pipelines.cli import main
+from pipelines.cli.main import main
 from support.serving import REPO, closed_port, serve_in_thread
 from support.site_data import BETTER, WORSE
 

@@ -15,31 +15,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from support.commands import run_medbench
+from support.paths import REPO
+from support.replay_spec import replay_spec
+
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
 from pipelines.engine.snapshots import current_snapshot
 from warehouse.layout import DataDir
-from support.paths import REPO
 
 pytestmark = pytest.mark.slow
-
-SPEC = """slug = "acme/replayer"
-name = "Replayer"
-type = "llm"
-provider = "acme"
-provider_model_id = "replayer"
-revision = "1"
-description = "Outputs produced elsewhere."
-backend = "replay"
-tasks = ["clinicalqa@0"]
-
-[settings]
-outputs = "outputs.jsonl"
-
-[price]
-basis = "free"
-"""
 
 
 def _materialize(data: Path, specs: Path, *extra: str) -> tuple[str, float]:
@@ -56,7 +40,7 @@ def test_replacing_the_file_publishes_a_new_run(demo_data: Path, tmp_path: Path)
     specs = tmp_path / "specs"
     shutil.copytree(REPO / "specs", specs)
     (specs / "models" / "acme").mkdir()
-    (specs / "models" / "acme" / "replayer.toml").write_text(SPEC, encoding="utf-8")
+    (specs / "models" / "acme" / "replayer.toml").write_text(replay_spec("outputs.jsonl"), encoding="utf-8")
     gold = read_clinicalqa_snapshot(current_snapshot(DataDir(data), "clinicalqa").path)
     outputs = specs / "models" / "acme" / "outputs.jsonl"  # relative to the spec file
 

@@ -12,37 +12,21 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
+from support.replay_spec import replay_spec
 
 from pipelines.backends.registry import text_generator
 from pipelines.backends.settings import published
 from pipelines.engine.identity import run_id
 from pipelines.engine.replay_pin import file_sha256
 from pipelines.engine.specs import SpecError, Specs, spec_hash
-from support.paths import REPO
-
-SPEC = """slug = "acme/replayer"
-name = "Replayer"
-type = "llm"
-provider = "acme"
-provider_model_id = "replayer"
-revision = "1"
-description = "Outputs produced elsewhere."
-backend = "replay"
-tasks = ["clinicalqa@0"]
-
-[settings]
-outputs = "{outputs}"
-
-[price]
-basis = "free"
-"""
 
 
 def _specs_dir(tmp_path: Path, outputs: str = "runs/out.jsonl", extra: str = "") -> Path:
     root = tmp_path / "specs"
     shutil.copytree(REPO / "specs", root)
     (root / "models" / "acme").mkdir()
-    (root / "models" / "acme" / "replayer.toml").write_text(SPEC.format(outputs=outputs) + extra, encoding="utf-8")
+    (root / "models" / "acme" / "replayer.toml").write_text(replay_spec(outputs) + extra, encoding="utf-8")
     return root
 
 
