@@ -15,27 +15,12 @@ from pathlib import Path
 import pytest
 
 from support.loopback_chat_server import LoopbackChatServer, Reply
+from support.model_specs import specs_with_served
 from support.paths import REPO
 
 pytestmark = pytest.mark.slow
 SAFETY_LIMIT_S = 300  # a bound on waiting for a stuck child, not a timing assertion
 
-SERVED = '''slug = "acme/served"
-name = "Served"
-type = "llm"
-provider = "acme"
-provider_model_id = "served"
-revision = "1"
-description = "A model behind an OpenAI-compatible server (the loopback test server)."
-backend = "openai"
-tasks = ["clinicalqa@0"]
-
-[settings]
-base_url = "{base_url}"
-
-[price]
-basis = "free"
-'''
 
 
 def _stored(data: Path, before: frozenset[Path] = frozenset()) -> int:
@@ -60,13 +45,10 @@ def test_ctrl_c_stops_marks_the_run_failed_and_the_next_run_resumes(demo_data: P
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
     demo_stores = frozenset((data / "generations").glob("*.jsonl"))
-    specs = tmp_path / "specs"
-    shutil.copytree(REPO / "specs", specs)
-    (specs / "models" / "acme").mkdir()
     command = [sys.executable, "-m", "pipelines.cli.main", "materialize", "--demo", "--task", "clinicalqa@0",
                "--model", "acme/served"]
     with LoopbackChatServer(lambda instance_id, attempt: Reply(delay_s=0.05)) as server:
-        (specs / "models" / "acme" / "served.toml").write_text(SERVED.format(base_url=server.base_url))
+        specs = specs_with_served(tmp_path / "specs", server.base_url)
         env = {**os.environ, "MEDBENCH_DATA": str(data), "MEDBENCH_SPECS": str(specs),
                "DAGSTER_HOME": str(data / "dagster"), "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

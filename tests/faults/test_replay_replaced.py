@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support.commands import run_medbench
 from support.paths import REPO
-from support.replay_spec import replay_spec
+from support.model_specs import replay_spec
 
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
 from pipelines.engine.snapshots import current_snapshot

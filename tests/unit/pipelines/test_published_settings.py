@@ -7,7 +7,6 @@ The fault: a ``base_url`` with ``user:pass@`` or ``?token=`` was published verba
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from pipelines.backends.redact import redact_url
 from pipelines.backends.settings import OpenAISettings, published
 from pipelines.engine.release import _published_spec
 from pipelines.engine.specs import SpecError, Specs
-from support.paths import REPO
+from support.model_specs import specs_with_served
 
 SECRETS = ("hunter2", "s3cr3t", "tok123", "sigval", "pw0rd")
 
@@ -53,26 +52,7 @@ def test_the_openai_backend_refuses_credentials_in_the_url() -> None:
 
 
 def _spec_root(tmp_path: Path, base_url: str) -> Path:
-    root = tmp_path / "specs"
-    shutil.copytree(REPO / "specs", root)
-    (root / "models" / "acme").mkdir()
-    (root / "models" / "acme" / "served.toml").write_text(f'''slug = "acme/served"
-name = "Served"
-type = "llm"
-provider = "acme"
-provider_model_id = "served"
-revision = "1"
-description = "A served model."
-backend = "openai"
-tasks = ["clinicalqa@0"]
-
-[settings]
-base_url = "{base_url}"
-
-[price]
-basis = "free"
-''', encoding="utf-8")
-    return root
+    return specs_with_served(tmp_path / "specs", base_url)
 
 
 def test_a_spec_with_url_credentials_is_a_spec_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.paths import REPO
-from support.replay_spec import replay_spec
+from support.model_specs import replay_spec
 
 from pipelines.backends.registry import text_generator
 from pipelines.backends.settings import published
