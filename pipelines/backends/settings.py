@@ -56,7 +56,9 @@ RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule
 class _WindowModel(_Settings):
     """Window features of the trained models (pipelines.tasks.vitaldb_ioh.baselines.FeatureSpec).
 
-    ``seed`` is accepted and hashed but not read: the fit seed is the task's bootstrap seed.
+    ``seed`` is the fit seed (the estimator's ``random_state``) of a task whose ``[ioh]`` says
+    ``fit_seed = "model"`` (vitaldb-ioh@0); under ``fit_seed = "task"`` (or without a seed here) the
+    task's bootstrap seed is used (``pipelines.tasks.vitaldb_ioh.family.fit_seed``).
     """
 
     below: tuple[float, ...] = (65.0, 70.0, 75.0)

@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
-from support.api_data import RUN_IDS, catalog
+from support.api_data import RUN_IDS, catalog, distinct_choice_predictions
 from litestar.testing import TestClient
 
 from api.app import create_app
@@ -23,20 +22,10 @@ UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
 
 
-def _distinct_choice_predictions(data: DataDir, records) -> None:
-    """Give each clinicalqa@0 result its own correctness (the fixture's files are all alike)."""
-    rng = np.random.default_rng(0)
-    for k, r in enumerate(x for x in records if x.task == "clinicalqa@0"):
-        path = data.predictions_path(r.run_id)
-        t = pq.read_table(path)
-        correct = rng.random(t.num_rows) < (0.2 + 0.25 * k)
-        pq.write_table(t.set_column(t.schema.get_field_index("correct"), "correct", pa.array(correct)), path)
-
-
 def _published(tmp_path: Path):
     data = DataDir(tmp_path / "data")
     cat = catalog(data)
-    _distinct_choice_predictions(data, cat.results)
+    distinct_choice_predictions(data, cat.results)
     cat.ranks = rank_rows(data, cat.results, cat.tasks, read_ranks(data))
     publish(data, cat, now=NOW)
     return data, cat

@@ -15,6 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -166,6 +167,16 @@ def catalog(data: DataDir, with_late_run: bool = False) -> Catalog:
         runs[LATE_RUN[0]] = LATE_RUN[1]
     records = [make_record(data, label, spec) for label, spec in runs.items()]
     return Catalog(datasets=DATASETS, tasks=TASKS, models=MODELS, results=records, demo=False)
+
+
+def distinct_choice_predictions(data: DataDir, records) -> None:
+    """Give each clinicalqa@0 result its own correctness (the fixture's files are all alike)."""
+    rng = np.random.default_rng(0)
+    for k, r in enumerate(x for x in records if x.task == "clinicalqa@0"):
+        path = data.predictions_path(r.run_id)
+        t = pq.read_table(path)
+        correct = rng.random(t.num_rows) < (0.2 + 0.25 * k)
+        pq.write_table(t.set_column(t.schema.get_field_index("correct"), "correct", pa.array(correct)), path)
 
 
 def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | None = None) -> str:

@@ -6,7 +6,6 @@ import msgspec
 import numpy as np
 import pytest
 
-from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
 from pipelines.tasks.vitaldb_ioh.baselines import (
     FeatureSpec,
     LinearExtrapolation,
@@ -15,10 +14,10 @@ from pipelines.tasks.vitaldb_ioh.baselines import (
     make_window_scorer,
     window_features,
 )
-from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
 from pipelines.engine.specs import load_specs
 from pipelines.stats.auroc import auroc
-from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
+from pipelines.tasks.vitaldb_ioh.instances import read_windows
+from support.ioh_data import demo_windows
 
 SPECS = load_specs()
 S = SPECS.task("vitaldb-ioh@0").ioh
@@ -106,11 +105,7 @@ def test_factory_reads_every_medbench_spec():
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("baselines")
-    write_demo_vitaldb(root / "api")
-    snap = load_vitaldb_snapshot(str(root / "api"), root / "snap", root / "cache", log=lambda _: None)
-    path = root / "windows.parquet"
-    build_windows(snap.dir, S, path, log=lambda _: None)
+    path = demo_windows(tmp_path_factory.mktemp("baselines"))
     return {name: read_windows(path, name) for name in ("train", "validation", "test")}
 
 
