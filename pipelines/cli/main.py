@@ -37,18 +37,36 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # `medbench leaderboard ... | head` closed our stdout: not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except BrokenPipeError as exc:
+        if _stdout_closed():
+            # `medbench leaderboard ... | head` closed our stdout: not an error of ours.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        return _failed(exc, debug)  # another pipe (a socket, a child process): a real error
     except Exception as exc:
-        if debug:
-            raise
-        from pipelines.cli.errors import describe
+        return _failed(exc, debug)
 
-        code, line = describe(exc)
-        print(line, file=sys.stderr)
-        return code
+
+def _stdout_closed() -> bool:
+    """Whether our stdout is a pipe whose reader has gone (poll says POLLERR on its write end)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _failed(exc: BaseException, debug: bool) -> int:
+    if debug:
+        raise exc
+    from pipelines.cli.errors import describe
+
+    code, line = describe(exc)
+    print(line, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":
