@@ -120,8 +120,9 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     # Built now, not at import: a family registered at runtime (a plug-in, a test) gets its assets too.
     built = build(specs)
     defs_list = [*built.assets, *built.checks]
-    with dg.DagsterInstance.get() as instance:
-        _thread_safe_logging(instance)
+    from pipelines.dagster.cli_instance import open_cli_instance
+
+    with open_cli_instance(home) as instance:
         recover_dead_runs(instance, data)
         sync_evaluation_partitions(instance, specs)
         families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
@@ -168,15 +169,6 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 
         report.version = current_version(data) or ""
     return report
-
-
-def _thread_safe_logging(instance) -> None:
-    """Dagster calls ``logging.config.dictConfig`` at the start of every run to build the
-    ``python_logs`` handlers, even when dagster.yaml configures none; from concurrent worker threads
-    that deadlocks CPython's logging locks (one thread holds the module lock wanting a handler's, a
-    logging thread the reverse). With no handlers configured the call yields nothing, so skip it."""
-    if not instance.get_python_log_dagster_handler_config():
-        instance.get_yaml_python_handlers = lambda: []
 
 
 def _detail(record) -> str:
