@@ -98,7 +98,7 @@ def test_vllm_backend_offline_generates_the_rest_in_chunks_with_token_counts(tin
     done = subprocess.run(
         [
             str(VENV / "bin" / "python"),
-            str(REPO / "tests" / "vllm_driver.py"),
+            str(REPO / "tests" / "support" / "vllm_driver.py"),
             "--model", str(tiny_model),
             "--items", str(items_file),
             "--store", str(store.path),
