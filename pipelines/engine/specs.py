@@ -357,3 +357,15 @@ def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec]) ->
 
 def load_specs(root: Path | str | None = None) -> Specs:
     return Specs(root)
+
+
+def load_model_spec(slug: str, root: Path | str | None = None) -> ModelSpec | None:
+    """One model's spec file alone (``models/<provider>/<name>.toml``), or None when there is none.
+
+    Why: a process that needs one fact of one model (the run coordinator tagging a run with its
+    pool) should not decode and cross-check a thousand spec files per run it submits."""
+    base = Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR) / "models"
+    path = base / f"{slug}.toml"
+    if "/" not in slug or ".." in slug.split("/") or not path.is_file():
+        return None
+    return _decode_model(path)

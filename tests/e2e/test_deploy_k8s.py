@@ -42,20 +42,28 @@ def test_instance_files_are_valid_dagster_instance_config(name, tmp_path):
     (tmp_path / "dagster.yaml").write_text((DEPLOY / name).read_text())
     config, _ = dagster_instance_config(str(tmp_path))
     assert config["storage"]["postgres"]["postgres_db"]["db_name"] == {"env": "MEDBENCH_PG_DB"}
-    assert config["run_coordinator"]["class"] == "QueuedRunCoordinator"
-    assert config["concurrency"]["pools"]["granularity"] == "op"
+    assert (config["run_coordinator"]["module"], config["run_coordinator"]["class"]) == (
+        "pipelines.dagster.run_coordinator", "PoolTaggingRunCoordinator")
+    # A limit per pool, on the tag the coordinator puts on every evaluation run, and one run per partition.
+    limits = {(e["key"], str(e["value"])): e["limit"] for e in config["concurrency"]["runs"]["tag_concurrency_limits"]}
+    assert {v for k, v in limits if k == "medbench/pool"} == {"gpu", "api", "cpu"}
+    assert any(k == "dagster/partition" and limit == 1 for (k, _), limit in limits.items())
 
 
 def test_storage_and_coordinator_match_their_classes():
     from dagster._core.run_coordinator import QueuedRunCoordinator
     from dagster_postgres import DagsterPostgresStorage
 
+    from pipelines.dagster.run_coordinator import PoolTaggingRunCoordinator
+
+    assert issubclass(PoolTaggingRunCoordinator, QueuedRunCoordinator)  # the daemon's isinstance checks
+
     for name in ("dagster.yaml", "k8s/dagster.yaml"):
         cfg = _load(DEPLOY / name)
         storage = _process(DagsterPostgresStorage.config_type(), cfg["storage"]["postgres"])
         assert storage["postgres_db"]["hostname"] == ENV["MEDBENCH_PG_HOST"]
         assert storage["postgres_db"]["port"] == 5432
-        _process(QueuedRunCoordinator.config_type(), cfg["run_coordinator"]["config"])
+        _process(PoolTaggingRunCoordinator.config_type(), cfg["run_coordinator"]["config"])
 
 
 def test_k8s_run_launcher_config_matches_the_schema():
