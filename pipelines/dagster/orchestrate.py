@@ -6,7 +6,11 @@ current specs and files: run ids need current snapshots, rebuilding them costs a
 for every selected partition without a run (``plan.py``; reuses are recorded at once as
 AssetObservations on the metrics asset, so the UI still shows them), then the partitions that need
 work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
-ran or the warehouse lacks a reused result. Every run carries the tags in ``base_tags``.
+ran or the warehouse lacks a reused result. Every run carries the tags in ``base_tags`` and
+belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
+``publish``, from ``definitions.named_jobs``), resolved once per invocation: in the UI the CLI's
+runs sit under the same job names and descriptions as a maintainer's, and no run pays for
+resolving an ad-hoc job over the whole asset graph.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ def dry_run_selection(demo: bool, tasks=(), models=(), force: bool = False, data
 def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] = (), force: bool = False,
                           data: DataDir | None = None, jobs: int | None = None, max_cost: float | None = None,
                           pools: list[str] = (), refresh_inputs: bool = False) -> Report:
-    import dagster as dg
+    from dagster import AssetKey
 
     from pipelines.dagster import inputs_state
     from pipelines.dagster.definitions import build
@@ -119,7 +123,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     tags = base_tags()
     # Built now, not at import: a family registered at runtime (a plug-in, a test) gets its assets too.
     built = build(specs)
-    defs_list = [*built.assets, *built.checks]
+    jobs_by_name = _named_jobs(built, resources)
     from pipelines.dagster.cli_instance import open_cli_instance
 
     with open_cli_instance(home) as instance:
@@ -129,8 +133,9 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
         if refresh_inputs or not inputs_state.current(instance, specs, data, families):
             selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
             print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
-            result = dg.materialize(defs_list, selection=selection, instance=instance, resources=resources,
-                                    raise_on_error=False, run_config=QUIET_LOGS, tags=tags)
+            result = jobs_by_name["materialize_inputs"].execute_in_process(
+                run_config=QUIET_LOGS, instance=instance, raise_on_error=False, tags=tags,
+                asset_selection=[AssetKey.from_user_string(a) for a in selection])
             if not result.success:
                 report.errors.append(f"inputs failed: {failure(result)}")
                 return report
@@ -152,16 +157,16 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
         if to_run:
             from pipelines.dagster.launch import run_bounded
 
-            launch = _launcher(dg, instance, built, defs_list, resources, tags, data, force)
+            launch = _launcher(instance, built, jobs_by_name, tags, data, force)
             outcomes, report.interrupted = run_bounded(
-                to_run, jobs, limits, launch, on_interrupt=lambda tokens: _fail_in_flight(dg, instance, tokens),
+                to_run, jobs, limits, launch, on_interrupt=lambda tokens: _fail_in_flight(instance, tokens),
                 log=lambda m: print(m, flush=True))
             report.outcomes += outcomes
             if report.interrupted:
                 return report
         if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data, reused):
-            result = dg.materialize(defs_list, selection=["published_warehouse"], instance=instance,
-                                    resources=resources, raise_on_error=False, run_config=QUIET_LOGS, tags=tags)
+            result = jobs_by_name["publish"].execute_in_process(
+                run_config=QUIET_LOGS, instance=instance, raise_on_error=False, tags=tags)
             if not result.success:
                 report.errors.append(f"publish failed: {failure(result)}")
                 return report
@@ -169,6 +174,17 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 
         report.version = current_version(data) or ""
     return report
+
+
+def _named_jobs(built, resources: dict) -> dict:
+    """The code location's named jobs over these assets, resolved once (name -> JobDefinition)."""
+    import dagster as dg
+
+    from pipelines.dagster.definitions import named_jobs
+
+    defs = dg.Definitions(assets=built.assets, asset_checks=built.checks, jobs=named_jobs(built.families),
+                          resources=resources, executor=dg.in_process_executor)
+    return {job.name: job for job in defs.resolve_all_job_defs()}
 
 
 def _detail(record) -> str:
@@ -195,17 +211,18 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
     return outcomes
 
 
-def _launcher(dg, instance, built, defs_list, resources, tags, data: DataDir, force: bool):
+def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool):
     from pipelines.dagster.launch import partition_lock
+    from pipelines.dagster.partitions import asset_prefix
     from pipelines.engine.evaluate import existing_result
 
     def launch(p: Planned, token: str) -> Outcome:
         fa = built.families[p.task.family]
         config = {"config": {"force": force}}
+        job = jobs_by_name[f"evaluate_{asset_prefix(p.task.family)}"]
         with partition_lock(data.root / "locks", p.partition):
-            result = dg.materialize(
-                defs_list, selection=[fa.predictions, fa.metrics], partition_key=p.partition, instance=instance,
-                resources=resources, raise_on_error=False,
+            result = job.execute_in_process(
+                partition_key=p.partition, instance=instance, raise_on_error=False,
                 run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}},
                 tags={**tags, "medbench/pool": p.pool, "medbench/launch": token})
         if not result.success:
@@ -216,8 +233,10 @@ def _launcher(dg, instance, built, defs_list, resources, tags, data: DataDir, fo
     return launch
 
 
-def _fail_in_flight(dg, instance, tokens: list[str]) -> None:
+def _fail_in_flight(instance, tokens: list[str]) -> None:
     """Ctrl-C: the Dagster runs of the in-flight launches are marked failed, not left STARTED."""
+    import dagster as dg
+
     for token in tokens:
         for run in instance.get_runs(filters=dg.RunsFilter(tags={"medbench/launch": token})):
             if not run.is_finished:

@@ -3,7 +3,8 @@
 
 import dagster as dg
 
-from pipelines.engine.specs import Specs, load_specs
+from pipelines.engine.specs import Specs
+from pipelines.engine.specs_cache import cached_specs
 from warehouse.layout import DataDir
 
 
@@ -23,4 +24,5 @@ class MedbenchResource(dg.ConfigurableResource):
         return data
 
     def specs(self) -> Specs:
-        return load_specs(self.specs_dir or None)
+        """The specs as now on disk; decoded once per process while no spec file changes."""
+        return cached_specs(self.specs_dir or None)

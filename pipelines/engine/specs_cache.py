@@ -1,0 +1,52 @@
+"""Specs loaded once per process for as long as none of their files changes.
+
+Why: every evaluation run reads the specs (its run id hashes the model and task specs), twice per
+run (predictions, metrics). Decoding and cross-checking every spec file costs time in proportion
+to the number of models: at 1,000 model specs it was most of a run's cost, so a thousand runs paid
+for a million file decodes. A process that runs many of them (``medbench materialize``, a Dagster
+code server) now decodes them once and reuses the result while every spec file and every replay
+outputs file (whose bytes are a replay model's revision, ``replay_pin.py``) has the same inode,
+size and modification time; any change, added or removed file loads them afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from pipelines.engine.specs import DEFAULT_SPECS_DIR, SPECS_DIR_ENV, Specs
+
+_lock = threading.Lock()
+_cache: dict[Path, tuple[tuple, tuple, Specs]] = {}
+
+
+def _stat(path: Path) -> tuple:
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path),)
+    return (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _spec_files(root: Path) -> tuple:
+    return tuple(_stat(p) for p in sorted(root.rglob("*.toml")))
+
+
+def _outputs_files(specs: Specs) -> tuple:
+    return tuple(_stat(Path(m.settings.resolved)) for m in specs.models.values() if m.backend == "replay")
+
+
+def cached_specs(root: Path | str | None = None) -> Specs:
+    """``load_specs(root)``, reused while its files are unchanged (shared: treat it as read-only)."""
+    given = Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR)
+    key = given.resolve()
+    files = _spec_files(key)
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] == files and hit[1] == _outputs_files(hit[2]):
+        return hit[2]
+    specs = Specs(given)
+    with _lock:
+        _cache[key] = (files, _outputs_files(specs), specs)
+    return specs
