@@ -52,6 +52,29 @@ def _family_for(registered: dict, fa):
     return next((f for f in registered.values() if f"{asset_prefix(f.name)}_predictions" == fa.predictions), None)
 
 
+DATA_VERSION_TAG = "dagster/data_version"
+
+
+def shown_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, str]:
+    """partition -> the data version of its latest materialisation or observation, whichever is newer.
+
+    Why: rule one records a reuse only where Dagster does not already show that run id (an
+    evaluation's data version is its run id), so a pass over 1,000 reused partitions writes nothing
+    instead of 1,000 events; four indexed queries per asset, whatever the number of partitions."""
+    from dagster._core.events import DagsterEventType
+
+    storage, wanted = instance.event_log_storage, set(partitions)
+    latest: dict[str, tuple[int, str]] = {}
+    for kind in (DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION):
+        ids = storage.get_latest_storage_id_by_partition(asset_key, kind, wanted)
+        tags = storage.get_latest_tags_by_partition(asset_key, kind, [DATA_VERSION_TAG], list(wanted))
+        for partition, storage_id in ids.items():
+            version = tags.get(partition, {}).get(DATA_VERSION_TAG)
+            if version and storage_id > latest.get(partition, (-1, ""))[0]:
+                latest[partition] = (storage_id, version)
+    return {p: v for p, (_, v) in latest.items()}
+
+
 def report_observations(instance: dg.DagsterInstance, observations: list[dg.AssetObservation]) -> None:
     """Runless observations, stored as one batch (one storage write, not one per partition)."""
     if not observations:

@@ -193,20 +193,26 @@ def _detail(record) -> str:
 
 
 def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcome]:
-    """Outcomes of the reused partitions, and one AssetObservation each on its metrics asset."""
+    """Outcomes of the reused partitions, and an AssetObservation (data version: the run id) on the
+    metrics partition of each one Dagster does not already show with that run id."""
     import dagster as dg
 
+    from pipelines.dagster.inputs_state import DATA_VERSION_TAG, report_observations, shown_versions
     from pipelines.engine.evaluate import existing_result
 
     outcomes, events = [], []
+    by_asset: dict[str, list[Planned]] = {}
     for p in reused:
         record = existing_result(data, p.run_id)
         outcomes.append(Outcome(p.partition, "reused", p.run_id, _detail(record)))
-        events.append(dg.AssetObservation(
-            asset_key=built.families[p.task.family].metrics, partition=p.partition,
-            metadata={"run_id": p.run_id, "reused": True, "decided_by": "medbench materialize (rule one)"}))
-    from pipelines.dagster.inputs_state import report_observations
-
+        by_asset.setdefault(built.families[p.task.family].metrics, []).append(p)
+    for asset, planned in by_asset.items():
+        key = dg.AssetKey.from_user_string(asset)
+        shown = shown_versions(instance, key, [p.partition for p in planned])
+        events += [dg.AssetObservation(
+            asset_key=key, partition=p.partition, tags={DATA_VERSION_TAG: p.run_id},
+            metadata={"run_id": p.run_id, "reused": True, "decided_by": "medbench materialize (rule one)"})
+            for p in planned if shown.get(p.partition) != p.run_id]
     report_observations(instance, events)
     return outcomes
 
