@@ -4,7 +4,8 @@ The assets are made per dataset and per task family from the task registry (``en
 with code versions from the specs as loaded when the code location loads (reload it in the UI
 after editing a spec). Jobs: ``materialize_inputs`` (every snapshot and instances asset),
 ``evaluate_<family>`` (one family's partitioned predictions and metrics; one job per family since
-each family has its own partitions), ``publish``; each has a description the UI shows.
+each family has its own partitions), ``publish``, and ``evaluate_all`` (the CLI's path in one run:
+rule one before launching, ``evaluate_all.py``); each has a description the UI shows.
 ``published_warehouse`` carries an automation condition (``publish_on_new_results``), so a UI
 run ends in the warehouse without a second click.
 """
@@ -19,6 +20,7 @@ from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.assets.evaluations import evaluation_assets
 from pipelines.dagster.assets.inputs import instances_asset, snapshot_asset, snapshot_asset_name
 from pipelines.dagster.assets.published import published_asset
+from pipelines.dagster.evaluate_all import evaluate_all_job
 from pipelines.dagster.partitions import asset_prefix
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor
@@ -98,7 +100,7 @@ JOBS = named_jobs(FAMILY_ASSETS)
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
-    jobs=JOBS,
+    jobs=[*JOBS, evaluate_all_job],
     sensors=[evaluation_partitions_sensor, dead_runs_sensor, publish_automation],
     resources={"medbench": MedbenchResource()},
     # In-process for the UI's asset runs too ("Materialize", backfills): a run is one partition's

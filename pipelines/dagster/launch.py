@@ -54,10 +54,11 @@ def partition_lock(lock_dir: Path, partition: str):
 
 
 def run_bounded(work: list[Planned], jobs: int, limits: Limits, launch: Launch,
-                on_interrupt: Interrupted | None = None, log: Callable[[str], None] = print
-                ) -> tuple[list[Outcome], bool]:
+                on_interrupt: Interrupted | None = None, log: Callable[[str], None] = print,
+                interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> tuple[list[Outcome], bool]:
     """Run ``launch`` for every item, at most ``jobs`` at once and at most ``limits.of(pool)`` per
-    pool; returns the outcomes (in completion order) and whether Ctrl-C stopped it."""
+    pool; returns the outcomes (in completion order) and whether one of ``interrupts`` (Ctrl-C;
+    inside a Dagster run also its termination) stopped it."""
     jobs = max(1, jobs)
     pending = deque(work)
     running: dict[str, Planned] = {}
@@ -98,7 +99,7 @@ def run_bounded(work: list[Planned], jobs: int, limits: Limits, launch: Launch,
             p = running.pop(token)
             per_pool[p.pool] -= 1
             outcomes.append(outcome)
-    except KeyboardInterrupt:
+    except interrupts:
         log(f"interrupted: stopping; {len(running)} run(s) in flight, {len(pending)} not started")
         if on_interrupt is not None:
             on_interrupt(list(running))

@@ -35,9 +35,9 @@ class MaterializeError(RuntimeError):
     """A selection or setup problem; the message says what to change."""
 
 
-def prepare_dagster_home(data: DataDir) -> Path:
-    """DAGSTER_HOME defaults to <data>/dagster, seeded with the checkout's dagster.yaml."""
-    home = Path(os.environ.get("DAGSTER_HOME") or data.root / "dagster")
+def prepare_dagster_home(data: DataDir, home: Path | str | None = None) -> Path:
+    """DAGSTER_HOME (``home`` when given) defaults to <data>/dagster, seeded with the checkout's dagster.yaml."""
+    home = Path(home or os.environ.get("DAGSTER_HOME") or data.root / "dagster")
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"
     if not target.exists():
@@ -99,7 +99,11 @@ def dry_run_selection(demo: bool, tasks=(), models=(), force: bool = False, data
 
 def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] = (), force: bool = False,
                           data: DataDir | None = None, jobs: int | None = None, max_cost: float | None = None,
-                          pools: list[str] = (), refresh_inputs: bool = False) -> Report:
+                          pools: list[str] = (), refresh_inputs: bool = False,
+                          dagster_home: Path | str | None = None,
+                          interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> Report:
+    """``dagster_home``: the instance to record in (default DAGSTER_HOME, else <data>/dagster);
+    ``interrupts``: the exceptions that mean "stop" (Ctrl-C; inside a run also Dagster's own)."""
     from dagster import AssetKey
 
     from pipelines.dagster import inputs_state
@@ -112,7 +116,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     _kind(data, demo, claim=True)
     specs = load_specs()
     pairs = select(specs, list(tasks), list(models))
-    home = prepare_dagster_home(data)
+    home = prepare_dagster_home(data, dagster_home)
     try:
         limits = with_overrides(read_limits(home), list(pools))
     except ValueError as exc:
@@ -160,7 +164,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             launch = _launcher(instance, built, jobs_by_name, tags, data, force)
             outcomes, report.interrupted = run_bounded(
                 to_run, jobs, limits, launch, on_interrupt=lambda tokens: _fail_in_flight(instance, tokens),
-                log=lambda m: print(m, flush=True))
+                log=lambda m: print(m, flush=True), interrupts=interrupts)
             report.outcomes += outcomes
             if report.interrupted:
                 return report
