@@ -3,8 +3,8 @@
 Used by ``medbench materialize``, ``medbench demo`` and ``medbench eval``. Order, and why:
 inputs (skipped when Dagster's last materialisations of the snapshots and instances match the
 current specs and files: run ids need current snapshots, rebuilding them costs a run), then rule one
-for every selected partition without a run (``plan.py``; reuses are recorded at once as
-AssetObservations on the metrics asset, so the UI still shows them), then the partitions that need
+for every selected partition without a run (``plan.py``; a reuse Dagster does not already show
+with its run id is recorded at once as an AssetObservation on the metrics asset), then the partitions that need
 work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
 ran or the warehouse lacks a reused result. Every run carries the tags in ``base_tags`` and
 belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
