@@ -35,6 +35,7 @@ def _output_metadata(result) -> dict:
     return {k: v.value for k, v in event.event_specific_data.metadata.items()}
 
 
+@pytest.mark.slow
 def test_evaluate_all_reuses_without_runs_and_runs_only_what_is_missing(setting):
     data, home = setting
     before = results_table(data)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import dagster as dg
+import pytest
 
 from pipelines.dagster.inputs_state import shown_versions
 from support.commands import run_medbench
@@ -28,6 +29,7 @@ def _observations(data) -> list:
         return instance.fetch_observations(METRICS, limit=1000).records
 
 
+@pytest.mark.slow
 def test_reuses_are_recorded_once_where_dagster_does_not_show_them(demo_data, tmp_path):
     data = tmp_path / "data"  # the demo's results, with a new, empty run history
     shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
