@@ -21,7 +21,7 @@ from dagster_celery.executor import CELERY_CONFIG, CeleryExecutor, _submit_task
 from dagster._core.execution.retries import RetryMode
 
 from pipelines.dagster.definitions import ASSETS, CHECKS, FAMILY_ASSETS
-from pipelines.dagster.partitions import asset_prefix
+from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
 
 PREDICT_QUEUE = "predict"
@@ -81,7 +81,7 @@ executor = routed_celery_executor.configured({
 
 inputs_job = dg.define_asset_job("celery_inputs", selection=dg.AssetSelection.groups("snapshots", "instances"),
                                  executor_def=executor)
-evaluation_jobs = [dg.define_asset_job(f"celery_evaluate_{asset_prefix(name)}", selection=[fa.predictions, fa.metrics],
+evaluation_jobs = [dg.define_asset_job(f"celery_{evaluation_job_name(name)}", selection=[fa.predictions, fa.metrics],
                                        executor_def=executor)
                    for name, fa in FAMILY_ASSETS.items()]
 publish_job = dg.define_asset_job("celery_publish", selection=["published_warehouse"], executor_def=executor)

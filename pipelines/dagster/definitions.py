@@ -21,7 +21,7 @@ from pipelines.dagster.assets.evaluations import evaluation_assets
 from pipelines.dagster.assets.inputs import instances_asset, snapshot_asset, snapshot_asset_name
 from pipelines.dagster.assets.published import published_asset
 from pipelines.dagster.evaluate_all import evaluate_all_job
-from pipelines.dagster.partitions import asset_prefix
+from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor
 from pipelines.engine.specs import Specs, load_specs
@@ -74,7 +74,7 @@ def named_jobs(families: dict[str, FamilyAssets]) -> list[dg.UnresolvedAssetJobD
     # In-process: a reused partition costs milliseconds of engine work, so a step subprocess per
     # partition (seconds each) would be most of a run's time.
     evaluation_jobs = [dg.define_asset_job(
-        f"evaluate_{asset_prefix(name)}", selection=[fa.predictions, fa.metrics], executor_def=dg.in_process_executor,
+        evaluation_job_name(name), selection=[fa.predictions, fa.metrics], executor_def=dg.in_process_executor,
         description=f"Predictions and metrics of {name} partitions: reuses finished runs (rule one), skips pairs "
                     "whose model cannot run here (skipped_reason on the partition); config force re-scores stored "
                     "outputs, regenerate calls the model again.")

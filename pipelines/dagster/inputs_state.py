@@ -52,15 +52,13 @@ def _family_for(registered: dict, fa):
     return next((f for f in registered.values() if f"{asset_prefix(f.name)}_predictions" == fa.predictions), None)
 
 
-DATA_VERSION_TAG = "dagster/data_version"
-
-
 def shown_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, str]:
     """partition -> the data version of its latest materialisation or observation, whichever is newer.
 
     Why: rule one records a reuse only where Dagster does not already show that run id (an
     evaluation's data version is its run id), so a pass over 1,000 reused partitions writes nothing
     instead of 1,000 events; four indexed queries per asset, whatever the number of partitions."""
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
     from dagster._core.events import DagsterEventType
 
     storage, wanted = instance.event_log_storage, set(partitions)

@@ -201,7 +201,9 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
     metrics partition of each one Dagster does not already show with that run id."""
     import dagster as dg
 
-    from pipelines.dagster.inputs_state import DATA_VERSION_TAG, report_observations, shown_versions
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    from pipelines.dagster.inputs_state import report_observations, shown_versions
     from pipelines.engine.evaluate import existing_result
 
     outcomes, events = [], []
@@ -223,13 +225,13 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
 
 def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool):
     from pipelines.dagster.launch import partition_lock
-    from pipelines.dagster.partitions import asset_prefix
+    from pipelines.dagster.partitions import evaluation_job_name
     from pipelines.engine.evaluate import existing_result
 
     def launch(p: Planned, token: str) -> Outcome:
         fa = built.families[p.task.family]
         config = {"config": {"force": force}}
-        job = jobs_by_name[f"evaluate_{asset_prefix(p.task.family)}"]
+        job = jobs_by_name[evaluation_job_name(p.task.family)]
         with partition_lock(data.root / "locks", p.partition):
             result = job.execute_in_process(
                 partition_key=p.partition, instance=instance, raise_on_error=False,

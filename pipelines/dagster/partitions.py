@@ -26,6 +26,11 @@ def asset_prefix(family_name: str) -> str:
     return family_name.replace("-", "_").replace(".", "_")
 
 
+def evaluation_job_name(family_name: str) -> str:
+    """The named job of a family's predictions and metrics (the UI's and the CLI's runs alike)."""
+    return f"evaluate_{asset_prefix(family_name)}"
+
+
 def partitions_name(family_name: str) -> str:
     return f"{asset_prefix(family_name)}_evaluations"
 

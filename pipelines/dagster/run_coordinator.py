@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.storage.tags import PARTITION_NAME_TAG
 
 from pipelines.dagster.limits import POOL_TAG
-
-PARTITION_TAG = "dagster/partition"
 
 
 def pool_for_partition(partition_key: str) -> str | None:
@@ -45,7 +44,7 @@ class PoolTaggingRunCoordinator(QueuedRunCoordinator):
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
         run = context.dagster_run
-        key = run.tags.get(PARTITION_TAG)
+        key = run.tags.get(PARTITION_NAME_TAG)
         if key and POOL_TAG not in run.tags and (pool := pool_for_partition(key)):
             self._instance.add_run_tags(run.run_id, {POOL_TAG: pool})
             run = self._instance.get_run_by_id(run.run_id) or run

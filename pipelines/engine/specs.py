@@ -243,11 +243,16 @@ _MODEL_CHOICES = {
 }
 
 
+def specs_root(root: Path | str | None = None) -> Path:
+    """The specs directory: ``root`` when given, else ``MEDBENCH_SPECS``, else the checkout's ``specs/``."""
+    return Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR)
+
+
 class Specs:
     """All specs of one specs directory, validated together (cross-references included)."""
 
     def __init__(self, root: Path | str | None = None):
-        self.root = Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR)
+        self.root = specs_root(root)
         self.datasets: dict[str, DatasetSpec] = {}
         self.tasks: dict[str, TaskSpec] = {}
         self.models: dict[str, ModelSpec] = {}
@@ -364,7 +369,7 @@ def load_model_spec(slug: str, root: Path | str | None = None) -> ModelSpec | No
 
     Why: a process that needs one fact of one model (the run coordinator tagging a run with its
     pool) should not decode and cross-check a thousand spec files per run it submits."""
-    base = Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR) / "models"
+    base = specs_root(root) / "models"
     path = base / f"{slug}.toml"
     if "/" not in slug or ".." in slug.split("/") or not path.is_file():
         return None

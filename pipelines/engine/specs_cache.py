@@ -11,11 +11,10 @@ size and modification time; any change, added or removed file loads them afresh.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
-from pipelines.engine.specs import DEFAULT_SPECS_DIR, SPECS_DIR_ENV, Specs
+from pipelines.engine.specs import Specs, specs_root
 
 _lock = threading.Lock()
 _cache: dict[Path, tuple[tuple, tuple, Specs]] = {}
@@ -39,7 +38,7 @@ def _outputs_files(specs: Specs) -> tuple:
 
 def cached_specs(root: Path | str | None = None) -> Specs:
     """``load_specs(root)``, reused while its files are unchanged (shared: treat it as read-only)."""
-    given = Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR)
+    given = specs_root(root)
     key = given.resolve()
     files = _spec_files(key)
     with _lock:
