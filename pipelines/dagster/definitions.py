@@ -7,7 +7,8 @@ after editing a spec). Jobs: ``materialize_inputs`` (every snapshot and instance
 each family has its own partitions), ``publish``, and ``evaluate_all`` (the CLI's path in one run:
 rule one before launching, ``evaluate_all.py``); each has a description the UI shows.
 ``published_warehouse`` carries an automation condition (``publish_on_new_results``), so a UI
-run ends in the warehouse without a second click.
+run ends in the warehouse without a second click. The evaluation assets have a single-run backfill
+policy: a UI backfill is one ranged run per family, rule one first (``assets/ranged.py``).
 """
 
 from __future__ import annotations

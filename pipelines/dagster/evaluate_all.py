@@ -1,8 +1,8 @@
 """``evaluate_all``: the CLI's path as one job, so a maintainer in the UI gets rule one before launching.
 
-Why: a backfill over N evaluation partitions launches N runs, and each run's worker process loads
-the code location before it can conclude "reused" (seconds per partition, most of a backfill over
-finished work). This job does in one run what ``medbench materialize`` does: inputs when not
+Why: a backfill runs rule one too (one ranged run, ``assets/ranged.py``) but selects partitions,
+not the CLI's tasks and models, and leaves the inputs and the publish to their own assets. This job
+does in one run what ``medbench materialize`` does, with its flags: inputs when not
 current, rule one for every selected partition (reuses recorded without a run), skips with their
 reason, the partitions that need work as their own runs of ``evaluate_<family>`` (tagged, within
 the pool limits of the instance's dagster.yaml, visible in the UI), then the publish. The op's

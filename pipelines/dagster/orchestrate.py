@@ -163,7 +163,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 
             launch = _launcher(instance, built, jobs_by_name, tags, data, force)
             outcomes, report.interrupted = run_bounded(
-                to_run, jobs, limits, launch, on_interrupt=lambda tokens: _fail_in_flight(instance, tokens),
+                to_run, jobs, limits, launch, on_interrupt=lambda tokens: fail_in_flight(instance, tokens),
                 log=lambda m: print(m, flush=True), interrupts=interrupts)
             report.outcomes += outcomes
             if report.interrupted:
@@ -245,7 +245,7 @@ def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: b
     return launch
 
 
-def _fail_in_flight(instance, tokens: list[str]) -> None:
+def fail_in_flight(instance, tokens: list[str]) -> None:
     """Ctrl-C: the Dagster runs of the in-flight launches are marked failed, not left STARTED."""
     import dagster as dg
 

@@ -11,14 +11,21 @@ while the ``gpu`` pool has a free slot, whichever path made it.
 The pool comes from the partition key's model (``<task>@<version>|<model slug>``) and its backend
 (``pipelines.backends.pools.pool_of``), read from that model's spec file alone. A run that already
 has the tag, has no partition, or names no model spec is queued as it is (a bad key fails at once
-when the run starts, with its reason).
+when the run starts, with its reason). A backfill's ranged run has a partition range, not a
+partition: it evaluates nothing itself, and the runs it queues for partitions that need work are
+tagged with their pool already (``assets/ranged.py``); a range of one partition (a backfill of
+partitions that are not contiguous) is that partition's run and is tagged as one.
 """
 
 from __future__ import annotations
 
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 from dagster._core.storage.dagster_run import DagsterRun
-from dagster._core.storage.tags import PARTITION_NAME_TAG
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    PARTITION_NAME_TAG,
+)
 
 from pipelines.dagster.limits import POOL_TAG
 
@@ -45,6 +52,9 @@ class PoolTaggingRunCoordinator(QueuedRunCoordinator):
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
         run = context.dagster_run
         key = run.tags.get(PARTITION_NAME_TAG)
+        start, end = run.tags.get(ASSET_PARTITION_RANGE_START_TAG), run.tags.get(ASSET_PARTITION_RANGE_END_TAG)
+        if key is None and start is not None and start == end:
+            key = start  # a backfill's range of one partition: that run evaluates it itself
         if key and POOL_TAG not in run.tags and (pool := pool_for_partition(key)):
             self._instance.add_run_tags(run.run_id, {POOL_TAG: pool})
             run = self._instance.get_run_by_id(run.run_id) or run

@@ -1,10 +1,15 @@
-"""The maintainer's path with the daemon: a backfill launched outside the CLI (``dagster job
-backfill``, as the UI's "Launch backfill" does) is queued by the instance's run coordinator with each
-run's ``medbench/pool`` tag, so the daemon's queued coordinator runs at most the pool's limit at once.
+"""The maintainer's path with the daemon: runs made outside the CLI are held to their pool.
 
 Two CPU evaluations with the ``cpu`` limit set to 1 (and ``max_concurrent_runs`` 4, so nothing but
-the pool keeps them apart): both runs carry ``medbench/pool=cpu``, both succeed, and their run
-intervals never overlap. Without the tag the daemon would start both in the same dequeue tick."""
+the pool keeps them apart), made two ways:
+
+* ``dagster job backfill`` (one run per partition): the instance's run coordinator queues each run
+  with its ``medbench/pool`` tag;
+* the UI's backfill (the ``launchPartitionBackfill`` mutation, one ranged run): the ranged run queues
+  one run per partition that needs work, tagged the same way.
+
+Either way both evaluation runs carry ``medbench/pool=cpu``, both succeed, and their run intervals
+never overlap. Without the tag the daemon would start both in the same dequeue tick."""
 
 from __future__ import annotations
 
@@ -19,9 +24,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
-
 from support.paths import REPO
 from support.processes import stop_group
+
+from bench._dagster_ui import DagsterUI, sync_partitions
+from pipelines.dagster import engine_calls as engine
+from pipelines.dagster.assets.ranged import PARENT_TAG
+from pipelines.engine.specs import load_specs
+from warehouse.layout import DataDir
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -51,12 +61,7 @@ def test_a_backfill_from_outside_the_cli_is_held_to_its_pool(demo_data, tmp_path
     home = _home(tmp_path / "dagster-home")
     env = {**os.environ, "DAGSTER_HOME": str(home), "MEDBENCH_DATA": str(data), "PYTHONUNBUFFERED": "1"}
     # The partitions exist in the instance (what the evaluation_partitions_sensor would add).
-    sync = subprocess.run([sys.executable, "-c", "import dagster as dg\n"
-                           "from pipelines.dagster.partitions import sync_evaluation_partitions\n"
-                           "from pipelines.engine.specs import load_specs\n"
-                           "with dg.DagsterInstance.get() as i: sync_evaluation_partitions(i, load_specs())"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert sync.returncode == 0, sync.stderr
+    sync_partitions(env)
     log = open(tmp_path / "daemon.log", "w")
     daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"], cwd=REPO, env=env,
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -74,9 +79,37 @@ def test_a_backfill_from_outside_the_cli_is_held_to_its_pool(demo_data, tmp_path
     assert all(r.dagster_run.tags.get("medbench/pool") == "cpu" for r in records), [r.dagster_run.tags for r in records]
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records), (
         [r.dagster_run.status for r in records], (tmp_path / "daemon.log").read_text()[-3000:])
+    _assert_apart(records)
+
+
+def _assert_apart(records) -> None:
     first, second = sorted(records, key=lambda r: r.start_time)
     assert first.end_time <= second.start_time, json.dumps(
         [(r.start_time, r.end_time) for r in (first, second)])
+
+
+def test_the_uis_ranged_backfill_queues_what_needs_work_within_its_pool(demo_data, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
+    for pair in PAIRS:  # both need work again
+        run = engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(pair)).run_id
+        (data / "artifacts" / run / "result.json").unlink()
+    home = _home(tmp_path / "dagster-home")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MEDBENCH_DATA": str(data), "PYTHONUNBUFFERED": "1"}
+    sync_partitions(env)
+    with DagsterUI(env, tmp_path / "logs") as ui:
+        backfill_id = ui.launch_backfill(["vitaldb_ioh_predictions", "vitaldb_ioh_metrics"])  # all partitions
+        status = ui.wait_backfill(backfill_id, timeout=600)
+        log = ui.log_tail("daemon")
+    assert status == "COMPLETED_SUCCESS", log
+    records = [r for r in _runs(home) if r.dagster_run.tags.get("dagster/backfill") == backfill_id]
+    ranged = [r for r in records if PARENT_TAG not in r.dagster_run.tags]
+    children = [r for r in records if PARENT_TAG in r.dagster_run.tags]
+    assert len(ranged) == 1 and "medbench/pool" not in ranged[0].dagster_run.tags  # it evaluates nothing itself
+    assert sorted(r.dagster_run.tags["dagster/partition"] for r in children) == sorted(PAIRS)
+    assert all(r.dagster_run.tags["medbench/pool"] == "cpu" for r in children)
+    assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records)
+    _assert_apart(children)
 
 
 def _wait_for_runs(home: Path, daemon: subprocess.Popen, log: Path, timeout: float = 420) -> list:

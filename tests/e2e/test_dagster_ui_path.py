@@ -48,10 +48,19 @@ def test_not_runnable_pair_is_skipped_with_its_reason_and_publishing_still_runs(
         sync_evaluation_partitions(instance, load_specs())
         result = _materialize(data, instance, [QA.predictions, QA.metrics], VLLM)
         assert result.success  # not a red failure
-        assert not result.get_asset_materialization_events()
-        observed = [e.event_specific_data.asset_observation for e in _events(result, "ASSET_OBSERVATION")]
-        assert observed and observed[0].partition == VLLM
-        assert "cannot run here" in observed[0].metadata["skipped_reason"].value
+        # Materialised as skipped (so a backfill over it ends green): the reason, no files, and a
+        # data version that is not the run id.
+        skips = [e.materialization for e in result.get_asset_materialization_events()]
+        assert sorted(m.asset_key.to_user_string() for m in skips) == sorted([QA.predictions, QA.metrics])
+        run_id = skips[0].metadata["run_id"].value
+        for m in skips:
+            assert m.partition == VLLM and m.metadata["evaluated"].value is False
+            assert "cannot run here" in m.metadata["skipped_reason"].value
+            assert m.tags["dagster/data_version"] == f"skipped:{run_id}"
+        assert not (data / "artifacts" / run_id).exists()
+        # Its checks say it did not run (warnings), never red.
+        checks = [e.event_specific_data for e in _events(result, "ASSET_CHECK_EVALUATION")]
+        assert checks and all(c.passed or c.severity == dg.AssetCheckSeverity.WARN for c in checks)
         published = _materialize(data, instance, ["published_warehouse"])
         assert published.success
 

@@ -6,11 +6,15 @@ Rule one inside the pipeline: a partition whose run already finished (its result
 reused, never rerun, unless the run config says ``force``. Both assets report the medbench run id
 as their ``DataVersion`` (the run id already hashes the model, task spec and snapshot), and the
 family's task spec hash as ``code_version``, so the UI's "stale" follows what a run id follows.
-Their checks read the stored files and can be re-run alone, per partition.
+Their checks read the stored files and can be re-run alone, per partition. A pair whose model
+cannot run here is materialised as skipped, with its reason (``evaluation_records.py``).
+
+Both assets have a single-run backfill policy: a backfill is one ranged run that applies rule one
+to all its partitions at once and starts runs only for those that need work (``ranged.py``).
 """
 
 
-import os
+import warnings
 
 import dagster as dg
 
@@ -22,7 +26,15 @@ from pipelines.engine.specs import Specs
 from pipelines.tasks.base import CheckOutcome
 
 from .checks import outcome_check
+from .evaluation_records import (
+    SKIPPED_PREFIX,
+    invalid_key_reason,
+    metrics_metadata,
+    predictions_metadata,
+    skipped_metadata,
+)
 from .metadata import typed
+from .ranged import evaluate_range
 
 MIN_PARSE_RATE = 0.5
 
@@ -52,34 +64,6 @@ def metrics_asset_name(family) -> str:
     return f"{asset_prefix(family.name)}_metrics"
 
 
-def public_url() -> str:
-    return os.environ.get("MEDBENCH_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
-
-
-def run_links(run_id: str) -> dict:
-    """The medbench run id and its ``/r/<run_id>`` page, on every evaluation's metadata."""
-    return {"run_id": run_id, "result_page": dg.MetadataValue.url(f"{public_url()}/r/{run_id}")}
-
-
-def invalid_key_reason(partition_key: str, specs: Specs) -> str | None:
-    """One line naming why ``partition_key`` is not a (task, model) pair of the specs, else None.
-
-    Why: a key added by hand in the UI must fail at once with a reason (the sensor deletes it on
-    its next tick), not deep inside the engine with a traceback."""
-    task_ref, sep, model_slug = partition_key.partition("|")
-    if not sep:
-        why = "expected <task>@<version>|<model slug>"
-    elif task_ref not in specs.tasks:
-        why = f"unknown task version {task_ref!r}"
-    elif model_slug not in specs.models:
-        why = f"unknown model {model_slug!r}"
-    elif task_ref not in specs.models[model_slug].tasks:
-        why = f"{model_slug} does not list {task_ref} among its tasks"
-    else:
-        return None
-    return f"{partition_key} names no valid (task, model) pair in the specs: {why}"
-
-
 def _plan(partition_key: str, medbench: MedbenchResource) -> engine.Evaluation:
     specs = medbench.specs()
     if reason := invalid_key_reason(partition_key, specs):
@@ -89,12 +73,23 @@ def _plan(partition_key: str, medbench: MedbenchResource) -> engine.Evaluation:
 
 
 def _skip(context: dg.AssetExecutionContext, ev: engine.Evaluation, reason: str):
-    """A pair that cannot run here: no materialisation (so not a failure, and nothing published), a
-    log line and an observation carrying ``skipped_reason`` on the partition."""
-    line = f"{ev.partition_key}: skipped, {ev.model.slug} cannot run here: {reason}"
-    context.log.warning(line)
-    yield dg.AssetObservation(asset_key=context.asset_key, partition=context.partition_key,
-                              metadata=typed({"skipped_reason": line, **run_links(ev.run_id)}))
+    """A pair that cannot run here: materialised as skipped (no files, ``skipped_reason`` on the
+    partition, data version ``skipped:<run id>``), so neither the run nor a backfill over it ends
+    red, and nothing is published for it. Rule one looks for result.json, not for this record: a
+    later run where the model can run evaluates the pair."""
+    meta = skipped_metadata(ev.partition_key, ev.model.slug, ev.run_id, reason)
+    context.log.warning(meta["skipped_reason"])
+    yield dg.MaterializeResult(data_version=dg.DataVersion(SKIPPED_PREFIX + ev.run_id), metadata=typed(meta))
+
+
+def _evaluation_asset(**kwargs):
+    """``dg.asset`` with the single-run backfill policy (``ranged.py``); Dagster marks that
+    parameter beta, hence the narrow warning filter around the definition."""
+    def wrap(fn):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=dg.BetaWarning)
+            return dg.asset(backfill_policy=dg.BackfillPolicy.single_run(), **kwargs)(fn)
+    return wrap
 
 
 def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool: str | None = None
@@ -105,12 +100,15 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool
     family_hash = engine.family_spec_hash(specs, family.name)
     pooled = {"pool": pool} if pool else {}
 
-    @dg.asset(name=predictions_asset_name(family), group_name="evaluations", kinds={"parquet"},
+    @_evaluation_asset(name=predictions_asset_name(family), group_name="evaluations", kinds={"parquet"},
               partitions_def=parts, deps=[instances], code_version=family_hash, output_required=False, **pooled,
               description=f"Per-item predictions of one model on one {family.name} task version "
                           "(artifacts/<run_id>/predictions.parquet). A pair whose model cannot run here "
                           "is skipped (see the partition's skipped_reason), not failed.")
     def predictions(context: dg.AssetExecutionContext, medbench: MedbenchResource, config: EvaluationConfig):
+        if not context.has_partition_key:  # a backfill's ranged run: every partition at once (ranged.py)
+            yield from evaluate_range(context, medbench, config, family, family_hash, instances.key)
+            return
         data = medbench.data()
         ev = _plan(context.partition_key, medbench)
         reused = engine.existing_result(data, ev.run_id) is not None and not config.recompute
@@ -124,19 +122,17 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool
                 for moved in engine.discard_generation(ev, data):
                     context.log.info(f"{ev.partition_key}: regenerate: moved stored raw outputs to {moved}")
             engine.make_predictions(ev, data, context.log.info)
-        import pyarrow.parquet as pq
+        yield dg.MaterializeResult(data_version=dg.DataVersion(ev.run_id),
+                                   metadata=typed(predictions_metadata(data, ev.run_id, ev.snapshot_id, reused)))
 
-        path = data.predictions_path(ev.run_id)
-        yield dg.MaterializeResult(
-            data_version=dg.DataVersion(ev.run_id),
-            metadata=typed({**run_links(ev.run_id), "rows": pq.read_metadata(path).num_rows, "reused": reused,
-                            "snapshot_id": ev.snapshot_id, "path": path}))
-
-    @dg.asset(name=metrics_asset_name(family), group_name="evaluations", kinds={"json"},
+    @_evaluation_asset(name=metrics_asset_name(family), group_name="evaluations", kinds={"json"},
               partitions_def=parts, deps=[predictions], code_version=family_hash, output_required=False, **pooled,
               description=f"Metrics with seeded bootstrap 95% CIs and the full result record of one {family.name} "
                           "evaluation (artifacts/<run_id>/result.json). Skipped with its predictions.")
     def metrics(context: dg.AssetExecutionContext, medbench: MedbenchResource, config: EvaluationConfig):
+        if not context.has_partition_key:  # a ranged run without the predictions asset
+            yield from evaluate_range(context, medbench, config, family, family_hash, instances.key)
+            return
         specs_now, data = medbench.specs(), medbench.data()
         ev = _plan(context.partition_key, medbench)
         record = engine.existing_result(data, ev.run_id)
@@ -147,14 +143,8 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool
                 return
             record = engine.compute_metrics(ev, specs_now, data, context.log.info)
         assert record is not None
-        p = record.primary
-        yield dg.MaterializeResult(
-            data_version=dg.DataVersion(record.run_id),
-            metadata=typed({**run_links(record.run_id), "reused": reused, "n": record.n, "primary_metric": p.name,
-                            p.name: float(p.value), "ci_low": float(p.ci_low), "ci_high": float(p.ci_high),
-                            "parse_rate": record.parse_rate, "cost_usd": float(record.cost_usd),
-                            "path": data.result_path(record.run_id),
-                            "predictions": data.predictions_path(record.run_id)}))
+        yield dg.MaterializeResult(data_version=dg.DataVersion(record.run_id),
+                                   metadata=typed(metrics_metadata(data, record, reused)))
 
     names = engine.check_names("predictions", family)
 

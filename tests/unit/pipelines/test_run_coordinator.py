@@ -68,3 +68,11 @@ def test_an_api_model_takes_the_api_pool(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MEDBENCH_SPECS", str(specs_with_served(tmp_path / "specs", "http://127.0.0.1:9/v1")))
     assert pool_for_partition("clinicalqa@0|acme/served") == "api"
     assert pool_for_partition("clinicalqa@0|medbench/random") == "cpu"
+
+
+def test_a_backfill_range_of_one_partition_takes_its_pool_and_a_wider_range_none(instance) -> None:
+    start, end = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+    one = _submit(instance, {start: "vitaldb-ioh@0|medbench/neg-last-map", end: "vitaldb-ioh@0|medbench/neg-last-map"})
+    assert one.tags[POOL_TAG] == "cpu"  # that run evaluates its partition itself
+    wide = _submit(instance, {start: "vitaldb-ioh@0|medbench/hgb-window", end: "vitaldb-ioh@0|medbench/neg-last-map"})
+    assert POOL_TAG not in wide.tags  # a ranged run queues its work as runs tagged with their own pools

@@ -1,0 +1,71 @@
+"""What an evaluation partition's materialisation says, whichever kind of run made it.
+
+Why one module: a partition is materialised by a run of that partition alone (the UI's
+"Materialize", the CLI's runs) or by a ranged run that handles many partitions at once (a
+backfill, ``ranged.py``); the UI must show the same metadata, data version and code version for
+both, so both build them here. An evaluation's data version is its medbench run id; a pair that
+cannot run here is materialised as skipped, with ``skipped_reason`` and the data version
+``skipped:<run id>`` (never equal to a run id, so nothing takes it for a finished evaluation).
+"""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from pipelines.engine.specs import Specs
+
+SKIPPED_PREFIX = "skipped:"
+
+
+def public_url() -> str:
+    return os.environ.get("MEDBENCH_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+
+
+def run_links(run_id: str) -> dict:
+    """The medbench run id and its ``/r/<run_id>`` page, on every evaluation's metadata."""
+    return {"run_id": run_id, "result_page": dg.MetadataValue.url(f"{public_url()}/r/{run_id}")}
+
+
+def invalid_key_reason(partition_key: str, specs: Specs) -> str | None:
+    """One line naming why ``partition_key`` is not a (task, model) pair of the specs, else None.
+
+    Why: a key added by hand in the UI must fail at once with a reason (the sensor deletes it on
+    its next tick), not deep inside the engine with a traceback."""
+    task_ref, sep, model_slug = partition_key.partition("|")
+    if not sep:
+        why = "expected <task>@<version>|<model slug>"
+    elif task_ref not in specs.tasks:
+        why = f"unknown task version {task_ref!r}"
+    elif model_slug not in specs.models:
+        why = f"unknown model {model_slug!r}"
+    elif task_ref not in specs.models[model_slug].tasks:
+        why = f"{model_slug} does not list {task_ref} among its tasks"
+    else:
+        return None
+    return f"{partition_key} names no valid (task, model) pair in the specs: {why}"
+
+
+def skip_line(partition_key: str, model_slug: str, reason: str) -> str:
+    return f"{partition_key}: skipped, {model_slug} cannot run here: {reason}"
+
+
+def skipped_metadata(partition_key: str, model_slug: str, run_id: str, reason: str) -> dict:
+    return {"skipped_reason": skip_line(partition_key, model_slug, reason), "evaluated": False, **run_links(run_id)}
+
+
+def predictions_metadata(data, run_id: str, snapshot_id: str, reused: bool) -> dict:
+    import pyarrow.parquet as pq
+
+    path = data.predictions_path(run_id)
+    return {**run_links(run_id), "rows": pq.read_metadata(path).num_rows, "reused": reused,
+            "snapshot_id": snapshot_id, "path": path}
+
+
+def metrics_metadata(data, record, reused: bool) -> dict:
+    p = record.primary
+    return {**run_links(record.run_id), "reused": reused, "n": record.n, "primary_metric": p.name,
+            p.name: float(p.value), "ci_low": float(p.ci_low), "ci_high": float(p.ci_high),
+            "parse_rate": record.parse_rate, "cost_usd": float(record.cost_usd),
+            "path": data.result_path(record.run_id), "predictions": data.predictions_path(record.run_id)}

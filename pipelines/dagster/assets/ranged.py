@@ -1,0 +1,253 @@
+"""Ranged runs: a backfill's one run over many evaluation partitions, rule one first.
+
+Why: the evaluation assets have a single-run backfill policy, so a backfill from the UI ("Launch
+backfill", "Materialize all", a job's partitions) is one run for a family's partitions, not one
+run (one process loading the code location, seconds) per partition. In that run the predictions
+step decides every partition as ``medbench materialize`` does, without a run each:
+
+* **reused** (its result.json exists, no ``force``): a materialisation of predictions and of
+  metrics for the partition, with the same metadata, data version (the run id) and code version as
+  a run of that partition alone would record, and the inputs they were made from;
+* **skipped** (its model cannot run here): a materialisation marked skipped, with the reason;
+* **needs work**: its own run of ``evaluate_<family>`` (tagged, with its checks), in the same
+  backfill. With the queued coordinator and a live daemon (``dagster dev``, ``deploy/``) the runs
+  are queued and the daemon starts them within the pool limits, while this run ends; otherwise
+  they run here, bounded by the same limits (``launch.py``), and this run waits for them.
+
+Every partition of the range then has a materialisation from a run of the backfill, so the
+backfill ends green. The step yields no output: the metrics step and the checks of this run are
+skipped (their materialisations are recorded here; a reused partition keeps its checks' last
+verdicts; a new evaluation's checks run in its own run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
+from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
+
+from pipelines.backends.pools import pool_of
+from pipelines.backends.registry import not_runnable_reason
+from pipelines.dagster import engine_calls as engine
+from pipelines.dagster.limits import POOL_TAG, Limits, read_limits
+from pipelines.dagster.partitions import asset_prefix, evaluation_job_name
+
+from .evaluation_records import (
+    SKIPPED_PREFIX,
+    invalid_key_reason,
+    metrics_metadata,
+    predictions_metadata,
+    skipped_metadata,
+)
+from .metadata import typed
+
+PARENT_TAG = "medbench/ranged_run"  # on each run a ranged run started: the ranged run's id
+
+
+def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, family_hash: str,
+                   instances_key: dg.AssetKey):
+    """Rule one for every partition of the run's range, then the work (see the module docstring);
+    yields the materialisations (yielded, not logged, so each is stored before the next asset's
+    records read their input pointers)."""
+    specs, data = medbench.specs(), medbench.data()
+    keys = list(context.partition_keys)
+    bad = [reason for key in keys if (reason := invalid_key_reason(key, specs))]
+    if bad:
+        raise dg.Failure(description="; ".join(bad), allow_retries=False)
+    prefix = asset_prefix(family.name)
+    pred_key, metrics_key = dg.AssetKey(f"{prefix}_predictions"), dg.AssetKey(f"{prefix}_metrics")
+    # The assets this run materialises (a backfill may select one of the two).
+    selected = set(context.job_def.asset_layer.selected_asset_keys)
+    if context.run.asset_selection:
+        selected &= set(context.run.asset_selection)
+    keys_recorded = [k for k in (pred_key, metrics_key) if k in selected]
+    reused, skipped, work = [], [], []
+    for key in keys:
+        ev = engine.plan(specs, data, *engine.split_partition_key(key))
+        record = None if config.recompute else engine.existing_result(data, ev.run_id)
+        if record is not None:
+            reused.append((ev, record))
+        elif reason := not_runnable_reason(ev.model):
+            skipped.append((ev, reason))
+        else:
+            work.append(ev)
+    context.log.info(f"{len(keys)} partitions: {len(reused)} reused, {len(skipped)} skipped (cannot run here), "
+                     f"{len(work)} need work")
+    recorder = _Recorder(context, family, family_hash, instances_key)
+    for asset_key in keys_recorded:
+        yield from recorder.record(asset_key, reused, skipped, data)
+    if work:
+        _start_work(context, work, config, family)
+
+
+class _Recorder:
+    """Materialisations recorded by the ranged run, tagged as Dagster tags a step's own output."""
+
+    def __init__(self, context: dg.AssetExecutionContext, family, family_hash: str, instances_key: dg.AssetKey):
+        self.context, self.family_hash = context, family_hash
+        prefix = asset_prefix(family.name)
+        self.predictions = dg.AssetKey(f"{prefix}_predictions")
+        # asset -> (its upstream, whether the upstream is partitioned like it)
+        self.upstream = {self.predictions: (instances_key, False),
+                         dg.AssetKey(f"{prefix}_metrics"): (self.predictions, True)}
+
+    def _inputs(self, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, dict[str, str]]:
+        """partition -> the input data version and event pointer tags of its upstream's newest
+        materialisation (the instances asset for predictions, the same partition for metrics),
+        so the UI's staleness reads these records as it reads a step's own."""
+        from dagster._core.events import DagsterEventType
+
+        upstream, partitioned = self.upstream[asset_key]
+        storage = self.context.instance.event_log_storage
+        if partitioned:
+            ids = storage.get_latest_storage_id_by_partition(upstream, DagsterEventType.ASSET_MATERIALIZATION,
+                                                             set(partitions))
+            tags = storage.get_latest_tags_by_partition(upstream, DagsterEventType.ASSET_MATERIALIZATION,
+                                                        [DATA_VERSION_TAG], partitions)
+            pointers = {p: (ids[p], tags.get(p, {}).get(DATA_VERSION_TAG)) for p in partitions if p in ids}
+        else:
+            records = self.context.instance.fetch_materializations(upstream, limit=1).records
+            event = records[0] if records else None
+            version = (event.asset_materialization.tags or {}).get(DATA_VERSION_TAG) if event else None
+            pointers = {p: (event.storage_id, version) for p in partitions} if event else {}
+        return {p: {get_input_data_version_tag(upstream): version, get_input_event_pointer_tag(upstream): str(sid)}
+                for p, (sid, version) in pointers.items() if version}
+
+    def record(self, asset_key: dg.AssetKey, reused: list, skipped: list, data):
+        is_predictions = asset_key == self.predictions
+        inputs = self._inputs(asset_key, [ev.partition_key for ev, _ in reused + skipped])
+        for ev, record in reused:
+            meta = (predictions_metadata(data, ev.run_id, ev.snapshot_id, True) if is_predictions
+                    else metrics_metadata(data, record, True))
+            yield self._event(asset_key, ev.partition_key, ev.run_id, meta, inputs)
+        for ev, reason in skipped:
+            meta = skipped_metadata(ev.partition_key, ev.model.slug, ev.run_id, reason)
+            if is_predictions:
+                self.context.log.warning(meta["skipped_reason"])
+            yield self._event(asset_key, ev.partition_key, SKIPPED_PREFIX + ev.run_id, meta, inputs)
+
+    def _event(self, asset_key, partition: str, version: str, meta: dict, inputs: dict) -> dg.AssetMaterialization:
+        tags = {DATA_VERSION_TAG: version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+                CODE_VERSION_TAG: self.family_hash, **inputs.get(partition, {})}
+        if backfill := self.context.run.tags.get(BACKFILL_ID_TAG):
+            tags[BACKFILL_ID_TAG] = backfill
+        return dg.AssetMaterialization(asset_key=asset_key, partition=partition, metadata=typed(meta), tags=tags)
+
+
+def _child_tags(context: dg.AssetExecutionContext, ev, pool: str) -> dict[str, str]:
+    """The parent's own tags (a backfill's id, the launcher's tags), not its range or system tags."""
+    parent = context.run
+    tags = {k: v for k, v in parent.tags.items() if not k.startswith(("dagster/", "."))}
+    if backfill := parent.tags.get(BACKFILL_ID_TAG):
+        tags[BACKFILL_ID_TAG] = backfill
+    return {**tags, PARTITION_NAME_TAG: ev.partition_key, POOL_TAG: pool, PARENT_TAG: parent.run_id}
+
+
+def _run_config(family, config) -> dict:
+    prefix = asset_prefix(family.name)
+    op = {"config": {"force": config.force, "regenerate": config.regenerate}}
+    return {"ops": {f"{prefix}_predictions": op, f"{prefix}_metrics": op}}
+
+
+def daemon_dequeues(instance: dg.DagsterInstance) -> bool:
+    """True when a queued run would be started: the instance queues runs and its daemon is alive."""
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+    from dagster._daemon.controller import get_daemon_statuses
+
+    if not isinstance(instance.run_coordinator, QueuedRunCoordinator):
+        return False
+    status = get_daemon_statuses(instance, ["QUEUED_RUN_COORDINATOR"], ignore_errors=True)
+    return bool(status["QUEUED_RUN_COORDINATOR"].healthy)
+
+
+def _repository_job(context: dg.AssetExecutionContext, name: str):
+    """``name`` from the code location this run was loaded from, or None (e.g. ``dg.materialize``)."""
+    from dagster._check import CheckError
+
+    try:
+        repo = context.repository_def
+    except CheckError:  # Dagster's invariant: no repository on this run's context
+        return None
+    return repo.get_job(name) if repo.has_job(name) else None
+
+
+def _start_work(context: dg.AssetExecutionContext, work: list, config, family) -> None:
+    parent, name = context.run, evaluation_job_name(family.name)
+    job = _repository_job(context, name)
+    if (job is not None and parent.remote_job_origin is not None and parent.job_code_origin is not None
+            and daemon_dequeues(context.instance)):
+        _queue(context, job, work, config, family)
+    else:
+        _run_here(context, job or _evaluation_job(context, family), work, config, family)
+
+
+def _queue(context: dg.AssetExecutionContext, job, work: list, config, family) -> None:
+    """One queued run of ``evaluate_<family>`` per partition, in this code location; the daemon
+    starts each within its pool's limit (the coordinator's own dequeue, as for any queued run)."""
+    from dagster._core.remote_origin import RemoteJobOrigin
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    parent, instance = context.run, context.instance
+    origin = RemoteJobOrigin(repository_origin=parent.remote_job_origin.repository_origin, job_name=job.name)
+    code_origin = parent.job_code_origin._replace(job_name=job.name)
+    for ev in work:
+        run = instance.create_run_for_job(
+            job_def=job, run_config=_run_config(family, config), tags=_child_tags(context, ev, pool_of(ev.model)),
+            status=DagsterRunStatus.NOT_STARTED, remote_job_origin=origin, job_code_origin=code_origin)
+        instance.submit_run(run.run_id, workspace=None)
+        context.log.info(f"{ev.partition_key}: queued run {run.run_id} ({job.name}, pool {pool_of(ev.model)})")
+
+
+def _evaluation_job(context: dg.AssetExecutionContext, family):
+    """``evaluate_<family>`` built from this run's own assets, for a run not made from the code
+    location (``dg.materialize``, e.g. in a test), which has no named jobs to take it from."""
+    prefix, name = asset_prefix(family.name), evaluation_job_name(family.name)
+    graph_defs = context.job_def.asset_layer.asset_graph.assets_defs
+    checks = [d for d in graph_defs if isinstance(d, dg.AssetChecksDefinition)]
+    assets = [d for d in graph_defs if not isinstance(d, dg.AssetChecksDefinition)]
+    defs = dg.Definitions(assets=assets, asset_checks=checks,  # the assets carry their resources already
+                          jobs=[dg.define_asset_job(name, selection=[f"{prefix}_predictions", f"{prefix}_metrics"],
+                                                    executor_def=dg.in_process_executor)])
+    return defs.resolve_job_def(name)
+
+
+def _run_here(context: dg.AssetExecutionContext, job, work: list, config, family) -> None:
+    """No daemon to start queued runs: the runs execute in this process, at most as many at once
+    as the instance's limits allow (per pool too), and this run waits for them."""
+    from pipelines.dagster.launch import partition_lock, run_bounded
+    from pipelines.dagster.plan import Planned
+    from pipelines.dagster.report import Outcome, failure
+
+    instance, data = context.instance, context.resources.medbench.data()
+    root = instance.root_directory
+    limits = read_limits(Path(root)) if root else Limits()
+    by_key = {ev.partition_key: ev for ev in work}
+
+    def launch(p: Planned, token: str) -> Outcome:
+        ev = by_key[p.partition]
+        with partition_lock(data.root / "locks", p.partition):
+            result = job.execute_in_process(partition_key=p.partition, instance=instance, raise_on_error=False,
+                                            run_config=_run_config(family, config),
+                                            tags={**_child_tags(context, ev, p.pool), "medbench/launch": token})
+        return Outcome(p.partition, "ran" if result.success else "failed", p.run_id,
+                       "" if result.success else failure(result))
+
+    planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, pool_of(ev.model)) for ev in work]
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    from pipelines.dagster.orchestrate import fail_in_flight
+
+    outcomes, interrupted = run_bounded(planned, limits.max_runs, limits, launch, log=context.log.info,
+                                        on_interrupt=lambda tokens: fail_in_flight(instance, tokens),
+                                        interrupts=(KeyboardInterrupt, DagsterExecutionInterruptedError))
+    failed = [f"{o.partition}: {o.detail}" for o in outcomes if o.status != "ran"]
+    if interrupted or failed:
+        raise dg.Failure(description="; ".join(failed) or "interrupted")
