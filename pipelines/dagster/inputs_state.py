@@ -52,25 +52,34 @@ def _family_for(registered: dict, fa):
     return next((f for f in registered.values() if f"{asset_prefix(f.name)}_predictions" == fa.predictions), None)
 
 
-def shown_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, str]:
-    """partition -> the data version of its latest materialisation or observation, whichever is newer.
-
-    Why: rule one records a reuse only where Dagster does not already show that run id (an
-    evaluation's data version is its run id), so a pass over 1,000 reused partitions writes nothing
-    instead of 1,000 events; four indexed queries per asset, whatever the number of partitions."""
+def latest_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str],
+                    observations: bool = True) -> dict[str, tuple[int, str]]:
+    """partition -> (storage id, data version) of its newest materialisation, or observation too
+    when ``observations``: two indexed queries per event kind, whatever the number of partitions.
+    A partition with no recorded data version is left out."""
     from dagster._core.definitions.data_version import DATA_VERSION_TAG
     from dagster._core.events import DagsterEventType
 
+    kinds = [DagsterEventType.ASSET_MATERIALIZATION] + ([DagsterEventType.ASSET_OBSERVATION] if observations else [])
     storage, wanted = instance.event_log_storage, set(partitions)
     latest: dict[str, tuple[int, str]] = {}
-    for kind in (DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION):
+    for kind in kinds:
         ids = storage.get_latest_storage_id_by_partition(asset_key, kind, wanted)
         tags = storage.get_latest_tags_by_partition(asset_key, kind, [DATA_VERSION_TAG], list(wanted))
         for partition, storage_id in ids.items():
             version = tags.get(partition, {}).get(DATA_VERSION_TAG)
             if version and storage_id > latest.get(partition, (-1, ""))[0]:
                 latest[partition] = (storage_id, version)
-    return {p: v for p, (_, v) in latest.items()}
+    return latest
+
+
+def shown_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, str]:
+    """partition -> the data version of its latest materialisation or observation, whichever is newer.
+
+    Why: rule one records a reuse only where Dagster does not already show that run id (an
+    evaluation's data version is its run id), so a pass over 1,000 reused partitions writes nothing
+    instead of 1,000 events; four indexed queries per asset, whatever the number of partitions."""
+    return {p: version for p, (_, version) in latest_versions(instance, asset_key, partitions).items()}
 
 
 def report_observations(instance: dg.DagsterInstance, observations: list[dg.AssetObservation]) -> None:

@@ -25,12 +25,13 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipelines.dagster.limits import Limits
+from pipelines.dagster.limits import POOL_TAG, Limits
 from pipelines.dagster.plan import Planned
 from pipelines.dagster.report import Outcome
 
 Launch = Callable[[Planned, str], Outcome]  # (partition, launch token) -> outcome
 Interrupted = Callable[[list[str]], None]  # launch tokens of the runs in flight
+LAUNCH_TAG = "medbench/launch"  # on each run launched here: its launch token (found again on Ctrl-C)
 
 
 class PartitionBusy(RuntimeError):
@@ -51,6 +52,30 @@ def partition_lock(lock_dir: Path, partition: str):
         yield
     finally:
         os.close(fd)
+
+
+def execute_partition(job, p: Planned, token: str, instance, data_root: Path, run_config: dict,
+                      tags: dict[str, str]):
+    """``p``'s partition as its own in-process run of ``job`` on ``instance``, under the
+    partition's lock, tagged with its pool and launch token; returns Dagster's execution result.
+
+    Why one function: ``medbench materialize`` (``orchestrate.py``) and a ranged run with no
+    daemon (``assets/ranged.py``) launch the same way, so both lock and tag the same way."""
+    with partition_lock(data_root / "locks", p.partition):
+        return job.execute_in_process(partition_key=p.partition, instance=instance, raise_on_error=False,
+                                      run_config=run_config, tags={**tags, POOL_TAG: p.pool, LAUNCH_TAG: token})
+
+
+def fail_in_flight(instance, tokens: list[str], log: Callable[[str], None] = print,
+                   why: str = "medbench materialize was stopped (Ctrl-C)") -> None:
+    """Ctrl-C: the Dagster runs of the in-flight launches are marked failed, not left STARTED."""
+    import dagster as dg
+
+    for token in tokens:
+        for run in instance.get_runs(filters=dg.RunsFilter(tags={LAUNCH_TAG: token})):
+            if not run.is_finished:
+                instance.report_run_failed(run, f"interrupted: {why}")
+                log(f"marked run {run.run_id} ({run.tags.get('dagster/partition', '')}) failed: interrupted")
 
 
 def run_bounded(work: list[Planned], jobs: int, limits: Limits, launch: Launch,

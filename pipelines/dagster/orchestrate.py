@@ -159,12 +159,15 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                 print(f"skipping {p.partition}: {p.reason}", flush=True)
         print(f"{len(reused)} reused, {len(to_run)} to run ({jobs} at once at most)", flush=True)
         if to_run:
-            from pipelines.dagster.launch import run_bounded
+            from pipelines.dagster.launch import fail_in_flight, run_bounded
+
+            def log(message: str) -> None:
+                print(message, flush=True)
 
             launch = _launcher(instance, built, jobs_by_name, tags, data, force)
             outcomes, report.interrupted = run_bounded(
-                to_run, jobs, limits, launch, on_interrupt=lambda tokens: fail_in_flight(instance, tokens),
-                log=lambda m: print(m, flush=True), interrupts=interrupts)
+                to_run, jobs, limits, launch, on_interrupt=lambda tokens: fail_in_flight(instance, tokens, log),
+                log=log, interrupts=interrupts)
             report.outcomes += outcomes
             if report.interrupted:
                 return report
@@ -224,7 +227,7 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
 
 
 def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool):
-    from pipelines.dagster.launch import partition_lock
+    from pipelines.dagster.launch import execute_partition
     from pipelines.dagster.partitions import evaluation_job_name
     from pipelines.engine.evaluate import existing_result
 
@@ -232,29 +235,14 @@ def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: b
         fa = built.families[p.task.family]
         config = {"config": {"force": force}}
         job = jobs_by_name[evaluation_job_name(p.task.family)]
-        with partition_lock(data.root / "locks", p.partition):
-            result = job.execute_in_process(
-                partition_key=p.partition, instance=instance, raise_on_error=False,
-                run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}},
-                tags={**tags, "medbench/pool": p.pool, "medbench/launch": token})
+        result = execute_partition(job, p, token, instance, data.root, tags=tags,
+                                   run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}})
         if not result.success:
             return Outcome(p.partition, "failed", p.run_id, failure(result))
         record = existing_result(data, p.run_id)  # planned after the inputs, so the run id is known
         return Outcome(p.partition, "ran", p.run_id, _detail(record) if record else "")
 
     return launch
-
-
-def fail_in_flight(instance, tokens: list[str]) -> None:
-    """Ctrl-C: the Dagster runs of the in-flight launches are marked failed, not left STARTED."""
-    import dagster as dg
-
-    for token in tokens:
-        for run in instance.get_runs(filters=dg.RunsFilter(tags={"medbench/launch": token})):
-            if not run.is_finished:
-                instance.report_run_failed(run, "interrupted: medbench materialize was stopped (Ctrl-C)")
-                print(f"marked run {run.run_id} ({run.tags.get('dagster/partition', '')}) failed: interrupted",
-                      flush=True)
 
 
 def _publish_needed(data: DataDir, reused: list[Planned]) -> bool:

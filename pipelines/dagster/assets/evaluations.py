@@ -92,16 +92,15 @@ def _evaluation_asset(**kwargs):
     return wrap
 
 
-def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool: str | None = None
+def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
                       ) -> tuple[dg.AssetsDefinition, dg.AssetsDefinition, list[dg.AssetChecksDefinition]]:
-    """The family's predictions and metrics assets and their checks (``pool``: an optional
-    Dagster concurrency pool for both assets)."""
+    """The family's predictions and metrics assets and their checks. Pools are run-level (a run's
+    ``medbench/pool`` tag, ``limits.py``), not op-level: one evaluation is one run."""
     parts = partitions_def(family.name)
     family_hash = engine.family_spec_hash(specs, family.name)
-    pooled = {"pool": pool} if pool else {}
 
     @_evaluation_asset(name=predictions_asset_name(family), group_name="evaluations", kinds={"parquet"},
-              partitions_def=parts, deps=[instances], code_version=family_hash, output_required=False, **pooled,
+              partitions_def=parts, deps=[instances], code_version=family_hash, output_required=False,
               description=f"Per-item predictions of one model on one {family.name} task version "
                           "(artifacts/<run_id>/predictions.parquet). A pair whose model cannot run here "
                           "is skipped (see the partition's skipped_reason), not failed.")
@@ -126,7 +125,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition, pool
                                    metadata=typed(predictions_metadata(data, ev.run_id, ev.snapshot_id, reused)))
 
     @_evaluation_asset(name=metrics_asset_name(family), group_name="evaluations", kinds={"json"},
-              partitions_def=parts, deps=[predictions], code_version=family_hash, output_required=False, **pooled,
+              partitions_def=parts, deps=[predictions], code_version=family_hash, output_required=False,
               description=f"Metrics with seeded bootstrap 95% CIs and the full result record of one {family.name} "
                           "evaluation (artifacts/<run_id>/result.json). Skipped with its predictions.")
     def metrics(context: dg.AssetExecutionContext, medbench: MedbenchResource, config: EvaluationConfig):

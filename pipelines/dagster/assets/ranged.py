@@ -103,16 +103,11 @@ class _Recorder:
         """partition -> the input data version and event pointer tags of its upstream's newest
         materialisation (the instances asset for predictions, the same partition for metrics),
         so the UI's staleness reads these records as it reads a step's own."""
-        from dagster._core.events import DagsterEventType
+        from pipelines.dagster.inputs_state import latest_versions
 
         upstream, partitioned = self.upstream[asset_key]
-        storage = self.context.instance.event_log_storage
         if partitioned:
-            ids = storage.get_latest_storage_id_by_partition(upstream, DagsterEventType.ASSET_MATERIALIZATION,
-                                                             set(partitions))
-            tags = storage.get_latest_tags_by_partition(upstream, DagsterEventType.ASSET_MATERIALIZATION,
-                                                        [DATA_VERSION_TAG], partitions)
-            pointers = {p: (ids[p], tags.get(p, {}).get(DATA_VERSION_TAG)) for p in partitions if p in ids}
+            pointers = latest_versions(self.context.instance, upstream, partitions, observations=False)
         else:
             records = self.context.instance.fetch_materializations(upstream, limit=1).records
             event = records[0] if records else None
@@ -222,7 +217,9 @@ def _evaluation_job(context: dg.AssetExecutionContext, family):
 def _run_here(context: dg.AssetExecutionContext, job, work: list, config, family) -> None:
     """No daemon to start queued runs: the runs execute in this process, at most as many at once
     as the instance's limits allow (per pool too), and this run waits for them."""
-    from pipelines.dagster.launch import partition_lock, run_bounded
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    from pipelines.dagster.launch import execute_partition, fail_in_flight, run_bounded
     from pipelines.dagster.plan import Planned
     from pipelines.dagster.report import Outcome, failure
 
@@ -232,21 +229,16 @@ def _run_here(context: dg.AssetExecutionContext, job, work: list, config, family
     by_key = {ev.partition_key: ev for ev in work}
 
     def launch(p: Planned, token: str) -> Outcome:
-        ev = by_key[p.partition]
-        with partition_lock(data.root / "locks", p.partition):
-            result = job.execute_in_process(partition_key=p.partition, instance=instance, raise_on_error=False,
-                                            run_config=_run_config(family, config),
-                                            tags={**_child_tags(context, ev, p.pool), "medbench/launch": token})
+        result = execute_partition(job, p, token, instance, data.root, run_config=_run_config(family, config),
+                                   tags=_child_tags(context, by_key[p.partition], p.pool))
         return Outcome(p.partition, "ran" if result.success else "failed", p.run_id,
                        "" if result.success else failure(result))
 
     planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, pool_of(ev.model)) for ev in work]
-    from dagster._core.errors import DagsterExecutionInterruptedError
-
-    from pipelines.dagster.orchestrate import fail_in_flight
-
     outcomes, interrupted = run_bounded(planned, limits.max_runs, limits, launch, log=context.log.info,
-                                        on_interrupt=lambda tokens: fail_in_flight(instance, tokens),
+                                        on_interrupt=lambda tokens: fail_in_flight(
+                                            instance, tokens, context.log.info,
+                                            f"its ranged run {context.run_id} was stopped"),
                                         interrupts=(KeyboardInterrupt, DagsterExecutionInterruptedError))
     failed = [f"{o.partition}: {o.detail}" for o in outcomes if o.status != "ran"]
     if interrupted or failed:

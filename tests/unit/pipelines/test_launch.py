@@ -1,0 +1,65 @@
+"""The one way a partition is launched in-process (``medbench materialize`` and a ranged run with no
+daemon both use it): its run carries the partition, its pool and its launch token; a partition
+another launch holds is refused; on Ctrl-C only the unfinished runs of the in-flight tokens are
+marked failed, with the reason given. The CLI's Ctrl-C end to end: tests/e2e/test_materialize_interrupt.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.storage.dagster_run import DagsterRunStatus
+
+from pipelines.dagster.launch import LAUNCH_TAG, PartitionBusy, execute_partition, fail_in_flight, partition_lock
+from pipelines.dagster.limits import POOL_TAG
+from pipelines.dagster.plan import Planned
+
+PARTS = dg.StaticPartitionsDefinition(["a", "b"])
+
+
+@dg.asset(partitions_def=PARTS)
+def thing(context) -> str:
+    return context.partition_key
+
+
+def _job():
+    defs = dg.Definitions(assets=[thing], jobs=[dg.define_asset_job("evaluate_thing", selection=[thing])])
+    return defs.resolve_job_def("evaluate_thing")
+
+
+def _planned(partition: str) -> Planned:
+    return Planned(partition, None, None, "run", run_id=f"run-{partition}", pool="api")
+
+
+def test_a_launched_partition_is_its_own_tagged_run(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        result = execute_partition(_job(), _planned("b"), "tok-1", instance, tmp_path, run_config={},
+                                   tags={"medbench/by": "test"})
+        assert result.success
+        run = instance.get_run_by_id(result.run_id)
+        assert run.tags["dagster/partition"] == "b"
+        assert run.tags[POOL_TAG] == "api" and run.tags[LAUNCH_TAG] == "tok-1" and run.tags["medbench/by"] == "test"
+
+
+def test_a_partition_held_by_another_launch_is_refused(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance, partition_lock(tmp_path / "locks", "a"):
+        with pytest.raises(PartitionBusy, match="a is being evaluated by another process"):
+            execute_partition(_job(), _planned("a"), "tok-2", instance, tmp_path, run_config={}, tags={})
+        assert execute_partition(_job(), _planned("b"), "tok-3", instance, tmp_path, run_config={}, tags={}).success
+
+
+def test_ctrl_c_fails_only_the_unfinished_runs_of_the_tokens_in_flight(tmp_path: Path) -> None:
+    job = _job()
+    with dg.instance_for_test() as instance:
+        finished = execute_partition(job, _planned("a"), "tok-4", instance, tmp_path, run_config={}, tags={}).run_id
+        stuck = instance.create_run_for_job(job_def=job, tags={LAUNCH_TAG: "tok-4"}, status=DagsterRunStatus.STARTED)
+        other = instance.create_run_for_job(job_def=job, tags={LAUNCH_TAG: "tok-5"}, status=DagsterRunStatus.STARTED)
+        lines: list[str] = []
+        fail_in_flight(instance, ["tok-4"], lines.append, why="its ranged run r1 was stopped")
+        assert instance.get_run_by_id(stuck.run_id).status == DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id(finished).status == DagsterRunStatus.SUCCESS
+        assert instance.get_run_by_id(other.run_id).status == DagsterRunStatus.STARTED
+        assert lines == [f"marked run {stuck.run_id} () failed: interrupted"]
+        failure = instance.all_logs(stuck.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)[-1]
+        assert "interrupted: its ranged run r1 was stopped" in failure.message
