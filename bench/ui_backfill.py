@@ -1,10 +1,10 @@
 """The maintainer's path in the UI over finished work: a backfill vs ``evaluate_all`` vs the CLI.
 
-``python -m bench.ui_backfill [--extra 16] [--per-partition K] [--tiny]`` copies the specs with ``--extra`` more rule
-models on vitaldb-ioh@0 (copies of ``medbench/neg-last-map``) into a scratch specs directory,
-materialises the vitaldb-ioh demo once with the CLI, then starts ``dagster-daemon`` on that
-instance (the checkout's dagster.yaml: queued runs, pool limits) and times, in the same run, over
-the same all-reused partitions:
+``python -m bench.ui_backfill [--extra 16] [--per-partition K] [--tiny]`` copies the specs with
+``--extra`` more rule models on vitaldb-ioh@0 (copies of ``medbench/neg-last-map``) into a scratch
+specs directory, materialises the vitaldb-ioh demo once with the CLI, then starts ``dagster-daemon``
+on that instance (the checkout's dagster.yaml: queued runs, pool limits) and times, in the same
+run, over the same all-reused partitions:
 
 - the UI's backfill of every vitaldb-ioh evaluation partition (the ``launchPartitionBackfill``
   mutation "Materialize all" sends to ``dagster-webserver``): with the single-run backfill policy,
