@@ -113,7 +113,7 @@ def _per_partition_backfill(ui: DagsterUI, home: Path, env: dict, n: int) -> flo
     """Seconds until the last of ``n`` runs ends (all partitions, or the first ``n``)."""
     known = {r.dagster_run.run_id for r in _runs(home)}
     keys = _partition_keys(home)
-    which = ["--all", "all"] if n >= len(keys) else ["--partitions", ",".join(keys[:n])]
+    which = ["--all"] if n >= len(keys) else ["--partitions", ",".join(keys[:n])]
     start = time.time()
     subprocess.run([str(BIN / "dagster"), "job", "backfill", "-w", "workspace.yaml", "-j", "evaluate_vitaldb_ioh",
                     *which, "--noprompt"], cwd=REPO_ROOT, env=env, check=True, capture_output=True)
