@@ -9,8 +9,6 @@ per family under the single-run policy). Used by ``bench/ui_backfill.py`` and th
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,10 +16,10 @@ import urllib.request
 from pathlib import Path
 from typing import Self
 
-from bench._servers import LOOPBACK, free_port
+from bench._measure import REPO_ROOT
+from bench._servers import LOOPBACK, free_port, stop_group
 
 BIN = Path(sys.executable).parent
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 LAUNCH = """mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) {
   __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
@@ -70,13 +68,7 @@ class DagsterUI:
 
     def __exit__(self, *exc) -> None:
         for proc in self.procs.values():
-            for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(proc.pid, sig)
-                    proc.wait(wait)
-                    break
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    continue
+            stop_group(proc)
 
     def log_tail(self, name: str, chars: int = 4000) -> str:
         return (self.logs / f"{name}.log").read_text()[-chars:]

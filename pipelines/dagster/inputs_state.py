@@ -47,9 +47,9 @@ def current(instance: dg.DagsterInstance, specs, data, families) -> bool:
 
 
 def _family_for(registered: dict, fa):
-    from pipelines.dagster.partitions import asset_prefix
+    from pipelines.dagster.partitions import predictions_asset_name
 
-    return next((f for f in registered.values() if f"{asset_prefix(f.name)}_predictions" == fa.predictions), None)
+    return next((f for f in registered.values() if predictions_asset_name(f) == fa.predictions), None)
 
 
 def latest_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str],

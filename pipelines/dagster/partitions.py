@@ -31,6 +31,15 @@ def evaluation_job_name(family_name: str) -> str:
     return f"evaluate_{asset_prefix(family_name)}"
 
 
+def predictions_asset_name(family) -> str:
+    """A family's predictions asset (and its op, in run config); ``metrics_asset_name`` likewise."""
+    return f"{asset_prefix(family.name)}_predictions"
+
+
+def metrics_asset_name(family) -> str:
+    return f"{asset_prefix(family.name)}_metrics"
+
+
 def partitions_name(family_name: str) -> str:
     return f"{asset_prefix(family_name)}_evaluations"
 

@@ -20,7 +20,7 @@ import dagster as dg
 
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.partitions import asset_prefix, partitions_def
+from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.engine.specs import Specs
 from pipelines.tasks.base import CheckOutcome
@@ -54,14 +54,6 @@ class EvaluationConfig(dg.Config):
     @property
     def recompute(self) -> bool:
         return self.force or self.regenerate
-
-
-def predictions_asset_name(family) -> str:
-    return f"{asset_prefix(family.name)}_predictions"
-
-
-def metrics_asset_name(family) -> str:
-    return f"{asset_prefix(family.name)}_metrics"
 
 
 def _plan(partition_key: str, medbench: MedbenchResource) -> engine.Evaluation:

@@ -38,7 +38,7 @@ from pipelines.backends.pools import pool_of
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.limits import POOL_TAG, Limits, read_limits
-from pipelines.dagster.partitions import asset_prefix, evaluation_job_name
+from pipelines.dagster.partitions import evaluation_job_name, metrics_asset_name, predictions_asset_name
 
 from .evaluation_records import (
     SKIPPED_PREFIX,
@@ -62,8 +62,7 @@ def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, 
     bad = [reason for key in keys if (reason := invalid_key_reason(key, specs))]
     if bad:
         raise dg.Failure(description="; ".join(bad), allow_retries=False)
-    prefix = asset_prefix(family.name)
-    pred_key, metrics_key = dg.AssetKey(f"{prefix}_predictions"), dg.AssetKey(f"{prefix}_metrics")
+    pred_key, metrics_key = dg.AssetKey(predictions_asset_name(family)), dg.AssetKey(metrics_asset_name(family))
     # The assets this run materialises (a backfill may select one of the two).
     selected = set(context.job_def.asset_layer.selected_asset_keys)
     if context.run.asset_selection:
@@ -93,11 +92,10 @@ class _Recorder:
 
     def __init__(self, context: dg.AssetExecutionContext, family, family_hash: str, instances_key: dg.AssetKey):
         self.context, self.family_hash = context, family_hash
-        prefix = asset_prefix(family.name)
-        self.predictions = dg.AssetKey(f"{prefix}_predictions")
+        self.predictions = dg.AssetKey(predictions_asset_name(family))
         # asset -> (its upstream, whether the upstream is partitioned like it)
         self.upstream = {self.predictions: (instances_key, False),
-                         dg.AssetKey(f"{prefix}_metrics"): (self.predictions, True)}
+                         dg.AssetKey(metrics_asset_name(family)): (self.predictions, True)}
 
     def _inputs(self, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, dict[str, str]]:
         """partition -> the input data version and event pointer tags of its upstream's newest
@@ -147,9 +145,8 @@ def _child_tags(context: dg.AssetExecutionContext, ev, pool: str) -> dict[str, s
 
 
 def _run_config(family, config) -> dict:
-    prefix = asset_prefix(family.name)
     op = {"config": {"force": config.force, "regenerate": config.regenerate}}
-    return {"ops": {f"{prefix}_predictions": op, f"{prefix}_metrics": op}}
+    return {"ops": {predictions_asset_name(family): op, metrics_asset_name(family): op}}
 
 
 def daemon_dequeues(instance: dg.DagsterInstance) -> bool:
@@ -204,13 +201,14 @@ def _queue(context: dg.AssetExecutionContext, job, work: list, config, family) -
 def _evaluation_job(context: dg.AssetExecutionContext, family):
     """``evaluate_<family>`` built from this run's own assets, for a run not made from the code
     location (``dg.materialize``, e.g. in a test), which has no named jobs to take it from."""
-    prefix, name = asset_prefix(family.name), evaluation_job_name(family.name)
+    name = evaluation_job_name(family.name)
     graph_defs = context.job_def.asset_layer.asset_graph.assets_defs
     checks = [d for d in graph_defs if isinstance(d, dg.AssetChecksDefinition)]
     assets = [d for d in graph_defs if not isinstance(d, dg.AssetChecksDefinition)]
     defs = dg.Definitions(assets=assets, asset_checks=checks,  # the assets carry their resources already
-                          jobs=[dg.define_asset_job(name, selection=[f"{prefix}_predictions", f"{prefix}_metrics"],
-                                                    executor_def=dg.in_process_executor)])
+                          jobs=[dg.define_asset_job(name, executor_def=dg.in_process_executor,
+                                                    selection=[predictions_asset_name(family),
+                                                               metrics_asset_name(family)])])
     return defs.resolve_job_def(name)
 
 
