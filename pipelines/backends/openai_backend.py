@@ -28,7 +28,7 @@ from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, missing_api_key
 from pipelines.backends.base import PromptItem, Usage
-from pipelines.backends.redact import has_userinfo, redact_url
+from pipelines.backends.redact import REDACTED, has_userinfo, redact_url
 from pipelines.engine.progress import Progress
 from pipelines.engine.retry import Again, Backoff, RetriesExhausted, parse_retry_after, retry_async
 
@@ -246,12 +246,12 @@ def _redactor(secret: str | None, min_piece: int = 8) -> Callable[[str], str]:
         return lambda text: text
 
     def redact(text: str) -> str:
-        text = text.replace(secret, "[redacted]")
+        text = text.replace(secret, REDACTED)
         for start in range(len(secret) - min_piece + 1):
             piece = secret[start : start + min_piece]
             if piece in text:
-                text = text.replace(piece, "[redacted]")
-        return re.sub(r"(\[redacted\])+", "[redacted]", text)
+                text = text.replace(piece, REDACTED)
+        return re.sub(f"({re.escape(REDACTED)})+", REDACTED, text)
 
     return redact
 

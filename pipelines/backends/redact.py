@@ -1,25 +1,41 @@
-"""What of a model's settings may be published: no credentials, no tokens, no local paths.
+"""What of a model's settings may be published: only what its settings Struct declares public.
 
-Why: results publish ``config.backend_settings`` (JSON, site, warehouse), and the model spec is
-published whole. A ``base_url`` with ``user:password@`` or ``?token=...`` was published verbatim,
-and a replay file's absolute path told the world a maintainer's home folder. Here URL userinfo and
-secret-looking query parameters become ``[redacted]``, and a replay ``outputs`` path becomes its
-file name plus the file's sha256 (what a reader needs to check they hold the same outputs).
+Why an allow-list: results publish ``config.backend_settings`` (``run.json``, ``result.json``, the
+API, the site) and the warehouse publishes the model spec (DuckDB ``models.spec``). The first
+version redacted values whose *names* looked secret (``token``, ``api_key``, ``password``, ...),
+so ``clientSecret``, ``accessToken``, ``privateKey``, ``bearerToken``, ``pass``, ``creds`` and
+``?accessToken=`` were published verbatim: no list of secret names is ever complete. Now each
+backend settings Struct (``pipelines.backends.settings``) sorts its fields:
+
+* ``public_fields``: typed values (model id, dtype, batch size, seed, ...), published as they are
+  (a nested settings Struct listed here is published through its own declarations);
+* ``url_fields``: scheme, host, port and path kept; userinfo, every query value (keys kept) and
+  the fragment become ``<redacted>``;
+* ``path_fields``: a local file, published as its file name plus ``<field>_sha256`` (what a reader
+  needs to check they hold the same file, without a maintainer's home folder);
+* ``free_form_fields``: tables passed through to a server or a library (``extra_body``,
+  ``engine.extra``, ``chat_template_kwargs``): their keys are kept, every value becomes
+  ``<redacted>``.
+
+A field declared nowhere is published like a free-form one, so a field added without a decision
+leaks nothing (and tests/unit/pipelines/test_redact_allow_list.py fails until it is declared).
+
+``REDACTED`` is the one marker, also used by the openai backend for a key a server echoes back.
+Only what is *published* is redacted: spec hashes, run ids and generation keys are taken over the
+unredacted spec (``pipelines.engine.canonical``), so redaction changes no id.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
-REDACTED = "[redacted]"
-SECRET_PARAM = re.compile(
-    r"(^|[-_.])(token|key|apikey|secret|password|passwd|passphrase|pwd|signature|sig|auth|authorization|"
-    r"credential|credentials|session|cookie|bearer|jwt|code)($|[-_.])|^x-amz-", re.I)
-"""A secret-looking parameter or key name: ``token``, ``api_key``, ``access_token``, ``X-Amz-Signature``,
-... as a whole ``_``/``-``-separated word (so ``max_new_tokens`` and ``tokenizer`` are not)."""
+import msgspec
+
+from pipelines.engine.canonical import spec_builtins
+
+REDACTED = "<redacted>"
 
 
 def has_userinfo(url: str) -> bool:
@@ -31,8 +47,14 @@ def has_userinfo(url: str) -> bool:
     return "@" in parts.netloc
 
 
+def _redact_query(query: str) -> str:
+    """Every value replaced, keys kept; a piece without ``=`` may itself be the token, so it goes whole."""
+    return "&".join(f"{piece.split('=', 1)[0]}={REDACTED}" if "=" in piece else REDACTED
+                    for piece in query.split("&") if piece)
+
+
 def redact_url(url: str) -> str:
-    """``url`` with its userinfo and every secret-looking query parameter's value replaced.
+    """``url`` with its userinfo, every query value and its fragment replaced by ``<redacted>``.
 
     A URL that cannot be parsed is replaced whole: better nothing than a leaked token."""
     try:
@@ -42,37 +64,68 @@ def redact_url(url: str) -> str:
         return REDACTED
     netloc = parts.netloc
     if "@" in netloc:
+        host = f"[{host}]" if ":" in host else host
         netloc = f"{REDACTED}@{host}" + (f":{port}" if port else "")
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, REDACTED if SECRET_PARAM.search(k) else v) for k, v in pairs], safe="[]")
+    query = _redact_query(parts.query) if parts.query else ""
     fragment = REDACTED if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
-def _redact_value(key: str, value: Any) -> Any:
+def redact_tree(value: Any) -> Any:
+    """A free-form value as published: mappings keep their keys, lists their length, every leaf is ``<redacted>``."""
     if isinstance(value, dict):
-        return {k: _redact_value(k, v) for k, v in value.items()}
+        return {key: redact_tree(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(item) for item in value]
+    return REDACTED
+
+
+def _public_value(value: Any) -> Any:
+    """A declared-public value; a URL in it (which no typed field should hold) still loses its secrets."""
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)
     if isinstance(value, list):
-        return [_redact_value(key, v) for v in value]
-    if isinstance(value, str):
-        if "://" in value:
-            return redact_url(value)
-        if SECRET_PARAM.search(key) and not key.endswith("_env"):  # `api_key_env` names a variable
-            return REDACTED
+        return [_public_value(item) for item in value]
     return value
 
 
-def redact_settings(shown: dict[str, Any], settings: Any = None) -> dict[str, Any]:
-    """Published settings: URLs redacted everywhere (``extra_body`` included), a replay file named
-    by file name and sha256."""
-    out = {k: _redact_value(k, v) for k, v in shown.items()}
-    resolved = getattr(settings, "resolved", None)
-    if "outputs" in out and resolved is not None:
-        from pipelines.engine.replay_pin import file_sha256
+def _declared(cls: type, name: str) -> frozenset[str]:
+    return frozenset(getattr(cls, name, ()))
 
-        path = Path(resolved or str(out["outputs"])).expanduser()
-        out["outputs"] = path.name
-        out["outputs_sha256"] = file_sha256(path)
+
+def _public(struct: msgspec.Struct, shown: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` (``spec_builtins`` of ``struct``) with each field published as ``struct``'s class declares."""
+    cls = type(struct)
+    names = {field.encode_name: field.name for field in msgspec.structs.fields(cls)}
+    public, urls = _declared(cls, "public_fields"), _declared(cls, "url_fields")
+    paths = _declared(cls, "path_fields")
+    out: dict[str, Any] = {}
+    for key, value in shown.items():
+        name = names.get(key)
+        if name is None:  # the tag (``rule``, ``estimator``) of a tagged union: part of the type
+            out[key] = value if key == cls.__struct_config__.tag_field else REDACTED
+            continue
+        item = getattr(struct, name)
+        if name in public and isinstance(item, msgspec.Struct):
+            out[key] = _public(item, value)
+        elif name in public:
+            out[key] = _public_value(value)
+        elif name in urls and (value is None or isinstance(value, str)):
+            out[key] = value if value is None else redact_url(value)
+        elif name in paths and isinstance(value, str):
+            from pipelines.engine.replay_pin import file_sha256
+
+            path = Path(getattr(struct, "resolved", "") or value).expanduser()
+            out[key] = path.name
+            out[f"{key}_sha256"] = file_sha256(path)
+        else:  # free-form, or declared nowhere
+            out[key] = redact_tree(value)
     return out
+
+
+def public_settings(settings: msgspec.Struct, *, keep_defaults: bool) -> dict[str, Any]:
+    """The one redaction of a model's settings, for every place that publishes them.
+
+    ``keep_defaults``: every field, defaults included (``config.backend_settings`` of a result);
+    without it the hashed form, defaults omitted (the warehouse's ``models.spec``)."""
+    return _public(settings, spec_builtins(settings, keep_defaults=keep_defaults))

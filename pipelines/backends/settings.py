@@ -24,7 +24,18 @@ from pipelines.engine.canonical import SpecStruct, spec_builtins
 
 
 class _Settings(SpecStruct):
-    """Base of every backend settings Struct (strict, frozen, keyword-only)."""
+    """Base of every backend settings Struct (strict, frozen, keyword-only).
+
+    Each one sorts its fields for publishing (``pipelines.backends.redact``, an allow-list):
+    ``public_fields`` are published as they are, ``url_fields`` without userinfo, query values or
+    fragment, ``path_fields`` as a file name and sha256, and ``free_form_fields`` (tables passed
+    through verbatim, where a secret may hide under any name) with every value ``<redacted>``. A
+    field in none of them is published like a free-form one."""
+
+    public_fields: ClassVar[frozenset[str]] = frozenset()
+    url_fields: ClassVar[frozenset[str]] = frozenset()
+    path_fields: ClassVar[frozenset[str]] = frozenset()
+    free_form_fields: ClassVar[frozenset[str]] = frozenset()
 
 
 # --------------------------------------------------------------------------- rule (no training)
@@ -34,6 +45,8 @@ class UniformChoiceRule(_Settings, tag_field="rule", tag="uniform_choice"):
     """``medbench/random``: one option per item, drawn from sha256 of ``"<seed>:<instance_id>"``."""
 
     seed: int
+
+    public_fields: ClassVar[frozenset[str]] = frozenset({"seed"})
 
 
 class NegLastMapRule(_Settings, tag_field="rule", tag="neg_last_map"):
@@ -45,6 +58,8 @@ class LinearExtrapolationRule(_Settings, tag_field="rule", tag="linear_extrapola
 
     fit_seconds: int
     ahead_seconds: int
+
+    public_fields: ClassVar[frozenset[str]] = frozenset({"fit_seconds", "ahead_seconds"})
 
 
 RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule
@@ -67,12 +82,17 @@ class _WindowModel(_Settings):
     first_seconds: int = 60
     seed: int | None = None
 
+    public_fields: ClassVar[frozenset[str]] = frozenset(
+        {"below", "recent_seconds", "slope_seconds", "first_seconds", "seed"})
+
 
 class LogisticRegressionSettings(_WindowModel, tag_field="estimator", tag="logistic_regression"):
     """Each hyperparameter is a value or a list of candidates (chosen by validation AUROC)."""
 
     C: float | tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
     max_iter: int | tuple[int, ...] = 1000
+
+    public_fields: ClassVar[frozenset[str]] = _WindowModel.public_fields | {"C", "max_iter"}
 
 
 class HistGradientBoostingSettings(_WindowModel, tag_field="estimator", tag="hist_gradient_boosting"):
@@ -82,6 +102,9 @@ class HistGradientBoostingSettings(_WindowModel, tag_field="estimator", tag="his
     max_leaf_nodes: int | tuple[int, ...] = (15, 31)
     max_iter: int | tuple[int, ...] = 200
     l2_regularization: float | tuple[float, ...] = 0.0
+
+    public_fields: ClassVar[frozenset[str]] = _WindowModel.public_fields | {
+        "learning_rate", "max_leaf_nodes", "max_iter", "l2_regularization"}
 
 
 SklearnSettings = LogisticRegressionSettings | HistGradientBoostingSettings
@@ -104,6 +127,7 @@ class ReplaySettings(_Settings):
     resolved: str = ""
 
     local_fields: ClassVar[frozenset[str]] = frozenset({"resolved"})
+    path_fields: ClassVar[frozenset[str]] = frozenset({"outputs"})
 
 
 # --------------------------------------------------------------------------- language models
@@ -124,6 +148,10 @@ class TransformersSettings(_Settings):
     num_threads: int | None = None
     chat_template_kwargs: dict[str, Any] = {}
 
+    public_fields: ClassVar[frozenset[str]] = frozenset(
+        {"model", "seed", "max_new_tokens", "batch_size", "device", "dtype", "num_threads"})
+    free_form_fields: ClassVar[frozenset[str]] = frozenset({"chat_template_kwargs"})
+
 
 class VllmEngine(_Settings):
     """``[settings.engine]``: keyword arguments of ``vllm.LLM``.
@@ -141,6 +169,11 @@ class VllmEngine(_Settings):
     gpu_memory_utilization: float | None = None
     enforce_eager: bool | None = None
     extra: dict[str, Any] = {}
+
+    public_fields: ClassVar[frozenset[str]] = frozenset(
+        {"tensor_parallel_size", "pipeline_parallel_size", "dtype", "max_model_len", "gpu_memory_utilization",
+         "enforce_eager"})
+    free_form_fields: ClassVar[frozenset[str]] = frozenset({"extra"})
 
     @property
     def devices(self) -> int:
@@ -163,6 +196,9 @@ class VllmSettings(_Settings):
     chat_template_kwargs: dict[str, Any] = {}
     engine: VllmEngine = VllmEngine()
 
+    public_fields: ClassVar[frozenset[str]] = frozenset({"model", "seed", "max_new_tokens", "chunk_size", "engine"})
+    free_form_fields: ClassVar[frozenset[str]] = frozenset({"chat_template_kwargs"})
+
 
 class OpenAISettings(_Settings):
     """Any OpenAI-compatible server. ``model`` defaults to the spec's ``provider_model_id``;
@@ -179,6 +215,12 @@ class OpenAISettings(_Settings):
     max_retries: int = 6
     checkpoint_every: int = 32
     extra_body: dict[str, Any] = {}
+
+    public_fields: ClassVar[frozenset[str]] = frozenset(
+        {"model", "base_url_env", "api_key_env", "max_new_tokens", "concurrency", "timeout_s", "max_retries",
+         "checkpoint_every"})
+    url_fields: ClassVar[frozenset[str]] = frozenset({"base_url"})
+    free_form_fields: ClassVar[frozenset[str]] = frozenset({"extra_body"})
 
 
 BackendName = Literal["rule", "sklearn", "replay", "transformers", "openai", "vllm"]
@@ -210,11 +252,12 @@ def settings_for(backend: str, settings: Any) -> Any:
 
 def published(settings: Any) -> dict[str, Any]:
     """What results publish as ``config.backend_settings``: every key, defaults included, so a
-    result says exactly what ran even after a later code version changes a default; secrets
-    (URL credentials, tokens) and local paths redacted (``pipelines.backends.redact``)."""
-    from pipelines.backends.redact import redact_settings
+    result says exactly what ran even after a later code version changes a default; only the
+    fields each Struct declares public are shown as they are, URLs lose their secrets, local paths
+    become file names, and free-form values become ``<redacted>`` (``pipelines.backends.redact``)."""
+    from pipelines.backends.redact import public_settings
 
-    return redact_settings(spec_builtins(settings, keep_defaults=True), settings)
+    return public_settings(settings, keep_defaults=True)
 
 
 def hashed(settings: Any) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Gather specs and every finished run into a Catalog and publish it as a new warehouse version.
 
 Each spec is published in the form its hash is taken over (defaults omitted, ``spec_builtins``),
-so a reader can check ``sha256(canonical JSON of spec) == spec_hash`` from the warehouse alone.
+so a reader can check ``sha256(canonical JSON of spec) == spec_hash`` from the warehouse alone;
+except where a model's settings hold a redacted value (``pipelines.backends.redact``): the hash is
+taken over what ran, the warehouse shows only what may be published.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
 
 
 def _published_spec(model) -> dict:
-    """The model spec as hashed, with its settings redacted: no URL credentials, tokens or local paths."""
-    from pipelines.backends.redact import redact_settings
+    """The model spec as hashed, its settings through the same redaction as ``config.backend_settings``
+    (``pipelines.backends.redact.public_settings``): only declared-public settings as they are."""
+    from pipelines.backends.redact import public_settings
 
-    return {**spec_builtins(model), "settings": redact_settings(spec_builtins(model.settings), model.settings)}
+    return {**spec_builtins(model), "settings": public_settings(model.settings, keep_defaults=False)}

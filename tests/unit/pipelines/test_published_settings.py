@@ -22,8 +22,8 @@ SECRETS = ("hunter2", "s3cr3t", "tok123", "sigval", "pw0rd")
 
 
 @pytest.mark.parametrize(("url", "shown"), [
-    ("https://user:hunter2@api.example.com/v1", "https://[redacted]@api.example.com/v1"),
-    ("https://api.example.com/v1?token=tok123&region=eu", "https://api.example.com/v1?token=[redacted]&region=eu"),
+    ("https://user:hunter2@api.example.com/v1", "https://<redacted>@api.example.com/v1"),
+    ("https://api.example.com/v1?token=tok123&region=eu", "https://api.example.com/v1?token=<redacted>&region=<redacted>"),
     ("https://h/v1?api_key=s3cr3t&sig=sigval&X-Amz-Signature=sigval", None),
     ("https://h/v1?access_token=tok123&password=pw0rd&Key=s3cr3t", None),
     ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
@@ -70,7 +70,9 @@ def test_the_published_model_spec_is_redacted(tmp_path: Path) -> None:
 def test_ordinary_settings_are_published_as_they_are() -> None:
     from pipelines.backends.settings import VllmEngine, VllmSettings
 
-    settings = VllmSettings(model="org/model", engine=VllmEngine(extra={"tokenizer": "org/tok", "tokenizer_mode": "auto"}))
+    settings = VllmSettings(model="org/model", engine=VllmEngine(dtype="bfloat16", extra={"tokenizer": "org/tok", "tokenizer_mode": "auto"}))
     shown = published(settings)
-    assert shown["engine"]["extra"] == {"tokenizer": "org/tok", "tokenizer_mode": "auto"}
+    # `engine.extra` is free-form (passed verbatim to vllm.LLM): its keys are published, its values are not.
+    assert shown["engine"]["extra"] == {"tokenizer": "<redacted>", "tokenizer_mode": "<redacted>"}
+    assert shown["engine"]["dtype"] == "bfloat16" and shown["engine"]["tensor_parallel_size"] == 1
     assert shown["max_new_tokens"] is None and shown["model"] == "org/model"
