@@ -14,7 +14,12 @@ import msgspec
 import pytest
 
 from pipelines.backends.redact import REDACTED, redact_url
-from pipelines.backends.settings import MODEL_SETTINGS, OpenAISettings, VllmEngine, published
+from pipelines.backends.settings import (
+    MODEL_SETTINGS,
+    OpenAISettings,
+    VllmEngine,
+    published,
+)
 from pipelines.engine.release import _published_spec
 from pipelines.engine.specs import Specs, spec_hash
 
