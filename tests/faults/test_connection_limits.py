@@ -36,14 +36,13 @@ LIMITED_START = (
 
 
 @contextlib.contextmanager
-def limited_server(top: Path, per_client: str | None) -> Iterator[Running]:
+def limited_server(top: Path, *args: str) -> Iterator[Running]:
     """``medbench serve`` under an open-file limit of ``FD_LIMIT`` (its default cap: the limit minus 128)."""
     publish_fixture(top / "data")
     port = free_port()
     env = {"MEDBENCH_DATA": str(top / "data"), "MEDBENCH_PUBLIC_URL": ""}
-    if per_client is not None:
-        env["MEDBENCH_MAX_CONNECTIONS_PER_CLIENT"] = per_client
-    command = [sys.executable, "-c", LIMITED_START.format(n=FD_LIMIT), "serve", "--host", LOOPBACK, "--port", str(port)]
+    command = [sys.executable, "-c", LIMITED_START.format(n=FD_LIMIT), "serve", "--host", LOOPBACK, "--port", str(port),
+               *args]
     with running(command, port, "/healthz", top / "server.log", env=env) as server:
         yield server
         assert server.alive()
@@ -108,7 +107,7 @@ def probe_all(port: int, source: str = LOOPBACK) -> Counter[str]:
 
 
 def test_at_the_descriptor_limit_other_clients_get_200_or_json_503(tmp_path: Path) -> None:
-    with limited_server(tmp_path, per_client="0") as server:  # no per-client limit: the process-wide cap
+    with limited_server(tmp_path, "--max-connections-per-client", "0") as server:  # only the process-wide cap
         held = hold(server.port, HELD)
         try:
             outcomes = probe_all(server.port)
@@ -121,7 +120,7 @@ def test_at_the_descriptor_limit_other_clients_get_200_or_json_503(tmp_path: Pat
 
 
 def test_one_client_cannot_take_the_connection_cap(tmp_path: Path) -> None:
-    with limited_server(tmp_path, per_client=None) as server:  # the default per-client limit
+    with limited_server(tmp_path) as server:  # the default per-client limit
         held = hold(server.port, HELD)
         try:
             outcomes = probe_all(server.port)
