@@ -23,7 +23,7 @@ from litestar.types import ControllerRouterHandler
 
 from api.answer_cache import AnswerCache
 from api.agent_sources import LocalAnswers
-from api.errors import EXCEPTION_HANDLERS
+from api.errors import EXCEPTION_HANDLERS, JsonPreflightRefusals
 from api.mcp_server import McpEndpoint, mcp_route_handlers
 from api.openapi import api_version
 from api.reuse import flush_every
@@ -79,5 +79,6 @@ def create_app(
         lifespan=[keep_reuses, mcp.lifespan],
         debug=False,
     )
+    app.asgi_handler = JsonPreflightRefusals(app.asgi_handler)  # refused CORS preflights answer JSON too
     return AnswerCache(app, service)
 

@@ -7,6 +7,8 @@ only ever sees the documented codes: ``task_not_found`` and ``run_not_found`` (4
 ``Allow``), ``warehouse_unavailable`` (503, nothing published yet, or nothing published can be
 read: the message names the cause), ``artifact_unavailable`` (503, a predictions file on the server
 is not the one published, ``api.routes.artifacts``) and ``internal_error`` (500, never a stack trace).
+A CORS preflight Litestar refuses never reaches a handler (its CORS middleware answers it in plain
+text), so ``JsonPreflightRefusals`` rewrites that answer.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from litestar import Request
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException, ValidationException
 from litestar.response import Response
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import schemas
 from api.responses import CACHE_ERROR, NO_WAREHOUSE, AsResponse, prepare, respond
@@ -140,3 +143,41 @@ EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
     HTTPException: handle_http_exception,
     Exception: handle_internal_error,
 }
+
+
+class JsonPreflightRefusals:
+    """Around Litestar's ASGI handler: its CORS middleware answers a preflight it refuses with a plain-text
+    400, outside every exception handler. A preflight asking for a method other than GET/HEAD is asking
+    whether that method is allowed, so it gets what the method itself gets (``method_not_allowed`` 405 with
+    ``Allow``); one asking for a request header that is not allowed gets ``bad_request`` 400."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def rewrite(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 400:
+                held.append(message)
+                return
+            if not held:
+                await send(message)
+            elif not message.get("more_body", False):
+                await self._refusal(scope, b"method" in message.get("body", b""))(scope, receive, send)
+
+        await self.app(scope, receive, rewrite)
+
+    @staticmethod
+    def _refusal(scope: Scope, method: bool) -> Any:
+        request: Request = Request(scope)
+        if method:
+            asked = request.headers.get("access-control-request-method", "")[:40]
+            return error_response(request, 405, "method_not_allowed", f"{asked} is not allowed: this API is read-only "
+                                  f"({ALLOW}), from any origin", headers={"allow": ALLOW}).to_asgi_response()
+        asked = request.headers.get("access-control-request-headers", "")[:200]
+        return error_response(request, 400, "bad_request", f"the preflight asks for request headers ({asked}) that this "
+                              "API does not accept; it accepts If-None-Match").to_asgi_response()

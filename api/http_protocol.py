@@ -15,8 +15,16 @@ documented in the README's serving section):
 - a request whose head is not complete ``header_timeout_s`` after its first byte (or after the
   connection opened) is closed (slowloris), and a body not complete ``body_timeout_s`` after its
   head; an idle keep-alive connection is closed after uvicorn's ``timeout_keep_alive``;
-- beyond ``max_connections`` open connections, a new one is answered ``503 server_busy`` (JSON) and
-  closed instead of being held, so descriptors are never exhausted by idle clients.
+- a request body over ``max_body_bytes`` (1 MiB, nginx's default): ``413 payload_too_large``, from its
+  Content-Length before any of it is read, or as a chunked body streams past the limit;
+- beyond ``max_connections`` open connections, or ``max_connections_per_client`` from one peer address,
+  a new one is answered ``503 server_busy`` (JSON) and closed instead of being held.
+Descriptors must never run out: under uvloop, libuv's answer to ``accept()`` failing with EMFILE is to
+accept and close at once every connection waiting in the backlog (its reserve-descriptor trick), so
+every client then sees a reset, with nothing logged. Refused connections hold descriptors too (while
+they wait for their request and drain), so past ``fd_ceiling`` (the open-file limit less
+``FD_HEADROOM``), and for a client over its own limit, a refusal answers as soon as the request is in
+and closes at once.
 Refusals and timeouts are logged, at most one line per kind every ``LOG_EVERY_S`` seconds.
 
 Requests the parser cannot parse (raw bytes outside ASCII, a malformed request line, an unknown
@@ -52,8 +60,11 @@ LOG_EVERY_S = 10.0
 BUSY_WAIT_S = 2.0  # how long a refused connection may take to send its request before the 503 is sent
 DRAIN_S = 2.0  # after a refusal, what the client still sends is read and dropped for this long (or
 DRAIN_BYTES = 4 * 1024 * 1024  # this much), so that closing does not reset the connection before it reads the answer
+FAST_WAIT_S = 0.25  # the same wait for a refusal under descriptor pressure, which then closes at once
 FD_RESERVE = 128  # descriptors kept for the warehouse, logs, the state store and refused connections
+FD_HEADROOM = 48  # past the open-file limit less this, refusals close at once (libuv's accept burst fits)
 MAX_CONNECTIONS_ENV = "MEDBENCH_MAX_CONNECTIONS"
+PER_CLIENT_ENV = "MEDBENCH_MAX_CONNECTIONS_PER_CLIENT"
 
 
 @dataclass(frozen=True)
@@ -63,14 +74,25 @@ class Limits:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     max_connections: int = 4096
+    max_connections_per_client: int = 256  # 0: no per-client limit (behind a proxy every client is the proxy)
+    max_body_bytes: int = 1024 * 1024
+    fd_ceiling: int | None = None  # open connections (refused ones too) past which refusals close at once
+
+
+def _soft_fd_limit() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def default_max_connections() -> int:
     """4,096 per process, less where the open-file limit would be reached first."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return Limits.max_connections
-    return max(16, min(Limits.max_connections, soft - FD_RESERVE))
+    soft = _soft_fd_limit()
+    return Limits.max_connections if soft is None else max(16, min(Limits.max_connections, soft - FD_RESERVE))
+
+
+def _env_count(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw.isdigit() else None
 
 
 def raise_open_file_limit() -> int:
@@ -87,11 +109,14 @@ def raise_open_file_limit() -> int:
 
 @functools.cache
 def current_limits() -> Limits:
-    """The limits of this process; ``MEDBENCH_MAX_CONNECTIONS`` (set by ``medbench serve``) reaches
-    every worker process, which is why the cap travels in the environment."""
-    raw = os.environ.get(MAX_CONNECTIONS_ENV, "").strip()
-    cap = int(raw) if raw.isdigit() and int(raw) > 0 else default_max_connections()
-    return Limits(max_connections=cap)
+    """The limits of this process; ``MEDBENCH_MAX_CONNECTIONS`` and ``MEDBENCH_MAX_CONNECTIONS_PER_CLIENT``
+    (set by ``medbench serve``) reach every worker process, which is why the caps travel in the environment."""
+    cap = _env_count(MAX_CONNECTIONS_ENV) or default_max_connections()
+    per_client = _env_count(PER_CLIENT_ENV)
+    soft = _soft_fd_limit()
+    return Limits(max_connections=cap,
+                  max_connections_per_client=Limits.max_connections_per_client if per_client is None else per_client,
+                  fd_ceiling=None if soft is None else max(16, soft - FD_HEADROOM))
 
 
 def error_response(status: int, code: str, message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -131,6 +156,7 @@ class Throttled:
 
 
 EVENTS = Throttled()
+PEERS: dict[str | None, int] = {}  # open connections per peer address, in this process
 
 
 class _ThrottleParserWarnings(logging.Filter):
@@ -181,16 +207,33 @@ class _Guarded(_JsonBadRequest):
         super().connection_made(transport)  # type: ignore[misc]
         self._limits = limits = current_limits()
         self._timer: asyncio.TimerHandle | None = None
-        self._busy = len(self.connections) > limits.max_connections
+        self._peer = peer = self.client[0] if self.client else None  # type: ignore[attr-defined]
+        PEERS[peer] = from_peer = PEERS.get(peer, 0) + 1
+        open_now = len(self.connections)
+        per_client = limits.max_connections_per_client
+        # None: served; else the refusal's (message, log kind, log line, close at once)
+        self._busy: tuple[str, str, str, bool] | None = None
+        if per_client and peer is not None and from_peer > per_client:
+            self._busy = (f"this client has reached the per-client limit of {per_client} open connections; close "
+                          "some and retry", "client_busy",
+                          f"per-client connection limit {per_client} reached: answered 503 server_busy", True)
+        elif open_now > limits.max_connections or (limits.fd_ceiling is not None and open_now > limits.fd_ceiling):
+            cap = limits.max_connections
+            self._busy = (f"the server holds its maximum of {cap} connections; retry shortly", "server_busy",
+                          f"connection cap {cap} reached: answered 503 server_busy",
+                          limits.fd_ceiling is not None and open_now > limits.fd_ceiling)
         self._drained: int | None = None  # bytes dropped since a refusal; None before one
+        self._body_bytes = 0
         self._new_head()
         if self._busy:
-            self._timer = self.loop.call_later(BUSY_WAIT_S, self._refuse_busy)
+            self._timer = self.loop.call_later(FAST_WAIT_S if self._busy[3] else BUSY_WAIT_S, self._refuse_busy)
         else:
             self._arm(limits.header_timeout_s)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if (left := PEERS.pop(self._peer, 1) - 1) > 0:
+            PEERS[self._peer] = left
         super().connection_lost(exc)  # type: ignore[misc]
 
     def data_received(self, data: bytes) -> None:
@@ -222,13 +265,26 @@ class _Guarded(_JsonBadRequest):
         fields = sum(len(name) + len(value) + 4 for name, value in self.headers)  # type: ignore[attr-defined]
         if self._check_head(len(self.url), fields):  # type: ignore[attr-defined]
             return
+        length = next((value for name, value in self.headers if name == b"content-length"), b"0")  # type: ignore[attr-defined]
+        if length.isdigit() and int(length) > self._limits.max_body_bytes:  # refused before any of it is read
+            self._refuse_body()
+            return
         self._disarm()
         self._body_pending = True  # until on_message_complete, usually in the same read (a GET)
+        self._body_bytes = 0
         super().on_headers_complete()  # type: ignore[misc]
 
     def on_body(self, body: bytes) -> None:
-        if self._drained is None:
-            super().on_body(body)  # type: ignore[misc]
+        if self._drained is not None:
+            return
+        self._body_bytes += len(body)
+        cycle = self.cycle  # type: ignore[attr-defined]
+        if self._body_bytes > self._limits.max_body_bytes and not cycle.response_started:  # a chunked body
+            cycle.disconnected = True  # the app reads a disconnect, and what it sends is dropped
+            cycle.message_event.set()
+            self._refuse_body()
+            return
+        super().on_body(body)  # type: ignore[misc]
 
     def on_message_complete(self) -> None:
         if self._drained is not None:
@@ -291,13 +347,14 @@ class _Guarded(_JsonBadRequest):
         EVENTS.note(f"slow_{what}", f"closed a connection whose request {what} was not complete after {limit:g} s")
         self.transport.close()
 
-    def _refuse(self, status: int, code: str, message: str, kind: str, text: str) -> None:
+    def _refuse(self, status: int, code: str, message: str, kind: str, text: str, at_once: bool = False) -> None:
         """Answer, then half-close and drop what still arrives for a moment: closing at once with unread
-        bytes would make the kernel reset the connection, and the client might never read the answer."""
+        bytes would make the kernel reset the connection, and the client might never read the answer.
+        ``at_once`` (short of descriptors) closes straight away: the request, if sent, has been read."""
         self._disarm()
         EVENTS.note(kind, text)
         self.transport.write(error_response(status, code, message, self.server_state.default_headers))  # type: ignore[attr-defined]
-        if not self.transport.can_write_eof():
+        if at_once or not self.transport.can_write_eof():
             self.transport.close()
             return
         self.transport.write_eof()
@@ -306,10 +363,14 @@ class _Guarded(_JsonBadRequest):
 
     def _refuse_busy(self) -> None:
         self._timer = None
-        if not self.transport.is_closing() and self._drained is None:
-            cap = self._limits.max_connections
-            self._refuse(503, "server_busy", f"the server holds its maximum of {cap} connections; retry shortly",
-                         "server_busy", f"connection cap {cap} reached: answered 503 server_busy")
+        if self._busy and not self.transport.is_closing() and self._drained is None:
+            message, kind, text, at_once = self._busy
+            self._refuse(503, "server_busy", message, kind, text, at_once=at_once)
+
+    def _refuse_body(self) -> None:
+        limit = self._limits.max_body_bytes
+        self._refuse(413, "payload_too_large", f"the request body is larger than {limit} bytes; send less",
+                     "payload_too_large", "refused a request body over the limit (413)")
 
 
 try:

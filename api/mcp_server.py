@@ -7,8 +7,10 @@ DELETE to the SDK's ``StreamableHTTPSessionManager``, run by the app's lifespan.
 (every request stands alone, answered as plain JSON), so ``medbench serve --workers N`` needs no
 shared sessions, and its transport security allows only loopback hosts and the host of
 ``MEDBENCH_PUBLIC_URL`` (DNS rebinding). Any other method on ``/mcp`` is ``method_not_allowed``
-like everywhere else, and the SDK's few plain-text refusals (bad Host, bad Content-Type) are
-turned into the contract's JSON ``{error, message}``.
+like everywhere else, and every refusal of the SDK (plain text for a bad Host or Content-Type, a
+JSON-RPC error body for a body that is not JSON-RPC, DELETE: there are no sessions to end) is turned
+into the contract's JSON ``{error, message}``. A body over ``MAX_BODY_BYTES`` is ``payload_too_large``
+413 before the SDK sees it (``api.http_protocol`` refuses it first when serving with httptools).
 
 A tool failure is an MCP tool error (``isError: true``) whose structured content is the same
 ``{error, message}`` as ``/v1`` would answer, with the same code.
@@ -42,6 +44,10 @@ log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 MCP_METHODS = "POST, DELETE"
+MAX_BODY_BYTES = 1024 * 1024  # api.http_protocol.Limits.max_body_bytes; the SDK's own default is 4 MiB
+_CODES = {400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
+          413: "payload_too_large", 415: "unsupported_media_type", 421: "misdirected_request",
+          422: "invalid_parameter"}
 VERSION_META = "medbench/warehouse_version"
 INSTRUCTIONS = (
     "medbench publishes evaluations of medical AI models on open SNUH datasets. Rule one: look up before you "
@@ -133,7 +139,8 @@ class McpEndpoint:
     async def lifespan(self, _: Litestar) -> AsyncIterator[None]:
         # a manager runs once: a fresh one for every start of the app
         self.manager = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True,
-                                                    security_settings=self.security)
+                                                    security_settings=self.security,
+                                                    max_request_body_size=MAX_BODY_BYTES)
         async with self.manager.run():
             yield
         self.manager = None
@@ -153,11 +160,50 @@ class McpEndpoint:
         if self.manager is None:
             await self._refuse(scope, 503, "server_busy", "the MCP endpoint is not running")(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            body = await self._read_body(scope, receive, send)
+            if body is None:  # refused, or the client left
+                return
+            receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, _JsonErrors(send).send)
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, or None once refused (over ``MAX_BODY_BYTES``: from its Content-Length before
+        reading, else as it streams) or when the client has gone."""
+        too_large = self._refuse(scope, 413, "payload_too_large",
+                                 f"the request body is larger than {MAX_BODY_BYTES} bytes; send less",
+                                 {"connection": "close"})
+        length = next((v for k, v in scope["headers"] if k == b"content-length"), b"0")
+        if length.isdigit() and int(length) > MAX_BODY_BYTES:
+            await too_large(scope, receive, send)
+            return None
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await too_large(scope, receive, send)
+                return None
+            if not message.get("more_body", False):
+                return bytes(body)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that yields the body already read, then whatever comes next (a disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 class _JsonErrors:
-    """A ``send`` that turns the SDK's plain-text error responses into ``{"error", "message"}`` JSON."""
+    """A ``send`` that turns the SDK's error responses (plain text, or JSON-RPC errors without an id)
+    into ``{"error", "message"}`` JSON. MCP allows either body for an HTTP error; the SDK's client reads a
+    JSON-RPC body only to answer a request it sent, and a request it can send is never refused here."""
 
     def __init__(self, send: Send):
         self._send = send
@@ -166,8 +212,7 @@ class _JsonErrors:
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            headers = dict(message.get("headers", ()))
-            if message["status"] >= 400 and not headers.get(b"content-type", b"").startswith(b"application/json"):
+            if message["status"] >= 400:
                 self._start = message
                 return
         elif message["type"] == "http.response.body" and self._start is not None:
@@ -175,15 +220,27 @@ class _JsonErrors:
             if message.get("more_body", False):
                 return
             status = self._start["status"]
-            text = b"".join(self._chunks).decode("utf-8", "replace").strip() or "refused"
-            code = {421: "misdirected_request", 403: "forbidden", 413: "payload_too_large"}.get(status, "bad_request")
-            body = msgspec.json.encode(schemas.Error(error=code, message=text[:200]))
-            kept = [(k, v) for k, v in self._start.get("headers", ()) if k not in (b"content-type", b"content-length")]
+            code = _CODES.get(status, "internal_error" if status >= 500 else "bad_request")
+            body = msgspec.json.encode(schemas.Error(error=code, message=_sdk_message(b"".join(self._chunks), status)))
+            kept = [(k, v) for k, v in self._start.get("headers", ())
+                    if k not in (b"content-type", b"content-length", b"allow")]
+            if status == 405:  # DELETE: a stateless server has no session to end
+                kept.append((b"allow", b"POST"))
             await self._send({**self._start, "headers": [*kept, (b"content-type", b"application/json"),
                                                         (b"content-length", str(len(body)).encode())]})
             await self._send({"type": "http.response.body", "body": body})
             return
         await self._send(message)
+
+
+def _sdk_message(raw: bytes, status: int) -> str:
+    """The first line of the SDK's text, from a JSON-RPC error's ``message`` when it sent one."""
+    text = raw.decode("utf-8", "replace").strip()
+    with contextlib.suppress(msgspec.DecodeError, KeyError, TypeError):
+        text = str(msgspec.json.decode(raw)["error"]["message"])
+    if status == 405:
+        text = "DELETE ends an MCP session, and this server is stateless (it keeps none): only POST is taken"
+    return (text.splitlines() or ["refused"])[0][:200]
 
 
 def mcp_route_handlers(endpoint: McpEndpoint) -> list[ASGIRouteHandler]:

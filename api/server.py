@@ -6,7 +6,7 @@ from what is actually published (a real task, model and run id), so a first-time
 Several workers are safe because nothing they share lives in their memory: the warehouse is
 read-only, and the reuse count is kept in one SQLite file under ``state/`` (``api.reuse``). Each
 worker re-creates the app from the environment (``MEDBENCH_DATA``, ``MEDBENCH_PUBLIC_URL``,
-``MEDBENCH_MAX_CONNECTIONS``), which is why the arguments are put there before uvicorn starts.
+``MEDBENCH_MAX_CONNECTIONS``, ``MEDBENCH_MAX_CONNECTIONS_PER_CLIENT``), which is why the arguments are put there before uvicorn starts.
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1, 
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None, public_url: str | None = None,
-          access_log: bool = False, workers: int = 1, max_connections: int | None = None) -> None:
-    from api.http_protocol import MAX_CONNECTIONS_ENV
+          access_log: bool = False, workers: int = 1, max_connections: int | None = None,
+          max_connections_per_client: int | None = None) -> None:
+    from api.http_protocol import MAX_CONNECTIONS_ENV, PER_CLIENT_ENV
     from api.settings import PUBLIC_URL_ENV
     from warehouse.layout import DATA_ENV, DataDir
 
@@ -83,6 +84,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
         raise ValueError(f"workers must be at least 1, got {workers}")
     if max_connections is not None:
         os.environ[MAX_CONNECTIONS_ENV] = str(max_connections)
+    if max_connections_per_client is not None:
+        if max_connections_per_client < 0:
+            raise ValueError(f"--max-connections-per-client must be 0 (no limit) or more, got {max_connections_per_client}")
+        os.environ[PER_CLIENT_ENV] = str(max_connections_per_client)
     if workers == 1:
         from api.app import create_app
         from api.service import service_of

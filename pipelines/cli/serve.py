@@ -25,6 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-connections", type=int, default=None,
                         help="open connections per process before new ones get 503 server_busy "
                         "(default: 4096, or less under a lower open-file limit)")
+    parser.add_argument("--max-connections-per-client", type=int, default=None,
+                        help="open connections from one client address before its new ones get 503 server_busy "
+                        "(default: 256; 0: no limit, e.g. behind a reverse proxy, where every client is the proxy)")
     parser.set_defaults(func=run)
 
 
@@ -32,5 +35,6 @@ def run(args: argparse.Namespace) -> int:
     from api.server import serve
 
     serve(host=args.host, port=args.port, access_log=args.access_log, workers=getattr(args, "workers", 1),
-          max_connections=getattr(args, "max_connections", None))
+          max_connections=getattr(args, "max_connections", None),
+          max_connections_per_client=getattr(args, "max_connections_per_client", None))
     return 0
