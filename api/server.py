@@ -68,6 +68,7 @@ def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1, 
         lines.append(f"serving warehouse {tables.version}: {len(tables.results)} {kind}")
         if cause:
             lines.append(f"warning: {cause}; serving the newest kept version that loads until a publish repairs it")
+    lines.append(f"website: open {base}/ in a browser (leaderboards, results, comparisons; /agents for agents)")
     lines.append("try:")
     lines += [f"  curl '{url}'" for url in example_urls(base, tables)]
     return "\n".join(lines)
