@@ -1,7 +1,8 @@
 """Run the service with uvicorn: one worker by default, ``--workers N`` for more processes.
 
-Used by ``medbench serve`` and ``medbench demo``. Before serving it prints URLs worth trying, built
-from what is actually published (a real task, model and run id), so a first-time user can paste them.
+Used by ``medbench serve`` and ``medbench demo``. Before serving it prints the website's address and
+URLs worth trying, built from what is actually published (a real task, model and run id), so a
+first-time user can open or paste them.
 
 Several workers are safe because nothing they share lives in their memory: the warehouse is
 read-only, and the reuse count is kept in one SQLite file under ``state/`` (``api.reuse``). Each
