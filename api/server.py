@@ -1,7 +1,8 @@
 """Run the service with uvicorn: one worker by default, ``--workers N`` for more processes.
 
-Used by ``medbench serve`` and ``medbench demo``. Before serving it prints URLs worth trying, built
-from what is actually published (a real task, model and run id), so a first-time user can paste them.
+Used by ``medbench serve`` and ``medbench demo``. Before serving it prints the website's address and
+URLs worth trying, built from what is actually published (a real task, model and run id), so a
+first-time user can open or paste them.
 
 Several workers are safe because nothing they share lives in their memory: the warehouse is
 read-only, and the reuse count is kept in one SQLite file under ``state/`` (``api.reuse``). Each
@@ -68,6 +69,7 @@ def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1, 
         lines.append(f"serving warehouse {tables.version}: {len(tables.results)} {kind}")
         if cause:
             lines.append(f"warning: {cause}; serving the newest kept version that loads until a publish repairs it")
+    lines.append(f"website: open {base}/ in a browser (leaderboards, results, comparisons; /agents for agents)")
     lines.append("try:")
     lines += [f"  curl '{url}'" for url in example_urls(base, tables)]
     return "\n".join(lines)

@@ -29,15 +29,16 @@ from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
 from api.routes.compare import comparison
 from api.service import Service, service_of
-from api.site import agent_text, views
-from api.site.pages import STATIC, TEXT, page_reply
+from api.site import agent_text, downloads, views
+from api.site.pages import CACHE_PAGE, STATIC, TEXT, page_reply
 from api.site.pages import render as render_template
-from api.tables import Tables
+from api.tables import Tables, TaskEntry
 from warehouse.layout import RUN_ID_RE
 
 log = logging.getLogger(__name__)
 
 CSS_PATH = "/static/site.css"
+FAVICON_PATH = "/favicon.ico"
 
 
 def _common(request: Request, service: Service, tables: Tables | None, *, title: str, twin: str | None,
@@ -50,9 +51,9 @@ def _common(request: Request, service: Service, tables: Tables | None, *, title:
 
 
 def _page(request: Request, service: Service, tables: Tables, template: str, *, title: str, twin: str | None,
-          nav: str = "", **context: Any) -> ASGIResponse:
+          nav: str = "", status: int = 200, **context: Any) -> ASGIResponse:
     body = render_template(template, **_common(request, service, tables, title=title, twin=twin, nav=nav), **context)
-    return page_reply(request.scope, body, version=tables.version)
+    return page_reply(request.scope, body, version=tables.version, status=status)
 
 
 def _error_page(request: Request, status: int, heading: str, message: str) -> Response:
@@ -75,6 +76,30 @@ def _on_validation(request: Request, exc: ValidationException) -> Response:
 def _on_crash(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error rendering %s", request.scope.get("path"), exc_info=exc)
     return _error_page(request, 500, "Internal error", "something went wrong rendering this page; it has been logged")
+
+
+def _board_of(tables: Tables, slug: str, version: int | None, model_type: str | None) -> tuple[TaskEntry, str | None]:
+    """The task version and model type a leaderboard page (or its CSV) asks for, or the error to show."""
+    name, ref_version = parse_task_ref(slug, name="slug")
+    wanted = version if version is not None else ref_version
+    entry = tables.find_task(name, wanted)
+    if entry is None:
+        raise task_not_found(name if wanted is None else f"{name}@{wanted}")
+    model_type = model_type or None
+    if model_type is not None and model_type not in views.MODEL_TYPES:
+        raise invalid_parameter(f"model_type must be one of {', '.join(views.MODEL_TYPES)}")
+    return entry, model_type
+
+
+def _task_of(tables: Tables, ref: str | None) -> TaskEntry | None:
+    """The compare page's ``task`` (``slug@version`` or ``slug``, the latest), None when not given."""
+    if ref is None or not ref.strip():
+        return None
+    name, version = parse_task_ref(ref.strip(), name="task")
+    entry = tables.find_task(name, version)
+    if entry is None:
+        raise task_not_found(ref.strip()[:80])
+    return entry
 
 
 def _page_route(path: str) -> Callable[[Callable[..., Any]], list[HTTPRouteHandler]]:
@@ -105,14 +130,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         model_type: str | None = Parameter(default=None),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
-        name, ref_version = parse_task_ref(slug, name="slug")
-        wanted = version if version is not None else ref_version
-        entry = tables.find_task(name, wanted)
-        if entry is None:
-            raise task_not_found(name if wanted is None else f"{name}@{wanted}")
-        model_type = model_type or None
-        if model_type is not None and model_type not in views.MODEL_TYPES:
-            raise invalid_parameter(f"model_type must be one of {', '.join(views.MODEL_TYPES)}")
+        entry, model_type = _board_of(tables, slug, version, model_type)
         base = service.base_url(request.scope)
         twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type)
         return _page(
@@ -120,7 +138,24 @@ def _handlers() -> list[HTTPRouteHandler]:
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
             model_types=views.MODEL_TYPES, board=views.leaderboard(tables, entry, model_type, base),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
+            csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
         )
+
+    @_page_route("/tasks/{slug:str}/leaderboard.csv")
+    async def task_csv(
+        request: Request,
+        service: NamedDependency[Service],
+        slug: FromPath[str],
+        version: int | None = Parameter(default=None, ge=0),
+        model_type: str | None = Parameter(default=None),
+    ) -> ASGIResponse:
+        tables = service.tables(request.scope)
+        entry, model_type = _board_of(tables, slug, version, model_type)
+        body = downloads.leaderboard_csv(tables, entry, model_type, service.base_url(request.scope))
+        headers = {"x-content-type-options": "nosniff",
+                   "content-disposition": f'attachment; filename="{downloads.filename(entry, model_type)}"'}
+        return respond(request.scope, Prepared(body), version=tables.version, cache_control=CACHE_PAGE,
+                       media_type=downloads.CSV, extra_headers=headers)
 
     @_page_route("/r/{run_id:str}")
     async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
@@ -139,10 +174,12 @@ def _handlers() -> list[HTTPRouteHandler]:
         )
 
     @_page_route("/models")
-    async def models(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
+    async def models(request: Request, service: NamedDependency[Service],
+                     q: str | None = Parameter(default=None)) -> ASGIResponse:
         tables = service.tables(request.scope)
-        return _page(request, service, tables, "models.html", title="Models", twin="/v1/models", nav="models",
-                     models=views.models(tables))
+        q = q if views.model_needle(q) is not None else None
+        return _page(request, service, tables, "models.html", title="Models", twin=views.query("/v1/models", q=q),
+                     nav="models", models=views.models(tables, q), q=q or "")
 
     @_page_route("/datasets")
     async def datasets(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
@@ -174,16 +211,26 @@ def _handlers() -> list[HTTPRouteHandler]:
         service: NamedDependency[Service],
         a: str | None = Parameter(default=None),
         b: str | None = Parameter(default=None),
+        task: str | None = Parameter(default=None),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         a, b = (a or "").strip() or None, (b or "").strip() or None
+        chosen = _task_of(tables, task)
+        page = {"title": "Compare two results", "nav": "compare"}
         if a is None or b is None:
-            return _page(request, service, tables, "compare.html", title="Compare two results", twin=None, nav="compare",
-                         choices=views.compare_choices(tables), picked_a=a, picked_b=b, cmp=None)
+            return _page(request, service, tables, "compare.html", twin=None, **page,
+                         picker=views.compare_picker(tables, chosen, a, b), cmp=None, mismatch=None)
+        first, second = tables.results.get(a), tables.results.get(b)
+        if first is not None and second is not None and first.record.task != second.record.task:
+            # a person picked results of two tasks: the form again, for A's task, with what went wrong (400 as on
+            # /v1/compare, so a script still sees an invalid request)
+            mismatch = {"a": first, "b": second}
+            return _page(request, service, tables, "compare.html", twin=None, status=400, **page,
+                         picker=views.compare_picker(tables, None, a, None), cmp=None, mismatch=mismatch)
         body = await comparison(service, tables, a, b)
-        return _page(request, service, tables, "compare.html", title="Compare two results",
-                     twin=views.query("/v1/compare", a=a, b=b), nav="compare", choices=views.compare_choices(tables),
-                     picked_a=a, picked_b=b, cmp=views.comparison_context(tables, body))
+        return _page(request, service, tables, "compare.html", twin=views.query("/v1/compare", a=a, b=b), **page,
+                     picker=views.compare_picker(tables, None, a, b), cmp=views.comparison_context(tables, body),
+                     mismatch=None)
 
     css = Prepared((STATIC / "site.css").read_bytes())
 
@@ -192,7 +239,16 @@ def _handlers() -> list[HTTPRouteHandler]:
         version = service.store.peek_version() or NO_WAREHOUSE
         return respond(request.scope, css, version=version, cache_control=CACHE_PUBLISHED, media_type="text/css; charset=utf-8")
 
-    return [*home, *task, *result, *models, *datasets, *about, *agents, *llms, *compare, *stylesheet]
+    icon = Prepared((STATIC / "favicon.svg").read_bytes())
+
+    @_page_route(FAVICON_PATH)
+    async def favicon(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
+        """The icon every page links (an SVG; browsers that ask /favicon.ico unprompted get it too, not a 404)."""
+        version = service.store.peek_version() or NO_WAREHOUSE
+        return respond(request.scope, icon, version=version, cache_control=CACHE_PUBLISHED, media_type="image/svg+xml")
+
+    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *stylesheet,
+            *favicon]
 
 
 def site_route_handlers() -> list[Router]:

@@ -53,6 +53,10 @@ class Scale:
         frac = (value - self.low) / span if span > 0 else 0.5
         return left + min(max(frac, 0.0), 1.0) * (right - left)
 
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies on the axis (a reference line outside it is not drawn, nor mentioned)."""
+        return self.low <= value <= self.high
+
     def ticks(self, most: int = 5) -> list[float]:
         step = nice_step((self.high - self.low) / max(most - 1, 1))
         first = math.ceil(self.low / step - 1e-9) * step
@@ -94,7 +98,7 @@ def ci_bar(value: float, ci_low: float, ci_high: float, scale: Scale, *, referen
     """One interval as a bar with a dot at the estimate, on a scale shared by a whole leaderboard."""
     left, right, mid = 6.0, width - 6.0, height / 2
     body = [f'<line x1="{_n(left)}" y1="{_n(mid)}" x2="{_n(right)}" y2="{_n(mid)}" stroke="{GRID}" stroke-width="1"/>']
-    if reference is not None and scale.low <= reference <= scale.high:
+    if reference is not None and scale.contains(reference):
         rx = scale.x(reference, left, right)
         body.append(f'<line x1="{_n(rx)}" y1="2" x2="{_n(rx)}" y2="{_n(height - 2)}" stroke="{REFERENCE}" '
                     'stroke-width="1" stroke-dasharray="2 2"/>')

@@ -18,6 +18,7 @@ import msgspec
 from markupsafe import Markup
 
 from api import render, schemas
+from api.params import BLANKS
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
 
@@ -76,7 +77,9 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
         interval = tables.rank_interval(task.ref, model_type, p.run_id, rank)
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
                              bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
-    return {"rows": rows, "total": len(board), "axis": svg.scale_axis(scale), "reference": reference,
+    # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
+    drawn = reference if reference is not None and scale.contains(reference) else None
+    return {"rows": rows, "total": len(board), "axis": svg.scale_axis(scale), "chance_line": drawn,
             "truncated": len(board) > len(shown)}
 
 
@@ -102,8 +105,17 @@ def result_picture(result: schemas.Result) -> tuple[str, Markup] | None:
     return None
 
 
-def models(tables: Tables) -> list[dict[str, Any]]:
-    """Every model of the warehouse with its current results (models known only from results too)."""
+def model_needle(q: str | None) -> str | None:
+    """``q`` as ``/v1/models`` reads it (``api.model_answers``): trimmed and casefolded, None when blank."""
+    return q.strip(BLANKS).casefold() if q is not None and q.strip(BLANKS) else None
+
+
+def models(tables: Tables, q: str | None = None) -> list[dict[str, Any]]:
+    """Every model of the warehouse with its current results (models known only from results too).
+
+    ``q`` filters as on ``/v1/models``: a case-insensitive substring of the name, the slug or the
+    provider model id, so the page and its JSON twin list the same models.
+    """
     by_slug: dict[str, list[Published]] = {}
     for (slug, _), p in sorted(tables.current.items()):
         by_slug.setdefault(slug, []).append(p)
@@ -116,7 +128,10 @@ def models(tables: Tables) -> list[dict[str, Any]]:
         if slug not in seen:
             m = ModelEntry(**msgspec.structs.asdict(results[0].record.model), backend="", description="")
             out.append({**dataclasses.asdict(m), "results": results})
-    return out
+    needle = model_needle(q)
+    if needle is None:
+        return out
+    return [m for m in out if any(needle in (m[k] or "").casefold() for k in ("name", "slug", "provider_model_id"))]
 
 
 def agent_examples(tables: Tables, base: str) -> dict[str, Any]:
@@ -175,11 +190,33 @@ def comparison_context(tables: Tables, body: schemas.Compare) -> dict[str, Any]:
             "picture": svg.difference_bar(body.difference, body.ci_low, body.ci_high)}
 
 
-def compare_choices(tables: Tables) -> list[tuple[TaskEntry, Sequence[Published]]]:
-    """Results grouped by task version, for the compare form."""
-    out = []
-    for task in tables.tasks:
-        results = [p for p in tables.listing if p.record.task == task.ref]
-        if results:
-            out.append((task, results))
-    return out
+@dataclass(frozen=True)
+class Picker:
+    """The compare form: one task version at a time, A and B chosen among its results only."""
+
+    tasks: Sequence[tuple[TaskEntry, int]]  # every task version with results, and how many
+    task: TaskEntry | None
+    results: Sequence[Published]  # of ``task``: the leaderboard (best first), then superseded results
+    a: str | None
+    b: str | None
+
+
+def task_results(tables: Tables, ref: str) -> list[Published]:
+    board = tables.leaderboards.get(ref, ())
+    ranked = {p.run_id for p in board}
+    return [*board, *(p for p in tables.listing if p.record.task == ref and p.run_id not in ranked)]
+
+
+def compare_picker(tables: Tables, task: TaskEntry | None, a: str | None = None, b: str | None = None) -> Picker:
+    """The form for ``task`` (default: a's task, else the first with two results), A and B defaulting to
+    its top two results, so the first press of "Compare" compares two different results of one task."""
+    tasks = [(t, n) for t in tables.tasks if (n := len(task_results(tables, t.ref)))]
+    if task is None and a in tables.results:
+        task = tables.task_by_ref.get(tables.results[a].record.task)
+    if task is None:
+        task = next((t for t, n in tasks if n >= 2), tasks[0][0] if tasks else None)
+    results = task_results(tables, task.ref) if task is not None else []
+    ids = [p.run_id for p in results]
+    a = a if a in ids else (ids[0] if ids else None)
+    b = b if b in ids else next((i for i in ids if i != a), None)
+    return Picker(tasks=tasks, task=task, results=results, a=a, b=b)

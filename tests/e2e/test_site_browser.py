@@ -134,3 +134,91 @@ def test_readable_on_a_phone(browser, site: str) -> None:
             shot(page, name)
     finally:
         context.close()
+
+
+# A Korean glyph drawn with the page's own font stack, as pixels: every missing glyph is the same
+# .notdef box ("tofu"), so distinct syllables drawing identical pixels, or the pixels of U+FFFF
+# (a noncharacter no font has), mean the text is unreadable.
+GLYPHS_JS = """(chars) => {
+  const family = getComputedStyle(document.body).fontFamily;
+  const draw = (ch) => {
+    const canvas = document.createElement('canvas'); canvas.width = 64; canvas.height = 64;
+    const ctx = canvas.getContext('2d'); ctx.font = '48px ' + family; ctx.textBaseline = 'top';
+    ctx.fillStyle = '#000'; ctx.fillText(ch, 4, 4); return canvas.toDataURL();
+  };
+  const notdef = draw('\\uFFFF');
+  const drawn = chars.map(draw);
+  return {family: family, distinct: new Set(drawn).size, tofu: drawn.filter((d) => d === notdef).length};
+}"""
+
+
+def test_korean_text_is_drawn_with_real_glyphs(page, site: str) -> None:
+    page.goto(f"{site}/tasks/clinicalqa")
+    page.click("details summary")
+    assert "정답" in page.locator("main").inner_text()  # the task's own Korean text
+    glyphs = ["정", "답", "가", "외", "과", "한"]
+    drawn = page.evaluate(GLYPHS_JS, glyphs)
+    assert "Noto Sans CJK KR" in drawn["family"] and "Malgun Gothic" in drawn["family"], drawn
+    assert drawn["distinct"] == len(glyphs) and drawn["tofu"] == 0, f"Korean drawn as empty boxes: {drawn}"
+    shot(page, "korean-task")
+
+
+def test_the_leaderboard_fits_a_1280_px_window(browser, site: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        for slug in ("vitaldb-ioh", "clinicalqa"):
+            page.goto(f"{site}/tasks/{slug}")
+            fit = page.evaluate("""() => {
+              const table = document.querySelector('table.board'), wrap = table.closest('.table-wrap');
+              const th = [...table.querySelectorAll('thead th')].find((e) => e.textContent.trim() === 'Evaluated');
+              const w = wrap.getBoundingClientRect(), h = th.getBoundingClientRect();
+              return {scroll: table.scrollWidth, client: wrap.clientWidth, wrapScroll: wrap.scrollWidth,
+                      left: h.left >= w.left, right: h.right <= w.right + 0.5, inWindow: h.right <= innerWidth};
+            }""")
+            assert fit["scroll"] <= fit["client"] and fit["wrapScroll"] <= fit["client"], (slug, fit)
+            assert fit["left"] and fit["right"] and fit["inWindow"], (slug, fit)
+            shot(page, f"task-1280-{slug}")
+    finally:
+        context.close()
+
+
+def test_the_chance_line_is_named_only_where_it_is_drawn(page, site: str) -> None:
+    page.goto(f"{site}/tasks/clinicalqa")  # five options: chance 0.2 lies on the demo's axis
+    assert "the dashed line is chance (0.200)" in page.locator("table.board caption").inner_text()
+    assert page.locator("table.board svg.ci-bar line[stroke-dasharray]").count() == page.locator("table.board svg.ci-bar").count()
+    page.goto(f"{site}/tasks/vitaldb-ioh")  # AUROC 0.5 is left of an axis starting near 0.75
+    assert "dashed line" not in page.locator("table.board caption").inner_text()
+    assert page.locator("table.board svg.ci-bar line[stroke-dasharray]").count() == 0
+
+
+def test_no_console_error_and_an_icon_on_the_home_page(page, site: str) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.goto(f"{site}/")
+    page.wait_for_load_state("networkidle")
+    icon = page.evaluate("""async () => {
+      const href = document.querySelector('link[rel=icon]').href, r = await fetch(href);
+      return {href: href, status: r.status, type: r.headers.get('content-type')};
+    }""")
+    assert icon == {"href": f"{site}/favicon.ico", "status": 200, "type": "image/svg+xml"}
+    assert errors == []
+
+
+def test_the_compare_form_compares_two_results_of_one_task(page, site: str) -> None:
+    page.goto(f"{site}/compare")
+    page.select_option("#pick-task", "vitaldb-ioh@0")
+    page.click("#pick-task-form button")
+    page.wait_for_url("**/compare?task=vitaldb-ioh%400")
+    board = httpx.get(f"{site}/v1/leaderboard", params={"task": "vitaldb-ioh@0"}).json()["rows"]
+    assert page.locator("#pick-a option").evaluate_all("(os) => os.map((o) => o.value)") == [r["run_id"] for r in board]
+    assert (page.input_value("#pick-a"), page.input_value("#pick-b")) == (board[0]["run_id"], board[1]["run_id"])
+    page.click("#pick-pair-form button")
+    page.wait_for_url(f"**/compare?a={board[0]['run_id']}&b={board[1]['run_id']}")
+    assert page.locator("#difference").is_visible()
+    other = httpx.get(f"{site}/v1/leaderboard", params={"task": "clinicalqa@0"}).json()["rows"][0]["run_id"]
+    response = page.goto(f"{site}/compare?a={board[0]['run_id']}&b={other}")
+    assert response.status == 400 and page.locator("#compare-mismatch").is_visible()
+    assert page.locator("#pick-a").input_value() == board[0]["run_id"]
+    shot(page, "compare-mismatch")
