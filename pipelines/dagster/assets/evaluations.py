@@ -23,6 +23,7 @@ from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.engine.specs import Specs
+from pipelines.kinds import kind as kind_of
 from pipelines.tasks.base import CheckOutcome
 
 from .checks import outcome_check
@@ -148,7 +149,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
         return engine.prediction_checks(ev, data)
 
     checks = [outcome_check(predictions, name, description, prediction_outcomes, parts) for name, description in names]
-    if family.kind == "choice":  # a parse rate exists only where replies are parsed into options
+    if kind_of(family.kind).parses_replies:  # a parse rate exists only where replies are parsed into answers
         checks.append(outcome_check(
             metrics, "parse_rate_reasonable",
             f"At least {MIN_PARSE_RATE:.0%} of the model's replies parsed to an option (a warning: a low rate "
