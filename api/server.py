@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from api.responses import TARGET_SCOPE_KEY
 from api.tables import StoreStatus, Tables
 
 if TYPE_CHECKING:
@@ -107,6 +108,21 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
     run_app("api.app:create_app", host, port, access_log=access_log, workers=workers, factory=True)
 
 
+class KeepsAbsoluteTarget:
+    """For uvicorn's httptools protocol, which keeps only the path of an absolute-form request target
+    (``GET http://a.example/v1/x HTTP/1.1``): leaves the whole target in the scope, so that the app can
+    refuse a Host the target contradicts (``api.responses.host_conflict``). Origin-form targets, nearly
+    every request, add nothing. A mixin, placed before the protocol class."""
+
+    url: bytes
+    scope: dict
+
+    def on_headers_complete(self) -> None:
+        if self.url[:1] != b"/" and b"://" in self.url:
+            self.scope[TARGET_SCOPE_KEY] = bytes(self.url)
+        super().on_headers_complete()  # type: ignore[misc]
+
+
 def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False, workers: int = 1,
             factory: bool = False) -> None:
     """uvicorn as the service runs: JSON even for requests the HTTP parser refuses, and the limits of
@@ -123,6 +139,9 @@ def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False,
     raise_open_file_limit()  # before the workers start: they inherit it
     if not LIMITED:
         log.warning("httptools is not installed: serving with h11, without the header, timeout and connection limits")
+    protocol = JsonErrorsHttpProtocol
+    if LIMITED:
+        protocol = type("ServedHttpProtocol", (KeepsAbsoluteTarget, JsonErrorsHttpProtocol), {})
     uvicorn.run(app, host=host, port=port, workers=workers, factory=factory, log_level="info", access_log=access_log,
-                http=JsonErrorsHttpProtocol, timeout_keep_alive=KEEP_ALIVE_S,
+                http=protocol, timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
