@@ -120,17 +120,38 @@ def host_conflict(scope: Scope) -> str | None:
     return f"the request target names host {named!r} but the Host header {said}; send the same host in both"
 
 
+_ORIGINS: dict[tuple, str] = {}  # (scheme, Host, root path, server address) -> origin: a hot path of every replay
+_ORIGIN_ENTRIES = 1024
+
+
 def request_origin(scope: Scope) -> str:
     """``scheme://host[:port]`` the request came to (plus any ASGI root path), for self-links.
 
     The request's one Host (``host_conflict`` has refused any other), when it is a plausible host;
     else the address the server listens on."""
-    host = header(scope, b"host")
-    # bounded: the origin ends up in cached bodies, so a huge Host header must not be multiplied in memory
+    host: bytes | None = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value
+            break
+    key = (scope.get("scheme", "http"), host, scope.get("root_path", ""), scope.get("server"))
+    origin = _ORIGINS.get(key)
+    if origin is None:
+        origin = _origin(key)
+        # bounded: the origin ends up in cached bodies, so a huge Host header must not be kept or multiplied
+        if host is None or len(host) <= MAX_HOST_CHARS:
+            if len(_ORIGINS) >= _ORIGIN_ENTRIES:
+                _ORIGINS.clear()
+            _ORIGINS[key] = origin
+    return origin
+
+
+def _origin(key: tuple) -> str:
+    scheme, raw, root_path, server = key
+    host = raw.decode("latin-1") if raw is not None else None
     if not host or len(host) > MAX_HOST_CHARS or not _HOST_RE.match(host):
-        server = scope.get("server")
         host = f"{server[0]}:{server[1]}" if server else "localhost"
-    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+    return f"{scheme}://{host}{root_path}".rstrip("/")
 
 
 def link_origin(scope: Scope, public_url: str | None) -> str:
