@@ -182,7 +182,7 @@ def report(ours: dict[str, WrkResult], theirs: dict[str, WrkResult]) -> list[str
         ratio = ours[route].requests_per_s / theirs[route].requests_per_s
         lines.append(f"{route:<12} {_cell(ours[route]):>36} | {_cell(theirs[route]):>37} | {ratio:8.1f}x")
     cors_x = ours["lookup-cors"].requests_per_s / theirs["lookup"].requests_per_s
-    lines.append(f"{'lookup-cors':<12} {_cell(ours['lookup-cors']):>36} | (with an Origin header, as browsers send it: "
+    lines.append(f"{'lookup-cors':<12} {_cell(ours['lookup-cors']):>36} | (with an Origin header: as browsers send it, "
                  f"answer cache plus CORS headers) {cors_x:.1f}x datasette's lookup")
     lines.append(f"{'const':<12} {_cell(ours['const']):>36} | (trivial Litestar route on our server: the framework ceiling)")
     lines.append(f"{'bare':<12} {_cell(ours['bare']):>36} | (bare ASGI answer on our server: uvicorn's ceiling)")
