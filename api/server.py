@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from api.http_protocol import JsonErrorsHttpProtocol
 from api.responses import TARGET_SCOPE_KEY
 from api.tables import StoreStatus, Tables
 
@@ -123,6 +124,10 @@ class KeepsAbsoluteTarget:
         super().on_headers_complete()  # type: ignore[misc]
 
 
+class ServedHttpProtocol(KeepsAbsoluteTarget, JsonErrorsHttpProtocol):  # type: ignore[misc,valid-type]
+    """The protocol ``run_app`` serves with (httptools): a module-level class, as ``--workers`` pickles it."""
+
+
 def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False, workers: int = 1,
             factory: bool = False) -> None:
     """uvicorn as the service runs: JSON even for requests the HTTP parser refuses, and the limits of
@@ -134,14 +139,12 @@ def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False,
     """
     import uvicorn
 
-    from api.http_protocol import LIMITED, JsonErrorsHttpProtocol, raise_open_file_limit
+    from api.http_protocol import LIMITED, raise_open_file_limit
 
     raise_open_file_limit()  # before the workers start: they inherit it
     if not LIMITED:
         log.warning("httptools is not installed: serving with h11, without the header, timeout and connection limits")
-    protocol = JsonErrorsHttpProtocol
-    if LIMITED:
-        protocol = type("ServedHttpProtocol", (KeepsAbsoluteTarget, JsonErrorsHttpProtocol), {})
+    protocol = ServedHttpProtocol if LIMITED else JsonErrorsHttpProtocol
     uvicorn.run(app, host=host, port=port, workers=workers, factory=factory, log_level="info", access_log=access_log,
                 http=protocol, timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
