@@ -210,3 +210,23 @@ def test_requests_that_are_never_kept(request_scope: dict) -> None:
     before = copy.deepcopy(request_scope)
     assert replay_key(request_scope) is None
     assert request_scope == before  # nothing is left in the scope for handlers: they know nothing of replay
+
+
+@pytest.mark.parametrize(("headers", "target", "refused"), [
+    ([(b"host", b"h.example")], None, False),
+    ([(b"host", b"h.example"), (b"host", b"evil.example")], None, True),
+    ([(b"host", b"h.example"), (b"host", b"h.example")], None, True),
+    ([(b"host", b"H.example:80")], b"http://h.example:80/v1/x", False),  # hosts compare case-insensitively
+    ([(b"host", b"h.example")], b"http://evil.example/v1/x", True),
+    ([(b"host", b"h.example")], b"http://user@evil.example/v1/x?y=1", True),
+    ([], b"http://h.example/v1/x", True),
+], ids=["one", "two", "twice-the-same", "absolute-agrees", "absolute-other", "absolute-userinfo", "absolute-no-host"])
+def test_a_request_must_name_one_host(headers: list[tuple[bytes, bytes]], target: bytes | None, refused: bool) -> None:
+    from api.responses import TARGET_SCOPE_KEY, host_conflict
+
+    kept = {**scope(headers=headers), **({TARGET_SCOPE_KEY: target} if target else {})}  # httptools, via api.server
+    h11 = {**scope(headers=headers), **({"raw_path": target} if target else {})}  # h11 leaves the target in raw_path
+    for request_scope in (kept, h11):
+        problem = host_conflict(request_scope)
+        assert (problem is not None) == refused, problem
+        assert problem is None or "Host" in problem
