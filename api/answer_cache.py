@@ -45,7 +45,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import msgspec
 from litestar.config.cors import CORSConfig
@@ -53,6 +52,7 @@ from litestar.middleware._internal.cors import CORSMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import schemas
+from api.answer import Answer
 from api.params import MAX_CACHED_PARAMETER_CHARS
 from api.responses import (
     CACHE_ERROR,
@@ -66,21 +66,11 @@ from api.responses import (
     prepare,
     respond,
 )
-
-if TYPE_CHECKING:
-    from api.service import Service
-    from api.tables import Tables
+from api.service import Service
+from api.tables import Tables
 
 REPLAYABLE_METHODS = frozenset({"GET", "HEAD"})
 _WAREHOUSE = WAREHOUSE_HEADER.encode()
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What a replay needs: the encoded body, and whether a GET of it counts as a reuse (lookups)."""
-
-    prepared: Prepared
-    counts_reuse: bool = False
 
 
 class _LookupStatus(msgspec.Struct):
@@ -245,7 +235,7 @@ class AnswerCache:
         return reply
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, message: str) -> None:
-        """400 ``bad_request`` as the app's errors look (``api.errors``), answered here: Litestar never
+        """400 ``bad_request`` as the app's errors look (``api.error_handlers``), answered here: Litestar never
         sees a request whose host is ambiguous. CORS headers are added as the framework would."""
         version = self.service.store.peek_version() or NO_WAREHOUSE
         body = prepare(schemas.Error(error="bad_request", message=message))

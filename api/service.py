@@ -18,7 +18,7 @@ from litestar import Litestar
 from litestar.di import Provide
 from litestar.types import Scope
 
-from api.answer_cache import Answer
+from api.answer import Answer
 from api.errors import VERSION_SCOPE_KEY, warehouse_unavailable
 from api.responses import Prepared, Reply, link_origin, respond
 from api.reuse import STORE_NAME, ReuseCounter
