@@ -8,10 +8,9 @@ without a traceback (exit 2).
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
-
-import datetime as dt
 
 import msgspec
 
