@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-MAX_DEPTH = 32  # arrays and tables in one spec file; the deepest spec nests 4
+MAX_DEPTH = 32  # arrays and tables below the top level of a spec file; the checkout's deepest spec nests 2
 _TOML_TYPES = (dt.datetime, dt.date, dt.time)  # values TOML itself decodes, kept as they are
 
 
@@ -67,12 +67,13 @@ def _parse(path: Path) -> Any:
 
 
 def _too_deep(obj: Any) -> str | None:
-    """The key (as a spec author writes it) of the first value deeper than ``MAX_DEPTH``, or None (no recursion)."""
+    """The key (as a spec author writes it) of the first array or table nested deeper than ``MAX_DEPTH``
+    below the top level, or None; without recursion."""
     stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
     while stack:
         value, key, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return key or "(top level)"
+        if depth > MAX_DEPTH and isinstance(value, (dict, list)):
+            return key
         if isinstance(value, dict):
             stack.extend((v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in value.items())
         elif isinstance(value, list):
