@@ -28,9 +28,8 @@ import logging
 import os
 import stat
 import time
-from pathlib import Path
-
 from collections.abc import Iterable
+from pathlib import Path
 
 import duckdb
 import msgspec
