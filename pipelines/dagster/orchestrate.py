@@ -6,8 +6,10 @@ current specs and files: run ids need current snapshots, rebuilding them costs a
 for every selected partition without a run (``plan.py``; a reuse Dagster does not already show
 with its run id is recorded at once as an AssetObservation on the metrics asset), then the partitions that need
 work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
-ran or the warehouse lacks a reused result. Every run carries the tags in ``base_tags`` and
-belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
+ran or the version readers would serve lacks a finished result or holds an older record of one
+(a ``--force`` rerun whose publish failed); otherwise a damaged ``CURRENT`` or analysts' link is
+only repaired, no new version built (``warehouse.repair.repair_current``). Every run carries the
+tags in ``base_tags`` and belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
 ``publish``, from ``definitions.named_jobs``), resolved once per invocation: in the UI the CLI's
 runs sit under the same job names and descriptions as a maintainer's, and no run pays for
 resolving an ad-hoc job over the whole asset graph.
@@ -171,15 +173,29 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             report.outcomes += outcomes
             if report.interrupted:
                 return report
-        if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data, reused):
+        from warehouse.repair import pointer_problem, repair_current, servable_current
+
+        problem = pointer_problem(data)
+        if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data):
             result = jobs_by_name["publish"].execute_in_process(
                 run_config=QUIET_LOGS, instance=instance, raise_on_error=False, tags=tags)
             if not result.success:
                 report.errors.append(f"publish failed: {failure(result)}")
                 return report
-        from warehouse.publish import current_version
-
-        report.version = current_version(data) or ""
+            now = servable_current(data)[0]
+            repairs = [f"repaired warehouse/CURRENT: {problem}; now {now}"] if problem and now else []
+        else:
+            try:
+                repairs = repair_current(data)
+            except OSError as exc:
+                repairs = []
+                report.errors.append(f"could not repair the warehouse pointer or the medbench.duckdb link: {exc}")
+        for line in repairs:
+            print(line, flush=True)
+        version, cause = servable_current(data)  # "published" is said only of a version that opens
+        if cause and not report.errors:
+            report.errors.append(f"the published warehouse is unusable: {cause}; run `medbench materialize` again")
+        report.version = version or ""
     return report
 
 
@@ -245,20 +261,12 @@ def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: b
     return launch
 
 
-def _publish_needed(data: DataDir, reused: list[Planned]) -> bool:
-    """True when no warehouse is published or a reused result is missing from it (a repair)."""
-    from warehouse.publish import current_version
+def _publish_needed(data: DataDir) -> bool:
+    """True when no version can be served, or the one readers would serve (the pointer's, else the
+    newest sound kept one) lacks a finished result or holds another record than its result.json."""
+    from pipelines.engine.release import readable_results
+    from warehouse.repair import holds
+    from warehouse.versions import choose
 
-    if not current_version(data):
-        return True
-    from warehouse.read import open_current
-
-    try:
-        snap = open_current(data)
-    except Exception:
-        return True
-    try:
-        published = {r[0] for r in snap.con.execute("SELECT run_id FROM results").fetchall()}
-    finally:
-        snap.close()
-    return any(p.run_id not in published for p in reused)
+    chosen = choose(data)
+    return chosen.version is None or not holds(data, chosen.version, readable_results(data))
