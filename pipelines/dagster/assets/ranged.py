@@ -139,7 +139,7 @@ class _Recorder:
         if not check_keys or not (reused or skipped):
             return
         partitions = [ev.partition_key for ev, _ in reused + skipped]
-        targets = _materialisations(self.context.instance, asset_key, partitions, self.context.run_id)
+        targets = _materialisations(self.context.instance, asset_key, partitions, self.context.run.run_id)
         reasons = {ev.partition_key: (ev, reason) for ev, reason in skipped}
         for partition in partitions:
             if partition in reasons:
