@@ -57,7 +57,7 @@ def publish_sensor(publish_job, metrics_keys: list[dg.AssetKey], evaluation_jobs
         instance = context.instance
         newest = max((_latest_storage_id(instance, k) for k in metrics_keys), default=0)
         published = _latest_storage_id(instance, dg.AssetKey("published_warehouse"))
-        if newest <= max(int(context.cursor or 0), published):
+        if newest <= max(_handled(context.cursor), published):
             return dg.SkipReason("no metrics partition materialised since the last publish")
         if busy := _in_progress(instance, set(metrics_keys), {*evaluation_jobs, publish_job.name}):
             return dg.SkipReason(f"waiting for run(s) in progress: {', '.join(busy)}")
@@ -65,6 +65,12 @@ def publish_sensor(publish_job, metrics_keys: list[dg.AssetKey], evaluation_jobs
         return dg.RunRequest(run_key=f"metrics-{newest}")
 
     return publish_on_new_results
+
+
+def _handled(cursor: str | None) -> int:
+    """The newest metrics record handled; 0 for none, or for the cursor the automation-condition
+    sensor of the same name left in an instance made before this one replaced it."""
+    return int(cursor) if cursor and cursor.isdigit() else 0
 
 
 def _latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
