@@ -11,12 +11,12 @@ import dagster as dg
 import pytest
 from dagster._core.instance.utils import RUNLESS_RUN_ID
 from dagster._core.storage.event_log.base import PartitionKeyFilter
+from support.commands import run_medbench
 
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS
 from pipelines.dagster.partitions import asset_prefix
 from pipelines.engine.specs import load_specs
-from support.commands import run_medbench
 
 VLLM = "clinicalqa@0|google/medgemma-27b-text-it"
 

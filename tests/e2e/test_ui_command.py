@@ -56,11 +56,6 @@ def _alive(pid: int) -> bool:
     return text[text.rindex(")") + 2:].split()[0] != "Z"
 
 
-def _background_job() -> None:
-    os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `cmd &` in a non-interactive shell inherits
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_medbench_ui_serves_the_data_dirs_instance_and_stops_with_every_child(tmp_path, sig):
     data = tmp_path / "data"
@@ -71,9 +66,10 @@ def test_medbench_ui_serves_the_data_dirs_instance_and_stops_with_every_child(tm
     env.update(MEDBENCH_DATA=str(data), PYTHONUNBUFFERED="1")
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as stdout, open(err, "w") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli.main", "ui", "--port", str(port)], cwd=REPO,
-                                env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                                preexec_fn=_background_job)
+        # As `cmd &` in a non-interactive shell: SIGINT ignored (inherited through exec), its own session.
+        proc = subprocess.Popen(["sh", "-c", 'trap "" INT; exec "$0" "$@"', sys.executable, "-m", "pipelines.cli.main",
+                                 "ui", "--port", str(port)], cwd=REPO, env=env, stdout=stdout, stderr=stderr,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 180  # start-up only; nothing here is timed
         while True:
