@@ -4,7 +4,8 @@ Used by ``medbench materialize``, ``medbench demo`` and ``medbench eval``. Order
 inputs (skipped when Dagster's last materialisations of the snapshots and instances match the
 current specs and files: run ids need current snapshots, rebuilding them costs a run), then rule one
 for every selected partition without a run (``plan.py``; a reuse Dagster does not already show
-with its run id is recorded at once as an AssetObservation on the metrics asset), then the partitions that need
+with its run id is recorded at once as an AssetObservation on the metrics asset, a pair that
+cannot run here as a materialisation marked skipped, ``skip_records.py``), then the partitions that need
 work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
 ran or the version readers would serve lacks a finished result or holds an older record of one
 (a ``--force`` rerun whose publish failed); otherwise a damaged ``CURRENT`` or analysts' link is
@@ -155,10 +156,13 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                                    f"--max-cost {max_cost:g}; nothing was started (see --dry-run)")
         reused = [p for p in planned if p.status == "reuse"]
         report.outcomes += _reuse(instance, built, data, reused)
-        report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in planned if p.status == "skip"]
-        for p in planned:
-            if p.status == "skip":
-                print(f"skipping {p.partition}: {p.reason}", flush=True)
+        skipped = [p for p in planned if p.status == "skip"]
+        report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in skipped]
+        for p in skipped:
+            print(f"skipping {p.partition}: {p.reason}", flush=True)
+        from pipelines.dagster.skip_records import record_skips
+
+        record_skips(instance, built, specs, skipped)  # materialised as skipped, as a backfill records them
         print(f"{len(reused)} reused, {len(to_run)} to run ({jobs} at once at most)", flush=True)
         if to_run:
             from pipelines.dagster.launch import fail_in_flight, run_bounded
