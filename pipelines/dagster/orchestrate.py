@@ -43,8 +43,10 @@ def prepare_dagster_home(data: DataDir, home: Path | str | None = None) -> Path:
     home = Path(home or os.environ.get("DAGSTER_HOME") or data.root / "dagster")
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"
-    if not target.exists():
-        shutil.copyfile(REPO_ROOT / "dagster.yaml", target)
+    if not target.exists():  # copied whole, then renamed: a run started alongside never reads half of it
+        partial = home / f".dagster.yaml.{os.getpid()}.tmp"
+        shutil.copyfile(REPO_ROOT / "dagster.yaml", partial)
+        os.replace(partial, target)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -103,10 +105,11 @@ def dry_run_selection(demo: bool, tasks=(), models=(), force: bool = False, data
 def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] = (), force: bool = False,
                           data: DataDir | None = None, jobs: int | None = None, max_cost: float | None = None,
                           pools: list[str] = (), refresh_inputs: bool = False,
-                          dagster_home: Path | str | None = None,
+                          dagster_home: Path | str | None = None, lock_wait_s: float | None = None,
                           interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> Report:
     """``dagster_home``: the instance to record in (default DAGSTER_HOME, else <data>/dagster);
-    ``interrupts``: the exceptions that mean "stop" (Ctrl-C; inside a run also Dagster's own)."""
+    ``interrupts``: the exceptions that mean "stop" (Ctrl-C; inside a run also Dagster's own);
+    ``lock_wait_s``: how long to wait for another process's run of a partition (``launch.partition_wait_s``)."""
     from dagster import AssetKey
 
     from pipelines.dagster import inputs_state
@@ -170,7 +173,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             def log(message: str) -> None:
                 print(message, flush=True)
 
-            launch = _launcher(instance, built, jobs_by_name, tags, data, force)
+            launch = _launcher(instance, built, jobs_by_name, tags, data, force, lock_wait_s)
             outcomes, report.interrupted = run_bounded(
                 to_run, jobs, limits, launch, on_interrupt=lambda tokens: fail_in_flight(instance, tokens, log),
                 log=log, interrupts=interrupts)
@@ -246,17 +249,29 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
     return outcomes
 
 
-def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool):
+def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool, wait_s: float | None):
     from pipelines.dagster.launch import execute_partition
     from pipelines.dagster.partitions import evaluation_job_name
     from pipelines.engine.evaluate import existing_result
+    from pipelines.engine.locks import written_since
+
+    def reuse(p: Planned, held) -> Outcome | None:
+        """Rule one again, under the partition's lock: a result another process stored meanwhile
+        (with ``--force``: one it stored while this one waited) is reused, not paid for twice."""
+        path = data.result_path(p.run_id)
+        if not path.exists() or (force and not (held.waited and written_since(path, held.asked_at))):
+            return None
+        print(f"{p.partition}: the other process evaluated it (run {p.run_id}); reusing its result", flush=True)
+        return _reuse(instance, built, data, [p])[0]
 
     def launch(p: Planned, token: str) -> Outcome:
         fa = built.families[p.task.family]
         config = {"config": {"force": force}}
         job = jobs_by_name[evaluation_job_name(p.task.family)]
-        result = execute_partition(job, p, token, instance, data.root, tags=tags,
+        result = execute_partition(job, p, token, instance, data.root, tags=tags, reuse=reuse, wait_s=wait_s,
                                    run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}})
+        if isinstance(result, Outcome):
+            return result
         if not result.success:
             return Outcome(p.partition, "failed", p.run_id, failure(result))
         record = existing_result(data, p.run_id)  # planned after the inputs, so the run id is known
