@@ -141,9 +141,8 @@ def handlers() -> list[HTTPRouteHandler]:
                         data.predictions_path(run_id), run_id, exc)
             raise artifact_missing(published.record) from None
         if not path.is_relative_to(data.artifacts.resolve()):
-            # published, so as for a missing file: the server's fault, said without naming where it leads
             log.warning("refusing the predictions file of %s: it resolves outside %s", run_id, data.artifacts)
-            raise artifact_unavailable(run_id, "is not inside the server's artifacts folder")
+            raise run_not_found(run_id, "its predictions file is not inside the artifacts folder")
         await verified(tables, run_id, path, stat, published.record.predictions_sha256)
         etag = f'"{published.record.predictions_sha256}"'
         headers = {"etag": etag, "cache-control": CACHE_PUBLISHED, WAREHOUSE_HEADER: tables.version}
