@@ -215,6 +215,16 @@ def read_meta(data: DataDir, version: str) -> dict[str, str]:
         con.close()
 
 
+def published_records(data: DataDir, version: str) -> dict[str, str]:
+    """run_id -> the result record (its JSON, as published) of one version: what a publisher compares
+    with the result.json files to decide whether the version still holds every finished result."""
+    con = _connect(data, version)
+    try:
+        return dict(con.execute("SELECT run_id, record FROM results").fetchall())
+    finally:
+        con.close()
+
+
 def read_metrics(data: DataDir, version: str, run_id: str) -> tuple[MetricRow, ...]:
     """Every metric of one run, the primary first."""
     con = _connect(data, version)
@@ -282,6 +292,6 @@ def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
 
 __all__ = [
     "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
-    "leaderboard_lines", "open_current", "read_meta", "read_metrics", "read_version", "result_by_id",
+    "leaderboard_lines", "open_current", "published_records", "read_meta", "read_metrics", "read_version", "result_by_id",
     "schema_version_of",
 ]

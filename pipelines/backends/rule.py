@@ -17,7 +17,7 @@ from pipelines.backends.base import PromptItem, Usage
 from pipelines.backends.settings import UniformChoiceRule, settings_for
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.engine.progress import Progress
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS
+from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS
 
 CHUNK = 500
 

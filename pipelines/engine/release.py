@@ -30,6 +30,18 @@ def finished_results(data: DataDir) -> list[ResultRecord]:
     return [decode_record(p.read_bytes()) for p in sorted(data.artifacts.glob("*/result.json"))]
 
 
+def readable_results(data: DataDir) -> list[ResultRecord]:
+    """``finished_results`` without the ones whose result.json does not decode: what deciding whether
+    to publish compares with the warehouse (the publish itself names a bad file, and fails on it)."""
+    results = []
+    for path in sorted(data.artifacts.glob("*/result.json")) if data.artifacts.exists() else []:
+        try:
+            results.append(decode_record(path.read_bytes()))
+        except (OSError, ValueError):  # msgspec.DecodeError is a ValueError
+            continue
+    return results
+
+
 def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     datasets = []
     for d in specs.datasets.values():

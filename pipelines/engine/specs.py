@@ -327,12 +327,7 @@ def _expect(path: Path, key: str, got: str, want: str) -> None:
 def _decode_task(path: Path) -> TaskSpec:
     from pipelines.tasks.registry import family
 
-    try:
-        head = msgspec.toml.decode(_read(path), type=_TaskHead)
-    except msgspec.ValidationError as exc:
-        raise SpecError(f"{path}: {_explain(exc)}") from None
-    except msgspec.DecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    head = _decode(path, _TaskHead)
     try:
         fam = family(head.family)
     except KeyError as exc:

@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 
 from pipelines.datasets.clinicalqa.vignettes import VIGNETTES, Vignette
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS as LETTERS
+from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS as LETTERS
 
 DEMO_SOURCE = "medbench-demo (synthetic)"
 

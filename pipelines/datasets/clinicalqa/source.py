@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.datasets.clinicalqa.dataset import CLINICALQA_SOURCE_ENV
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS as ANSWER_LETTERS
+from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS as ANSWER_LETTERS
 from pipelines.engine.specs import DatasetSpec
 from warehouse.files import atomic_path, atomic_write_bytes
 

@@ -2,7 +2,7 @@
 
 Dataset ``clinicalqa`` (one snapshot row per question); instances ``items.parquet`` (one prompt per
 question, ``items.py``); models are text generators (``pipelines.backends``) whose raw outputs are
-stored under a generation key and parsed by the versioned answer parser (``parser.py``); the score
+stored under a generation key and parsed by the versioned answer parser (``parsing/``); the score
 is accuracy and parse rate with percentile-bootstrap intervals, plus accuracy by category
 (``score.py``). Warehouse kind ``choice``.
 """
