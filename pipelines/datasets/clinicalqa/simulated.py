@@ -63,7 +63,7 @@ PANEL: tuple[Profile, ...] = (
     Profile("hedging", "hedging", 0.68,
             {"Pediatrics": 0.12, "General Surgery": 0.1, "Infectious Disease": -0.15}, hedge=0.2),
     Profile("small-ko", "small_ko", 0.36,
-            {"Psychiatry": 0.14, "Dermatology": 0.1, "Neurology": -0.12}),
+            {"Psychiatry": 0.24, "Dermatology": 0.2, "Neurology": -0.18}),
 )
 
 
