@@ -131,6 +131,7 @@ class ReplaySettings(_Settings):
     demo_only: bool = False
     resolved: str = ""
 
+    public_fields: ClassVar[frozenset[str]] = frozenset({"demo_only"})
     local_fields: ClassVar[frozenset[str]] = frozenset({"resolved"})
     path_fields: ClassVar[frozenset[str]] = frozenset({"outputs"})
 
