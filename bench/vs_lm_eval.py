@@ -92,6 +92,19 @@ def count_identical(ours: dict[str, str], theirs: dict[str, str], order: list[st
     return sum(1 for i in order if i in ours and i in theirs and ours[i] == theirs[i])
 
 
+class Clock:
+    """Wall and CPU seconds of a block. The machine the figures come from is shared, so wall time
+    swings with the neighbours' load; this process's CPU time (one torch thread) swings much less."""
+
+    def __enter__(self) -> Clock:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+
+
 class Ours:
     """medbench's TransformersGenerator, loaded by a warm-up call; ``run`` generates into a fresh store."""
 
@@ -105,15 +118,14 @@ class Ours:
         )
         self.runs = 0
 
-    def run(self, items: list[PromptItem]) -> tuple[float, dict[str, str]]:
+    def run(self, items: list[PromptItem]) -> tuple[Clock, dict[str, str]]:
         from pipelines.engine.generations import GenerationStore
 
         self.runs += 1
         store = GenerationStore(self.workdir / f"ours-{self.runs}.jsonl")
-        began = time.perf_counter()
-        self.generator.generate(items, store, quiet)
-        elapsed = time.perf_counter() - began
-        return elapsed, {g.instance_id: g.output for g in store.load().values()}
+        with Clock() as clock:
+            self.generator.generate(items, store, quiet)
+        return clock, {g.instance_id: g.output for g in store.load().values()}
 
     def chat_context(self, prompt: str) -> str:
         """The text our backend hands the tokenizer for one prompt (the model's chat template)."""
@@ -145,22 +157,21 @@ class Theirs:
 
         self.lm.generate_until = timed_generate_until
 
-    def run(self, limit: int | None = None) -> tuple[float, dict[str, str], dict[str, str]]:
-        """(seconds, generation by id, logged context by id); loading the task's dataset is not timed."""
+    def run(self, limit: int | None = None) -> tuple[Clock, dict[str, str], dict[str, str]]:
+        """(time taken, generation by id, logged context by id); loading the task's dataset is not timed."""
         from lm_eval import evaluator
 
         task_dict = self.tasks.load([TASK_NAME])
         self.generate_seconds = 0.0
-        began = time.perf_counter()
-        results = evaluator.evaluate(
-            self.lm, task_dict, limit=limit, log_samples=True, apply_chat_template=True,
-            bootstrap_iters=0, verbosity="WARNING",
-        )
-        elapsed = time.perf_counter() - began
+        with Clock() as clock:
+            results = evaluator.evaluate(
+                self.lm, task_dict, limit=limit, log_samples=True, apply_chat_template=True,
+                bootstrap_iters=0, verbosity="WARNING",
+            )
         samples = results["samples"][TASK_NAME]
         outputs = {s["doc"]["instance_id"]: s["resps"][0][0] for s in samples}
         contexts = {s["doc"]["instance_id"]: s["arguments"][0][0] for s in samples}
-        return elapsed, outputs, contexts
+        return clock, outputs, contexts
 
 
 def _quiet_libraries(workdir: Path) -> None:
@@ -217,10 +228,10 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     our_times, their_times, their_generate = [], [], []
     identical = len(items)
     for _ in range(args.repeats):
-        our_s, our_out = ours.run(items)
-        their_s, their_out, contexts = theirs.run()
-        our_times.append(our_s)
-        their_times.append(their_s)
+        our_clock, our_out = ours.run(items)
+        their_clock, their_out, contexts = theirs.run()
+        our_times.append(our_clock)
+        their_times.append(their_clock)
         their_generate.append(theirs.generate_seconds)
         identical = min(identical, count_identical(our_out, their_out, order))
         difference = first_difference(our_out, their_out, order)
@@ -234,24 +245,28 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
             print(f"vs_lm_eval: medbench and lm-eval differ at {difference}", file=sys.stderr)
             return 1
 
-    our_rate = len(items) / statistics.median(our_times)
-    their_rate = len(items) / statistics.median(their_times)
+    n = len(items)
+    our_wall, their_wall = (statistics.median(c.wall for c in runs) for runs in (our_times, their_times))
+    our_cpu, their_cpu = (statistics.median(c.cpu for c in runs) for runs in (our_times, their_times))
+    our_rate, their_rate = n / our_wall, n / their_wall
     print(
         f"vs_lm_eval: model={args.model} n={args.n} max_new_tokens={args.max_new_tokens} "
         f"batch_size={args.batch_size} threads={args.threads} repeats={args.repeats} "
         f"hardware={ours.generator.hardware()} lm_eval={_lm_eval_version()}"
     )
+    print(f"medbench transformers backend: {n} items in {our_wall:.3f} s wall, {our_cpu:.3f} s CPU (medians of {args.repeats})")
     print(
-        f"medbench transformers backend: {len(items)} items in {statistics.median(our_times):.3f} s "
-        f"(median of {args.repeats})"
-    )
-    print(
-        f"lm-evaluation-harness hf     : {len(items)} items in {statistics.median(their_times):.3f} s "
-        f"(median of {args.repeats}; of which generate_until {statistics.median(their_generate):.3f} s)"
+        f"lm-evaluation-harness hf     : {n} items in {their_wall:.3f} s wall, {their_cpu:.3f} s CPU "
+        f"(medians of {args.repeats}; generate_until {statistics.median(their_generate):.3f} s wall of it)"
     )
     print(
         f"medbench transformers backend: {our_rate:.1f} items/s; lm-evaluation-harness hf: {their_rate:.1f} items/s; "
         f"medbench / lm-eval: {our_rate / their_rate:.2f} x"
+    )
+    paired = sorted(t.wall / o.wall for o, t in zip(our_times, their_times))  # adjacent runs share the load
+    print(
+        f"paired runs medbench / lm-eval: {paired[0]:.2f}-{paired[-1]:.2f} x wall over {args.repeats}; "
+        f"by CPU time {their_cpu / our_cpu:.2f} x"
     )
     print(f"generations identical: {identical}/{len(items)}")
     return 0

@@ -14,14 +14,14 @@ import subprocess
 import sys
 
 import pytest
+from support.paths import REPO
 
 from bench.vs_lm_eval import count_identical, first_difference
-from support.paths import REPO
 
 RATIO = re.compile(
     r"^medbench transformers backend: [\d.]+ items/s; lm-evaluation-harness hf: [\d.]+ items/s; "
     r"medbench / lm-eval: [\d.]+ x$",
-    re.M,
+    re.MULTILINE,
 )
 
 
