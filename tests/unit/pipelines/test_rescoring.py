@@ -66,7 +66,7 @@ def test_parser_change_rescores_without_calling_the_model(clinicalqa_data, monke
     assert rows == {old.run_id: new.run_id, new.run_id: None}
 
 
-OLD_CLINICALQA_SPEC_CHANGES = (('parser = "v2"', 'parser = "v1"'), ('[intervals]\nproportion = "wilson"\n', ''))
+OLD_CLINICALQA_SPEC_CHANGES = (('parser = "v3"', 'parser = "v1"'), ('[intervals]\nproportion = "wilson"\n', ''))
 
 
 def _specs_with_old_clinicalqa(root):
