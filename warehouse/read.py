@@ -99,9 +99,19 @@ class Published:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, row_type: type[R], order_by: str) -> tuple[R, ...]:
-    """Rows of ``row_type``'s table as Structs, values as DuckDB returns them (NULL stays None)."""
+    """Rows of ``row_type``'s table as Structs, values as DuckDB returns them (NULL stays None).
+
+    A column added by a later schema (e.g. ``tasks.cluster_column``, schema 4) reads as its
+    default in a file built before it, so every kept version stays readable."""
     names = column_names(row_type)
-    return tuple(row_type(**dict(zip(names, row))) for row in con.execute(select_sql(row_type, order_by)).fetchall())
+    present = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [row_type.__table__]).fetchall()}
+    if all(n in present for n in names):
+        sql = select_sql(row_type, order_by)
+    else:
+        listed = [n if n in present else f"NULL AS {n}" for n in names]
+        sql = f"SELECT {', '.join(listed)} FROM {row_type.__table__}" + (f" ORDER BY {order_by}" if order_by else "")
+    return tuple(row_type(**dict(zip(names, row))) for row in con.execute(sql).fetchall())
 
 
 def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:

@@ -38,6 +38,7 @@ from api.responses import CACHE_PUBLISHED, PARQUET, WAREHOUSE_HEADER, not_modifi
 from api.routing import read_only
 from api.service import Service
 from api.tables import Tables
+from pipelines.kinds import kinds
 from warehouse.layout import RUN_ID_RE
 from warehouse.records import ResultRecord
 
@@ -111,8 +112,7 @@ def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/artifacts/{run_id:str}/predictions.parquet", operation_id="getPredictions",
         summary="Per-item predictions of one result",
-        description="Parquet. Choice tasks: instance_id, prediction, label, correct, parse_status, raw_output. "
-        "Score tasks: instance_id, score, label, caseid, subjectid, t.",
+        description="Parquet. " + " ".join(f"{k.name.capitalize()} tasks: {k.columns_text}." for k in kinds().values()),
         body=bytes, media_type=PARQUET, body_description="The Parquet file",
         errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)",
                 503: "`warehouse_unavailable`: nothing can be served; `artifact_unavailable`: the file on the server "

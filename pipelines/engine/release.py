@@ -14,6 +14,7 @@ from pipelines.engine.ranking import rank_rows
 from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
+from pipelines.tasks.registry import family
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.read import read_ranks
@@ -54,7 +55,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     tasks = [
         {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
          "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
-         "spec_hash": spec_hash(t), "spec": spec_builtins(t)}
+         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": family(t.family).cluster_column}
         for t in specs.tasks.values()
     ]
     models = [
@@ -67,7 +68,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     results = finished_results(data)
     models += orphan_models(specs, results)
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
-                   baseline_comparisons=baseline_comparison_rows(specs, data, results))
+                   baseline_comparisons=baseline_comparison_rows(specs, data, results),
+                   prediction_schemas=[family(t.family).predictions_schema for t in specs.tasks.values()])
 
 
 def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:

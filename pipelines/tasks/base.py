@@ -75,12 +75,16 @@ class TaskFamily(Protocol):
     """One family of tasks (e.g. five-option clinical questions; windowed hypotension prediction)."""
 
     name: ClassVar[str]                          # the task spec's `family`
-    kind: ClassVar[Kind]                         # the warehouse kind
+    kind: ClassVar[Kind]                         # the warehouse kind (``pipelines.kinds.kind(name)``)
+    # the predictions column whose values are the resampling clusters of every interval (rank
+    # intervals, /v1/compare, the baseline difference; recorded in the warehouse's ``tasks`` table);
+    # None: items are independent, each its own cluster
+    cluster_column: ClassVar[str | None]
     dataset: ClassVar[str]                       # slug of the dataset whose snapshot it reads
     settings_key: ClassVar[str]                  # the spec table that holds its settings
     settings_type: ClassVar[type[msgspec.Struct]]  # that table, typed (strict: unknown keys are errors)
     instances_file: ClassVar[str]                # e.g. "items.parquet", "windows.parquet"
-    predictions_schema: ClassVar[pa.Schema]      # CONTRACT.md's Parquet columns for its kind
+    predictions_schema: ClassVar[pa.Schema]      # its kind's ``schema`` first, then its own columns
     instances_asset: ClassVar[str]               # the Dagster asset holding its instances, e.g. "clinicalqa_items"
     instance_check_names: ClassVar[tuple[str, ...]]    # names of the CheckOutcomes instance_checks returns
     prediction_check_names: ClassVar[tuple[str, ...]]  # names of the CheckOutcomes prediction_checks returns

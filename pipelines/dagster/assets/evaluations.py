@@ -23,6 +23,7 @@ from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.engine.specs import Specs
+from pipelines.kinds import kind as kind_of
 from pipelines.tasks.base import CheckOutcome
 
 from .checks import outcome_check
@@ -149,8 +150,10 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
                                  {"run_id": ev.run_id}, "warn") for n, _ in names]
         return engine.prediction_checks(ev, data)
 
+    parses = kind_of(family.kind).parses_replies  # a parse rate exists only where replies are parsed into answers
+
     def metrics_outcomes(partition_key: str, medbench: MedbenchResource) -> list[CheckOutcome]:
-        return [_parse_rate(partition_key, medbench)] if family.kind == "choice" else []
+        return [_parse_rate(partition_key, medbench)] if parses else []
 
     # What each asset's checks say about a partition: the check steps call these, and a ranged run
     # calls them for the partitions it records without running the check steps (ranged.py).
@@ -161,7 +164,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
 
     checks = [outcome_check(predictions, name, description, by_partition(prediction_outcomes), parts)
               for name, description in names]
-    if family.kind == "choice":  # a parse rate exists only where replies are parsed into options
+    if parses:
         checks.append(outcome_check(
             metrics, "parse_rate_reasonable",
             f"At least {MIN_PARSE_RATE:.0%} of the model's replies parsed to an option (a warning: a low rate "

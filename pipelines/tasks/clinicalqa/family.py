@@ -55,6 +55,7 @@ class ClinicalQAExtras(msgspec.Struct, frozen=True):
 class ClinicalQA:
     name = "clinicalqa"
     kind = "choice"
+    cluster_column = None  # the questions are independent: intervals resample items
     dataset = "clinicalqa"
     settings_key = "choice"
     settings_type = ChoiceSettings

@@ -20,20 +20,12 @@ import pyarrow as pa
 from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS, ParseStatus
 from pipelines.tasks.clinicalqa.parsing.versions import DEFAULT_VERSION, parse_answer
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from pipelines.kinds.choice import Choice
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.stats.wilson import wilson_interval
 
-PREDICTIONS_SCHEMA = pa.schema(
-    [
-        ("instance_id", pa.string()),
-        ("prediction", pa.string()),
-        ("label", pa.string()),
-        ("correct", pa.bool_()),
-        ("parse_status", pa.string()),
-        ("raw_output", pa.string()),
-    ]
-)
+PREDICTIONS_SCHEMA = Choice.schema  # the choice kind's columns (CONTRACT.md), nothing of its own
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
 MAX_REPORTED = 5
 # A result publishes its first UNPARSED_SAMPLE unparsed outputs (item order), each cut to

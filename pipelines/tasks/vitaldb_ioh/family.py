@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.backends.settings import published
+from pipelines.kinds.score import Score
 from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, predicted_once, scores_finite
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 
@@ -32,10 +33,8 @@ if TYPE_CHECKING:
     from warehouse.layout import DataDir
 
 PREVALENCE_RANGE = (0.005, 0.6)
-PREDICTIONS_SCHEMA = pa.schema([
-    ("instance_id", pa.string()), ("score", pa.float64()), ("label", pa.int8()),
-    ("caseid", pa.int32()), ("subjectid", pa.int32()), ("t", pa.int32()),
-])
+# the score kind's columns (instance_id, score, label), then the family's own
+PREDICTIONS_SCHEMA = pa.schema([*Score.schema, ("caseid", pa.int32()), ("subjectid", pa.int32()), ("t", pa.int32())])
 
 
 def fit_seed(ev: Evaluation) -> tuple[int, str]:
@@ -54,6 +53,7 @@ def fit_seed(ev: Evaluation) -> tuple[int, str]:
 class VitalDbIoh:
     name = "vitaldb-ioh"
     kind = "score"
+    cluster_column = "subjectid"  # windows of one patient are not independent: intervals resample subjects
     dataset = "vitaldb"
     settings_key = "ioh"
     settings_type = IohSettings
