@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Callable
+from collections.abc import Callable
 
 LETTERS = ("A", "B", "C", "D", "E")
 

@@ -9,9 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.backends.registry import DEMO_ONLY, NotRunnable, not_runnable_reason, text_generator
+from pipelines.backends.registry import (
+    DEMO_ONLY,
+    NotRunnable,
+    not_runnable_reason,
+    text_generator,
+)
 from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
-from pipelines.datasets.clinicalqa.simulated import OUTPUTS_DIR, PANEL, panel_replies, replay_bytes
+from pipelines.datasets.clinicalqa.simulated import (
+    OUTPUTS_DIR,
+    PANEL,
+    panel_replies,
+    replay_bytes,
+)
 from pipelines.datasets.clinicalqa.simulated_styles import NEEDS
 from pipelines.engine.specs import load_specs
 from pipelines.tasks.clinicalqa.parsing.versions import PARSERS, parse_answer
