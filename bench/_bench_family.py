@@ -100,7 +100,7 @@ class BenchFamily:
         return Predicted(table=table, usage=asdict(Usage()), config={"backend": ev.model.backend})
 
     def score(self, task, predictions: pa.Table, instances: Path):
-        from pipelines.engine.summary import ScoreSummary
+        from pipelines.core.outcomes import ScoreSummary
         from pipelines.stats.bootstrap import percentile_bootstrap_mean
 
         correct = np.asarray(predictions.column("correct").to_pylist(), dtype=bool)

@@ -8,7 +8,7 @@ the settings are a tagged union keyed by the field that says which (``rule``, ``
 each kind accepts exactly its own keys.
 
 Defaults are today's behaviour; a field equal to its default is left out of the spec hash and of
-the generation key (``pipelines.engine.canonical``), while results publish every key, defaults
+the generation key (``pipelines.core.canonical``), while results publish every key, defaults
 included, as ``config.backend_settings``; tests/unit/pipelines/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
 backend that runs them.
 """
@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from pipelines.engine.canonical import SpecStruct, spec_builtins
+from pipelines.core.canonical import SpecStruct, spec_builtins
 
 
 class _Settings(SpecStruct):
@@ -69,7 +69,7 @@ RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule
 
 
 class _WindowModel(_Settings):
-    """Window features of the trained models (pipelines.tasks.vitaldb_ioh.baselines.FeatureSpec).
+    """Window features of the trained models (pipelines.backends.window_scorers.FeatureSpec).
 
     ``seed`` is the fit seed (the estimator's ``random_state``) of a task whose ``[ioh]`` says
     ``fit_seed = "model"`` (vitaldb-ioh@0); under ``fit_seed = "task"`` (or without a seed here) the

@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 
 from pipelines.engine.specs import Specs
 from pipelines.stats.paired_auroc import METHOD, paired_auroc_difference
-from pipelines.tasks.registry import family
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord
 
@@ -37,8 +36,7 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
     """One row per (result, its task's baseline run), the baseline's own result left out."""
     rows: list[dict[str, Any]] = []
     for ref, task in sorted(specs.tasks.items()):
-        chooser = getattr(family(task.family), "baseline_model", None)
-        baseline_slug = chooser(task) if chooser else None
+        baseline_slug = specs.family_of(task).baseline_model(task)
         if not baseline_slug or task.kind != "score":
             continue
         runs = [r for r in results if r.task == ref]

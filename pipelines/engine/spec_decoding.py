@@ -12,9 +12,7 @@ from typing import Any
 
 import msgspec
 
-
-class SpecError(ValueError):
-    """A spec file is malformed; the message names the file and the offending key."""
+from pipelines.core.specs import SpecError
 
 
 def _read(path: Path) -> bytes:

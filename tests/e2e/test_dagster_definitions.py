@@ -13,7 +13,7 @@ from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, defs
 from pipelines.dagster.partitions import evaluation_keys, family_keys, sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import evaluation_partitions_sensor
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from support.paths import REPO
 
 DAGSTER = str(Path(sys.executable).with_name("dagster"))

@@ -18,7 +18,6 @@ import warnings
 
 import dagster as dg
 
-from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
@@ -106,7 +105,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
         if reused:
             context.log.info(f"{ev.partition_key}: run {ev.run_id} already evaluated; reusing it (rule one)")
         else:
-            if reason := not_runnable_reason(ev.model):
+            if reason := ev.backend.not_runnable_reason(ev.model):
                 yield from _skip(context, ev, reason)
                 return
             if config.regenerate:
@@ -129,7 +128,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
         record = engine.existing_result(data, ev.run_id)
         reused = record is not None and not config.recompute
         if not reused:
-            if not data.predictions_path(ev.run_id).exists() and (reason := not_runnable_reason(ev.model)):
+            if not data.predictions_path(ev.run_id).exists() and (reason := ev.backend.not_runnable_reason(ev.model)):
                 yield from _skip(context, ev, reason)
                 return
             record = engine.compute_metrics(ev, specs_now, data, context.log.info)
@@ -142,7 +141,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
     def prediction_outcomes(context: dg.AssetCheckExecutionContext, medbench: MedbenchResource):
         ev, data = _plan(context.op_execution_context.partition_key, medbench), medbench.data()
         if not data.predictions_path(ev.run_id).exists():  # not evaluated (or skipped): a warning, not red
-            why = not_runnable_reason(ev.model) or "not materialised yet"
+            why = ev.backend.not_runnable_reason(ev.model) or "not materialised yet"
             return [CheckOutcome(n, False, f"no predictions for run {ev.run_id}: {why}", {"run_id": ev.run_id}, "warn")
                     for n, _ in names]
         return engine.prediction_checks(ev, data)

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipelines.datasets.base import Log, Materialised, is_demo
-from pipelines.engine.specs import DatasetSpec
+from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.core.specs import DatasetSpec
 from warehouse.layout import DataDir
 from warehouse.files import atomic_path
 
@@ -34,7 +34,7 @@ def clinicalqa_source(data: DataDir) -> str | None:
     return os.environ.get(CLINICALQA_SOURCE_ENV) or None
 
 
-class ClinicalQADataset:
+class ClinicalQADataset(Dataset):
     slug = "clinicalqa"
 
     def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:

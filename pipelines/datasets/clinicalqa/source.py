@@ -24,9 +24,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.datasets.clinicalqa.dataset import CLINICALQA_SOURCE_ENV
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS as ANSWER_LETTERS
-from pipelines.engine.specs import DatasetSpec
+from pipelines.core.specs import DatasetSpec
 from warehouse.files import atomic_path, atomic_write_bytes
+
+ANSWER_LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")  # the dataset's answer column holds one of these
 
 OPTION_KEYS: tuple[str, ...] = tuple(f"option_{letter}" for letter in ANSWER_LETTERS)
 TEXT_FIELDS: tuple[str, ...] = (

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS, PARSER_VERSION, TAKES_OPTION_TEXTS, ParseStatus, parser_for
-from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.stats.wilson import wilson_interval
