@@ -30,7 +30,7 @@ def _outputs(path: Path, answer: str) -> None:
 def test_unchanged_files_give_the_same_specs_object(specs_dir: Path) -> None:
     first = cached_specs(specs_dir, builtin_plugins())
     assert cached_specs(specs_dir, builtin_plugins()) is first
-    assert cached_specs(str(specs_dir, builtin_plugins())) is first  # the same folder however it is named
+    assert cached_specs(str(specs_dir), builtin_plugins()) is first  # the same folder however it is named
 
 
 def test_an_edited_spec_file_is_read_again(specs_dir: Path) -> None:
