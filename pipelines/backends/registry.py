@@ -14,9 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
+from pipelines.backends.availability import check_backend, resolve_base_url
 from pipelines.backends.pools import pool_of
-from pipelines.backends.redact import has_userinfo
+from pipelines.backends.redact import has_userinfo, public_settings
+from pipelines.backends.replay import ReplayGenerator
 from pipelines.backends.replay_pin import pin_replay
+from pipelines.backends.rule import UniformChoiceGenerator
 from pipelines.backends.settings import (
     OpenAISettings,
     ReplaySettings,
@@ -25,8 +28,8 @@ from pipelines.backends.settings import (
     TransformersSettings,
     UniformChoiceRule,
     VllmSettings,
-    published,
 )
+from pipelines.backends.window_scorers import make_window_scorer
 from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
 from pipelines.core.specs import ModelSpec, SpecError
 from warehouse.layout import DataDir
@@ -37,8 +40,8 @@ __all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS"]
 class _Builtin(Backend):
     """What every built-in backend shares: results publish its settings through the allow-list."""
 
-    def published(self, settings: Any) -> dict[str, Any]:
-        return published(settings)
+    def published(self, settings: Any, *, keep_defaults: bool = True) -> dict[str, Any]:
+        return public_settings(settings, keep_defaults=keep_defaults)
 
     def pool(self, model: ModelSpec) -> str:
         return pool_of(model)
@@ -46,8 +49,6 @@ class _Builtin(Backend):
 
 class _WindowScoring(_Builtin):
     def window_scorer(self, model: ModelSpec, step_seconds: int) -> WindowScorer:
-        from pipelines.backends.window_scorers import make_window_scorer
-
         return make_window_scorer(model.settings, step_seconds)
 
 
@@ -62,8 +63,6 @@ class RuleBackend(_WindowScoring):
         s = model.settings
         if not isinstance(s, UniformChoiceRule):
             raise NotRunnable(f"{model.slug}: rule {type(s).__struct_config__.tag!r} does not answer choice tasks")
-        from pipelines.backends.rule import UniformChoiceGenerator
-
         return UniformChoiceGenerator.from_settings(s, options)
 
 
@@ -91,8 +90,6 @@ class ReplayBackend(_Builtin):
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
                        options: Sequence[str]) -> TextGenerator:
-        from pipelines.backends.replay import ReplayGenerator
-
         s = model.settings
         return ReplayGenerator(Path(s.resolved or s.outputs).expanduser())
 
@@ -101,8 +98,6 @@ class _LanguageModel(_Builtin):
     """A language model: machine requirements, and its own ``max_new_tokens`` lowering the task's cap."""
 
     def not_runnable_reason(self, model: ModelSpec) -> str | None:
-        from pipelines.backends.availability import check_backend
-
         return check_backend(self.name, model.settings)
 
     def max_new_tokens(self, model: ModelSpec, cap: int) -> int:
@@ -163,7 +158,6 @@ class OpenAIBackend(_LanguageModel):
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
                        options: Sequence[str]) -> TextGenerator:
         self._checked(model)
-        from pipelines.backends.availability import resolve_base_url
         from pipelines.backends.openai_backend import OpenAIChatGenerator
 
         s = model.settings
@@ -184,8 +178,6 @@ def not_runnable_reason(model: ModelSpec) -> str | None:
     """Why ``model`` (of a built-in backend) cannot run here, or None when it can."""
     if model.backend not in ("transformers", "vllm", "openai"):
         return None
-    from pipelines.backends.availability import check_backend
-
     return check_backend(model.backend, model.settings)
 
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from pipelines.backends.redact import public_settings
 from pipelines.core.canonical import SpecStruct, spec_builtins
 
 
@@ -255,8 +256,6 @@ def published(settings: Any) -> dict[str, Any]:
     result says exactly what ran even after a later code version changes a default; only the
     fields each Struct declares public are shown as they are, URLs lose their secrets, local paths
     become file names, and free-form values become ``<redacted>`` (``pipelines.backends.redact``)."""
-    from pipelines.backends.redact import public_settings
-
     return public_settings(settings, keep_defaults=True)
 
 

@@ -220,8 +220,9 @@ class Backend(Protocol):
         """Files besides the spec whose change must reload the specs (a replay's outputs file)."""
         return []
 
-    def published(self, settings: Any) -> dict[str, Any]:
-        """The settings as a result publishes them (``config.backend_settings``), secrets removed."""
+    def published(self, settings: Any, *, keep_defaults: bool = True) -> dict[str, Any]:
+        """The settings as a result publishes them (``config.backend_settings``: every key, defaults
+        included; the catalog's model spec: defaults omitted), secrets removed."""
         raise NotImplementedError(f"backend {self.name!r} declares no published settings")
 
     def max_new_tokens(self, model: ModelSpec, cap: int) -> int:

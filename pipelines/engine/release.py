@@ -49,7 +49,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
         {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
          "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
-         "spec_hash": spec_hash(m), "spec": _published_spec(m)}
+         "spec_hash": spec_hash(m), "spec": _published_spec(m, specs.backend_of(m))}
         for m in specs.models.values()
     ]
     results = finished_results(data)
@@ -89,9 +89,7 @@ def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
     return version, changed, len(catalog.results)
 
 
-def _published_spec(model) -> dict:
+def _published_spec(model, backend) -> dict:
     """The model spec as hashed, its settings through the same redaction as ``config.backend_settings``
-    (``pipelines.backends.redact.public_settings``): only declared-public settings as they are."""
-    from pipelines.backends.redact import public_settings
-
-    return {**spec_builtins(model), "settings": public_settings(model.settings, keep_defaults=False)}
+    (its backend's ``published``): only declared-public settings as they are, defaults omitted."""
+    return {**spec_builtins(model), "settings": backend.published(model.settings, keep_defaults=False)}

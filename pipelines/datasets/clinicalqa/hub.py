@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.datasets.clinicalqa.dataset import CLINICALQA_SOURCE_ENV
-from pipelines.datasets.clinicalqa.source import ClinicalqaDataError, ClinicalqaDownloadError
+from pipelines.datasets.clinicalqa.common import CLINICALQA_SOURCE_ENV, ClinicalqaDataError, ClinicalqaDownloadError
 from pipelines.engine.retry import Again, Backoff, retry_on_exception
 from pipelines.core.specs import DatasetSpec
 
