@@ -16,7 +16,7 @@ backend that runs them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -224,9 +224,6 @@ class OpenAISettings(_Settings):
     free_form_fields: ClassVar[frozenset[str]] = frozenset({"extra_body"})
 
 
-BackendName = Literal["rule", "sklearn", "replay", "transformers", "openai", "vllm"]
-BackendSettings = RuleSettings | SklearnSettings | ReplaySettings | TransformersSettings | VllmSettings | OpenAISettings
-
 MODEL_SETTINGS: dict[str, Any] = {
     "rule": RuleSettings,
     "sklearn": SklearnSettings,
@@ -235,7 +232,8 @@ MODEL_SETTINGS: dict[str, Any] = {
     "openai": OpenAISettings,
     "vllm": VllmSettings,
 }
-"""backend -> the type its ``[settings]`` table decodes into."""
+"""backend -> the type its ``[settings]`` table decodes into (each built-in ``Backend`` of
+``pipelines.backends.registry`` declares the same type as its ``settings_type``)."""
 
 
 def settings_for(backend: str, settings: Any) -> Any:

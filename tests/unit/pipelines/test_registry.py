@@ -137,3 +137,10 @@ def test_a_text_family_whose_table_has_another_name_is_served_by_any_text_backen
     lowered = specs.backend_of(tiny).max_new_tokens(tiny, 10_000)
     assert lowered == (10_000 if own is None else min(own, 10_000))
     assert msgspec.to_builtins(task)["quiz"] == {"n": 2}
+
+
+def test_each_builtin_backend_declares_the_settings_type_its_specs_decode_into() -> None:
+    from pipelines.backends.settings import MODEL_SETTINGS
+
+    backends = installed_plugins().backends
+    assert {name: backends.get(name).settings_type for name in MODEL_SETTINGS} == MODEL_SETTINGS
