@@ -11,7 +11,7 @@ before decoding, and a fix to one is a fix to both.
 from __future__ import annotations
 
 from api import render, schemas
-from api.answer_cache import Answer
+from api.answer import Answer
 from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.responses import Prepared, prepare

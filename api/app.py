@@ -23,7 +23,7 @@ from litestar.types import ControllerRouterHandler
 
 from api.answer_cache import AnswerCache
 from api.agent_sources import LocalAnswers
-from api.errors import EXCEPTION_HANDLERS, JsonPreflightRefusals
+from api.error_handlers import EXCEPTION_HANDLERS, JsonPreflightRefusals
 from api.mcp_server import McpEndpoint, mcp_route_handlers
 from api.openapi import api_version
 from api.reuse import flush_every

@@ -10,6 +10,7 @@ from __future__ import annotations
 from api import schemas
 from api.bibtex import result_bibtex
 from api.tables import Published, Tables, TaskEntry
+from pipelines.kinds import kinds
 from warehouse.records import MetricValue, ModelRef, ResultRecord
 
 
@@ -34,11 +35,17 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
 
 
 def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
-    """A metric with its interval method; a result written before methods were recorded used the
-    percentile bootstrap (over items for choice tasks, over subjects for score tasks, the ones
-    without a parse rate)."""
-    method = m.method or ("cluster-bootstrap-percentile" if r.parse_rate is None else "bootstrap-percentile")
+    """A metric with its interval method; a result written before methods were recorded gets its
+    kind's (``Kind.legacy_method``), the kind told by the record itself: a parse rate is recorded
+    exactly by the kinds that parse replies (``Kind.parses_replies``)."""
+    method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method)
+
+
+def legacy_method(r: ResultRecord) -> str:
+    """The interval method of a result published before methods were recorded."""
+    parsed = r.parse_rate is not None
+    return next(k.legacy_method for k in kinds().values() if k.parses_replies == parsed)
 
 
 def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | None = None) -> schemas.Row:

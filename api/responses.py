@@ -86,14 +86,79 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
     return False
 
 
+TARGET_SCOPE_KEY = "medbench_request_target"  # an absolute-form request target, left by the HTTP protocol
+_SHOWN = 80  # characters of a refused host quoted back in the error message
+
+
+def host_conflict(scope: Scope) -> str | None:
+    """Why the request does not name one host, or None: two ``Host`` headers, or a ``Host`` that is not
+    the authority of an absolute-form target (``GET http://a.example/v1/... HTTP/1.1``).
+
+    Self-links are built from the Host (``request_origin``) and the answer cache keys on the same
+    origin; a front cache or proxy may pick the other of two hosts, and would then hand one client's
+    links to every later client. So such a request is refused (400) before anything answers it.
+    uvicorn's httptools protocol keeps only the path of an absolute-form target: ``api.server`` has it
+    leave the whole target in the scope (``TARGET_SCOPE_KEY``); under h11 it is the raw path itself.
+    """
+    host: bytes | None = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            if host is not None:
+                return "the request has more than one Host header; send exactly one"
+            host = value
+    target = scope.get(TARGET_SCOPE_KEY)
+    if target is None:
+        raw = scope.get("raw_path", b"/")
+        target = raw if raw[:1] != b"/" else None
+    if target is None or b"://" not in target:
+        return None
+    authority = target.split(b"://", 1)[1].split(b"/", 1)[0].split(b"?", 1)[0].rpartition(b"@")[2]
+    if host is not None and host.lower() == authority.lower():
+        return None
+    named = authority.decode("latin-1")[:_SHOWN]
+    said = f"says {host.decode('latin-1')[:_SHOWN]!r}" if host is not None else "is missing"
+    return f"the request target names host {named!r} but the Host header {said}; send the same host in both"
+
+
+_ORIGINS: dict[tuple, str] = {}  # (scheme, Host, root path, server address) -> origin: a hot path of every replay
+_ORIGIN_ENTRIES = 1024
+
+
 def request_origin(scope: Scope) -> str:
-    """``scheme://host[:port]`` the request came to (plus any ASGI root path), for self-links."""
-    host = header(scope, b"host")
-    # bounded: the origin ends up in cached bodies, so a huge Host header must not be multiplied in memory
+    """``scheme://host[:port]`` the request came to (plus any ASGI root path), for self-links.
+
+    The request's one Host (``host_conflict`` has refused any other), when it is a plausible host;
+    else the address the server listens on."""
+    host: bytes | None = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value
+            break
+    key = (scope.get("scheme", "http"), host, scope.get("root_path", ""), scope.get("server"))
+    origin = _ORIGINS.get(key)
+    if origin is None:
+        origin = _origin(key)
+        # bounded: the origin ends up in cached bodies, so a huge Host header must not be kept or multiplied
+        if host is None or len(host) <= MAX_HOST_CHARS:
+            if len(_ORIGINS) >= _ORIGIN_ENTRIES:
+                _ORIGINS.clear()
+            _ORIGINS[key] = origin
+    return origin
+
+
+def _origin(key: tuple) -> str:
+    scheme, raw, root_path, server = key
+    host = raw.decode("latin-1") if raw is not None else None
     if not host or len(host) > MAX_HOST_CHARS or not _HOST_RE.match(host):
-        server = scope.get("server")
         host = f"{server[0]}:{server[1]}" if server else "localhost"
-    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+    return f"{scheme}://{host}{root_path}".rstrip("/")
+
+
+def link_origin(scope: Scope, public_url: str | None) -> str:
+    """The origin of every self-link in an answer (``MEDBENCH_PUBLIC_URL``, else where the request came
+    to): the one decision both the links (``Service.base_url``) and the answer cache's key use, so that a
+    kept answer is only ever replayed to requests whose links it already holds."""
+    return public_url or request_origin(scope)
 
 
 def respond(

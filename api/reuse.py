@@ -10,7 +10,8 @@ increments across processes:
 - ``add`` only bumps an in-memory pending number (the request path never touches the disk);
 - ``flush`` (every second from a background thread, and once at shutdown) adds the pending number
   in one transaction, ``UPDATE ... SET n = n + ?``, so no process overwrites another's increments;
-  a crash loses at most the last second;
+  a crash loses at most the last second; a store that cannot be written (a read-only ``state/``)
+  keeps the reuses pending in memory, logged once, then at most every ``REPEAT_WARNING_S``;
 - ``count`` is the shared total read from SQLite (cached for ``READ_CACHE_S``) plus this process's
   pending increments, so a process sees its own reuses at once and every other's within a second.
 The database is in WAL mode: readers never wait for the writer.
@@ -38,6 +39,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -47,6 +49,7 @@ log = logging.getLogger(__name__)
 STORE_NAME = "reuses.sqlite3"
 LEGACY_NAME = "reuses.json"
 READ_CACHE_S = 0.25
+REPEAT_WARNING_S = 600.0  # while the store cannot be written, a reminder at most this often (see flush_every)
 BUSY_TIMEOUT_MS = 5000  # a flush waits this long for another process's transaction (in its own thread)
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS reuses (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL CHECK (n >= 0))"
@@ -205,6 +208,12 @@ class ReuseCounter:
         with self._lock:
             return self._total + self._pending
 
+    @property
+    def pending(self) -> int:
+        """This process's reuses not yet in the store."""
+        with self._lock:
+            return self._pending
+
     def add(self, n: int = 1) -> None:
         with self._lock:
             self._pending += n
@@ -241,12 +250,36 @@ class ReuseCounter:
             self._close()
 
 
-async def flush_every(counter: ReuseCounter, seconds: float) -> None:
+async def flush_every(counter: ReuseCounter, seconds: float, repeat_s: float | None = None,
+                      clock: Callable[[], float] = time.monotonic) -> None:
     """Background task: flush the counter every ``seconds`` until cancelled, in a thread (a flush may
-    wait for another process's transaction, which must not stall the event loop)."""
+    wait for another process's transaction, which must not stall the event loop).
+
+    A store that cannot be written (a read-only ``state/``, a full disk) fails every flush; one warning
+    per second buried the log (issue #22). So the failure is logged once when it starts, again at most
+    every ``repeat_s`` while it lasts (``REPEAT_WARNING_S``), and once when a write succeeds again. The
+    server keeps serving and counting in memory meanwhile; nothing pending is lost while it runs.
+    """
+    repeat_s = REPEAT_WARNING_S if repeat_s is None else repeat_s
+    failing_since: float | None = None
+    warned_at = 0.0
     while True:
         await asyncio.sleep(seconds)
         try:
-            await asyncio.to_thread(counter.flush)
+            wrote = await asyncio.to_thread(counter.flush)
         except OSError as exc:
-            log.warning("could not write the reuse store %s (will retry): %s", counter.path, exc)
+            now = clock()
+            if failing_since is None:
+                failing_since = warned_at = now
+                log.warning("could not write the reuse store %s (reuses are kept in memory and retried every %g s; "
+                            "logged again at most every %g min while it lasts): %s",
+                            counter.path, seconds, repeat_s / 60, exc)
+            elif now - warned_at >= repeat_s:
+                warned_at = now
+                log.warning("still cannot write the reuse store %s (for %.0f min now; %d reuses in memory): %s",
+                            counter.path, (now - failing_since) / 60, counter.pending, exc)
+            continue
+        if wrote and failing_since is not None:
+            log.warning("the reuse store %s is writable again (after %.0f min); the reuses kept in memory were added",
+                        counter.path, (clock() - failing_since) / 60)
+            failing_since = None

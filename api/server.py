@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from api.http_protocol import JsonErrorsHttpProtocol
+from api.responses import TARGET_SCOPE_KEY
 from api.tables import StoreStatus, Tables
 
 if TYPE_CHECKING:
@@ -114,6 +116,25 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
     run_app("api.app:create_app", host, port, access_log=access_log, workers=workers, factory=True)
 
 
+class KeepsAbsoluteTarget:
+    """For uvicorn's httptools protocol, which keeps only the path of an absolute-form request target
+    (``GET http://a.example/v1/x HTTP/1.1``): leaves the whole target in the scope, so that the app can
+    refuse a Host the target contradicts (``api.responses.host_conflict``). Origin-form targets, nearly
+    every request, add nothing. A mixin, placed before the protocol class."""
+
+    url: bytes
+    scope: dict
+
+    def on_headers_complete(self) -> None:
+        if self.url[:1] != b"/" and b"://" in self.url:
+            self.scope[TARGET_SCOPE_KEY] = bytes(self.url)
+        super().on_headers_complete()  # type: ignore[misc]
+
+
+class ServedHttpProtocol(KeepsAbsoluteTarget, JsonErrorsHttpProtocol):  # type: ignore[misc,valid-type]
+    """The protocol ``run_app`` serves with (httptools): a module-level class, as ``--workers`` pickles it."""
+
+
 def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False, workers: int = 1,
             factory: bool = False) -> None:
     """uvicorn as the service runs: JSON even for requests the HTTP parser refuses, and the limits of
@@ -125,11 +146,12 @@ def run_app(app: Litestar | str, host: str, port: int, access_log: bool = False,
     """
     import uvicorn
 
-    from api.http_protocol import LIMITED, JsonErrorsHttpProtocol, raise_open_file_limit
+    from api.http_protocol import LIMITED, raise_open_file_limit
 
     raise_open_file_limit()  # before the workers start: they inherit it
     if not LIMITED:
         log.warning("httptools is not installed: serving with h11, without the header, timeout and connection limits")
+    protocol = ServedHttpProtocol if LIMITED else JsonErrorsHttpProtocol
     uvicorn.run(app, host=host, port=port, workers=workers, factory=factory, log_level="info", access_log=access_log,
-                http=JsonErrorsHttpProtocol, timeout_keep_alive=KEEP_ALIVE_S,
+                http=protocol, timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)

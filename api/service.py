@@ -18,9 +18,9 @@ from litestar import Litestar
 from litestar.di import Provide
 from litestar.types import Scope
 
-from api.answer_cache import Answer
+from api.answer import Answer
 from api.errors import VERSION_SCOPE_KEY, warehouse_unavailable
-from api.responses import Prepared, Reply, request_origin, respond
+from api.responses import Prepared, Reply, link_origin, respond
 from api.reuse import STORE_NAME, ReuseCounter
 from api.settings import Settings
 from api.tables import Tables, TableStore
@@ -49,7 +49,7 @@ class Service:
         return tables
 
     def base_url(self, scope: Scope) -> str:
-        return self.settings.public_url or request_origin(scope)
+        return link_origin(scope, self.settings.public_url)
 
     def reply(self, scope: Scope, tables: Tables, answer: Answer) -> Reply:
         """An answer as it leaves, from the handler or replayed by ``api.answer_cache``: a GET of a

@@ -51,6 +51,7 @@ class TaskEntry:
     spec: Mapping[str, Any]
     description: str
     n_results: int
+    cluster_column: str | None = None  # what the task's intervals resample (``tasks.cluster_column``); None: items
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,7 @@ def _task(t: TaskRow, n_results: int) -> TaskEntry:
         slug=t.slug, version=int(t.version), ref=t.ref, dataset=t.dataset, kind=t.kind, title=t.title or "",
         primary_metric=t.primary_metric, preview=bool(t.preview), spec_hash=t.spec_hash,
         spec=msgspec.json.decode(t.spec) if t.spec else {}, description=t.description or "", n_results=n_results,
+        cluster_column=t.cluster_column,
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from bench._measure import REPO_ROOT, child_env
+from pipelines.cli.process_group import stop_group  # noqa: F401  (one implementation, shared with `medbench ui`)
 
 LOOPBACK = "127.0.0.1"
 
@@ -107,19 +108,3 @@ def stop(process: subprocess.Popen, timeout_s: float = 30.0) -> int:
             process.kill()
             process.wait()
     return process.returncode
-
-
-def stop_group(proc: subprocess.Popen, timeout: float = 20) -> None:
-    """Stop a process started with ``start_new_session=True`` and all its children, by its group id:
-    TERM, then KILL. Why the group: ``dagster-daemon`` and celery workers may ignore SIGTERM or leave
-    children behind, even after the group's leader has exited."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:  # nothing left in the group
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue

@@ -36,7 +36,7 @@ from warehouse.tempfiles import clean_warehouse_temp, publish_lock
 from warehouse.records import ResultRecord
 from warehouse.schema import (
     CREATE_TABLES,
-    PREDICTION_COLUMNS,
+    PREDICTIONS_RUN_COLUMN,
     SCHEMA_VERSION,
     DatasetRow,
     LeaderboardRankRow,
@@ -70,6 +70,9 @@ class Catalog:
     ranks: list[LeaderboardRankRow] = field(default_factory=list)
     # rows of ``baseline_comparisons`` (computed by pipelines.engine.baseline, handed in as data)
     baseline_comparisons: list[dict[str, Any]] = field(default_factory=list)
+    # the tasks' predictions schemas (pyarrow, handed in by the pipeline): the ``predictions`` view's
+    # columns while no predictions file exists; derived from ``tasks``, so not part of the content hash
+    prediction_schemas: list[Any] = field(default_factory=list)
 
     def content_hash(self) -> str:
         body = {
@@ -160,7 +163,7 @@ def task_row(t: dict[str, Any]) -> TaskRow:
     return TaskRow(
         slug=t["slug"], version=t["version"], ref=f"{t['slug']}@{t['version']}", dataset=t["dataset"], kind=t["kind"],
         title=t["title"], primary_metric=t["primary_metric"], preview=t["preview"], spec_hash=t["spec_hash"],
-        spec=_json(t["spec"]), description=t["description"],
+        spec=_json(t["spec"]), description=t["description"], cluster_column=t.get("cluster_column"),
     )
 
 
@@ -212,11 +215,28 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
         con.close()
 
 
+# Parquet (pyarrow) type names -> DuckDB types, for the empty view; anything else is VARCHAR.
+_ARROW_SQL = {"string": "VARCHAR", "large_string": "VARCHAR", "bool": "BOOLEAN", "double": "DOUBLE", "float": "FLOAT",
+              "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT"}
+
+
+def empty_view_columns(schemas: list[Any]) -> list[tuple[str, str]]:
+    """``run_id`` and every column of the tasks' predictions schemas, each name once (the first type
+    wins), in task order: what ``read_parquet(..., union_by_name = true)`` gives once files exist."""
+    cols = dict([PREDICTIONS_RUN_COLUMN, ("instance_id", "VARCHAR")])
+    for schema in schemas:
+        for f in schema:
+            cols.setdefault(f.name, _ARROW_SQL.get(str(f.type), "VARCHAR"))
+    return list(cols.items())
+
+
 def _create_predictions_view(con: duckdb.DuckDBPyConnection, data: DataDir, catalog: Catalog) -> None:
-    """A view over the published runs' Parquet files (absolute paths: the view works from any cwd)."""
+    """A view over the published runs' Parquet files (absolute paths: the view works from any cwd).
+
+    Its columns are the files' own, by name; nothing here names a task's column."""
     files = [str(data.predictions_path(r.run_id)) for r in catalog.results if data.predictions_path(r.run_id).exists()]
     if not files:
-        cols = ", ".join(f"CAST(NULL AS {typ}) AS {name}" for name, typ in PREDICTION_COLUMNS)
+        cols = ", ".join(f"CAST(NULL AS {typ}) AS {name}" for name, typ in empty_view_columns(catalog.prediction_schemas))
         con.execute(f"CREATE VIEW predictions AS SELECT {cols} WHERE false")
         return
     listing = ", ".join("'" + f.replace("'", "''") + "'" for f in sorted(files))

@@ -99,9 +99,19 @@ class Published:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, row_type: type[R], order_by: str) -> tuple[R, ...]:
-    """Rows of ``row_type``'s table as Structs, values as DuckDB returns them (NULL stays None)."""
+    """Rows of ``row_type``'s table as Structs, values as DuckDB returns them (NULL stays None).
+
+    A column added by a later schema (e.g. ``tasks.cluster_column``, schema 4) reads as its
+    default in a file built before it, so every kept version stays readable."""
     names = column_names(row_type)
-    return tuple(row_type(**dict(zip(names, row))) for row in con.execute(select_sql(row_type, order_by)).fetchall())
+    present = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [row_type.__table__]).fetchall()}
+    if all(n in present for n in names):
+        sql = select_sql(row_type, order_by)
+    else:
+        listed = [n if n in present else f"NULL AS {n}" for n in names]
+        sql = f"SELECT {', '.join(listed)} FROM {row_type.__table__}" + (f" ORDER BY {order_by}" if order_by else "")
+    return tuple(row_type(**dict(zip(names, row))) for row in con.execute(sql).fetchall())
 
 
 def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -205,6 +215,16 @@ def read_meta(data: DataDir, version: str) -> dict[str, str]:
         con.close()
 
 
+def published_records(data: DataDir, version: str) -> dict[str, str]:
+    """run_id -> the result record (its JSON, as published) of one version: what a publisher compares
+    with the result.json files to decide whether the version still holds every finished result."""
+    con = _connect(data, version)
+    try:
+        return dict(con.execute("SELECT run_id, record FROM results").fetchall())
+    finally:
+        con.close()
+
+
 def read_metrics(data: DataDir, version: str, run_id: str) -> tuple[MetricRow, ...]:
     """Every metric of one run, the primary first."""
     con = _connect(data, version)
@@ -272,6 +292,6 @@ def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
 
 __all__ = [
     "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
-    "leaderboard_lines", "open_current", "read_meta", "read_metrics", "read_version", "result_by_id",
+    "leaderboard_lines", "open_current", "published_records", "read_meta", "read_metrics", "read_version", "result_by_id",
     "schema_version_of",
 ]

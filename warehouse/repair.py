@@ -12,7 +12,11 @@ warehouse is repaired by the next publish, which owns these files:
   the artifacts by this very publish);
 - an unchanged publish (same content) still makes the pointer name the current version and the
   analysts' ``medbench.duckdb`` link point at its file, which a kill between the two switches, or a
-  hand edit, may have left behind.
+  hand edit, may have left behind;
+- a materialisation that publishes nothing (every result reused, and the version readers would
+  serve ``holds`` every finished one) still calls ``repair_current``: a pointer naming a missing or
+  damaged version, or holding garbage, is pointed at that version without building a new one (a
+  repair is not a release), so a server on its fallback switches back at its next pointer check.
 
 Published files are made world-readable (0644, the ``warehouse/`` folder 0755) whatever the
 publisher's umask, so that a server running as another user can read them.
@@ -24,11 +28,19 @@ import logging
 import os
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
+
+import duckdb
+import msgspec
 
 from warehouse.files import PUBLIC_FILE, switch_pointer, switch_symlink
 from warehouse.layout import DataDir
-from warehouse.versions import Damaged, check, kept_versions, pointer_state, probe
+from warehouse.read import published_records
+from warehouse.records import ResultRecord, decode_record
+from warehouse.tempfiles import publish_lock
+from warehouse.versions import (POINTER_MISSING, Damaged, PointerError, check, choose, kept_versions, pointer_state,
+                                probe, read_pointer)
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +92,19 @@ def install(data: DataDir, version: str) -> None:
     _switch_link(data, version)
 
 
-def repair(data: DataDir, version: str) -> None:
+def repair(data: DataDir, version: str) -> list[str]:
     """After an unchanged publish: make the pointer name ``version`` and the link point at its file
-    where they do not (one warning each); a pointer already right is only made readable."""
+    where they do not (one warning each); a pointer already right is only made readable. Returns
+    one line per repair, for the CLI to print."""
+    lines = []
     pointer, cause = pointer_state(data)
     if pointer != version:
+        problem = pointer_problem(data) or (f"it named {pointer}" if pointer else _past(cause or POINTER_MISSING))
         _set_aside_pointer(data)
         switch_pointer(data.pointer, version)
         was = f"it named {pointer}, which cannot be read" if pointer is not None else cause
         log.warning("repaired the warehouse pointer (%s): it now names %s", was, version)
+        lines.append(f"repaired warehouse/CURRENT: {problem}; now {version}")
     else:
         _make_readable(data.pointer)
     _make_readable(data.version_file(version))
@@ -97,6 +113,75 @@ def repair(data: DataDir, version: str) -> None:
         was = _linked(link) or ("missing" if not (link.exists() or link.is_symlink()) else "not a link")
         if _switch_link(data, version):
             log.warning("repaired %s: it was %s; it now points at version %s", link.name, was, version)
+            lines.append(f"repaired {link.name}: it was {was}; now it points at version {version}")
+    return lines
+
+
+def pointer_problem(data: DataDir) -> str | None:
+    """Why ``CURRENT`` cannot be used as it is, worded for a repair line ("it named a missing
+    version (...)"); None when it names a sound version, or when nothing was ever published."""
+    pointer, cause = pointer_state(data)
+    if pointer is not None:
+        problem = check(data, pointer)
+        if problem is None:
+            return None
+        if problem == "its file is missing":
+            return f"it named a missing version ({pointer})"
+        return f"it named version {pointer}, which cannot be read: {problem}"
+    if cause == POINTER_MISSING and not kept_versions(data):
+        return None
+    return _past(cause or POINTER_MISSING)
+
+
+def _past(cause: str) -> str:
+    """``warehouse/CURRENT is empty`` -> ``it was empty`` (``warehouse.versions`` causes)."""
+    text = cause.replace("warehouse/CURRENT ", "it ", 1)
+    for now, then in ((" is ", " was "), (" does not ", " did not "), (" cannot ", " could not ")):
+        if text.startswith("it" + now):
+            return "it" + then + text[len("it" + now):]
+    return text
+
+
+def holds(data: DataDir, version: str, results: Iterable[ResultRecord]) -> bool:
+    """``version`` holds every one of ``results``, each as its result.json says now (not an older
+    record under the same run id: a ``--force`` rerun whose publish failed rewrote the file)."""
+    try:
+        published = published_records(data, version)
+    except (duckdb.Error, OSError):
+        return False  # pruned or damaged since it was chosen: a publish decides afresh
+    for record in results:
+        text = published.get(record.run_id)
+        try:
+            if text is None or decode_record(text) != record:
+                return False
+        except msgspec.DecodeError:  # a published record this medbench cannot read: republish
+            return False
+    return True
+
+
+def repair_current(data: DataDir) -> list[str]:
+    """Without publishing: make ``CURRENT`` (and the analysts' link) name the version readers would
+    serve, the pointer's when sound, else the newest sound kept one (``warehouse.versions.choose``).
+    For a materialisation that publishes nothing: its caller checked that version ``holds`` every
+    finished result. Under ``publish_lock``, so it never races a publish. Returns the repair lines."""
+    if not data.warehouse.is_dir():
+        return []
+    with publish_lock(data):
+        chosen = choose(data)
+        return repair(data, chosen.version) if chosen.version is not None else []
+
+
+def servable_current(data: DataDir) -> tuple[str | None, str | None]:
+    """(the version ``CURRENT`` names, None) when its file exists and opens, else (None, why not;
+    None when nothing was ever published): what may be reported as published."""
+    try:
+        version = read_pointer(data)
+    except PointerError as exc:
+        return None, exc.cause
+    if version is None:
+        return None, (POINTER_MISSING if kept_versions(data) else None)
+    problem = check(data, version)
+    return (version, None) if problem is None else (None, f"warehouse version {version} cannot be read: {problem}")
 
 
 def _linked(link: Path) -> str | None:
@@ -143,4 +228,5 @@ def _delete_version(path: Path) -> None:
     Path(str(path) + ".wal").unlink(missing_ok=True)
 
 
-__all__ = ["current_for_publish", "install", "make_public_dir", "prune", "repair"]
+__all__ = ["current_for_publish", "holds", "install", "make_public_dir", "pointer_problem", "prune", "repair",
+           "repair_current", "servable_current"]

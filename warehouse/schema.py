@@ -19,7 +19,8 @@ import msgspec
 # 2: meta gains the key ``schema_version``; tables and columns unchanged.
 # 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
 #    ``method`` (how the interval was computed); new table ``baseline_comparisons``.
-SCHEMA_VERSION = 3
+# 4: ``tasks`` gains ``cluster_column`` (the resampling unit of the task's intervals; NULL: items).
+SCHEMA_VERSION = 4
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
 Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]
@@ -69,6 +70,9 @@ class TaskRow(Row, frozen=True, kw_only=True):
     spec_hash: str
     spec: Json  # the whole decoded spec
     description: str
+    # the predictions column whose values are the clusters every interval resamples (declared by the
+    # task's family); NULL: each item is its own cluster, and in files built before schema 4
+    cluster_column: str | None = None
 
 
 class ModelRow(Row, frozen=True, kw_only=True):
@@ -248,17 +252,5 @@ def select_sql(row_type: type[Row], order_by: str = "") -> str:
     return sql + (f" ORDER BY {order_by}" if order_by else "")
 
 
-# Columns of the predictions view when no Parquet file exists yet (union of both task kinds).
-PREDICTION_COLUMNS = [
-    ("run_id", "VARCHAR"),
-    ("instance_id", "VARCHAR"),
-    ("prediction", "VARCHAR"),
-    ("label", "VARCHAR"),
-    ("correct", "BOOLEAN"),
-    ("parse_status", "VARCHAR"),
-    ("raw_output", "VARCHAR"),
-    ("score", "DOUBLE"),
-    ("caseid", "INTEGER"),
-    ("subjectid", "INTEGER"),
-    ("t", "INTEGER"),
-]
+# The ``predictions`` view's own column; the others are the published Parquet files' (by name).
+PREDICTIONS_RUN_COLUMN = ("run_id", "VARCHAR")

@@ -8,7 +8,8 @@ that opens, and says why. Every cause here is a short sentence without server pa
 a public 503 body; the details (paths, DuckDB's own message) belong in the log.
 
 A damaged pointer is never repaired by a reader (the server may run as another user, and readers
-must stay read-only); the next publish repairs it (``warehouse.publish``).
+must stay read-only); the next publish repairs it (``warehouse.publish``), and so does every
+``medbench materialize``, even one that publishes nothing (``warehouse.repair.repair_current``).
 """
 
 from __future__ import annotations

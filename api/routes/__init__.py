@@ -16,5 +16,9 @@ RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, sta
 
 def api_router() -> Router:
     """Fresh handlers in one Router: the served app and the schema-only app that generates the
-    OpenAPI document each get their own (Litestar sets an owner on each handler)."""
-    return Router("/", route_handlers=[handler for module in RESOURCES for handler in module.handlers()])
+    OpenAPI document each get their own (Litestar sets an owner on each handler). The OpenAPI route
+    documents every route, its own included, so it is handed this function rather than importing it."""
+    return Router("/", route_handlers=[
+        handler for module in RESOURCES
+        for handler in (module.handlers(api_router) if module is openapi else module.handlers())
+    ])

@@ -9,16 +9,20 @@ inside the artifacts folder, so no request can reach any other file. The file is
 The file on disk is not trusted to be the one published: a full disk, a copy cut short or a hand
 edit may have truncated or replaced it, and serving it would hand out wrong bytes under the
 published ETag and count a reuse. So its sha256 is checked against the published one before it is
-served, once per (version, run, inode, size, mtime): a ``stat`` per request, and one hash (in a
-thread) only when the file is new to this version or has changed. A file that does not match, or
-that the server cannot read, answers ``503 artifact_unavailable`` naming the cause (no path), with
-no ETag and no reuse counted.
+served, once per (version, run, device, inode, size, mtime, ctime): a ``stat`` per request, and one
+hash (in a thread) only when the file is new to this version or has changed (a file changed in the
+last two seconds is hashed at each request, as its timestamps may not yet tell a change apart).
+A file that does not match, or that the server cannot read, answers ``503 artifact_unavailable``
+naming the cause (no path), with no ETag and no reuse counted. So does a published result whose file
+is missing (not a 404: the run exists, the server lost its file), saying which command a maintainer
+runs to re-materialise it.
 """
 
 import asyncio
 import hashlib
 import logging
 import os
+import time
 from pathlib import Path
 
 from litestar import Request
@@ -34,11 +38,14 @@ from api.responses import CACHE_PUBLISHED, PARQUET, WAREHOUSE_HEADER, not_modifi
 from api.routing import read_only
 from api.service import Service
 from api.tables import Tables
+from pipelines.kinds import kinds
 from warehouse.layout import RUN_ID_RE
+from warehouse.records import ResultRecord
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
+RACY_NS = 2_000_000_000  # a file changed less than 2 s ago is hashed again at each request (see ``racy``)
 
 
 def sha256_of(path: Path) -> str:
@@ -53,13 +60,44 @@ def artifact_unavailable(run_id: str, why: str) -> ApiError:
     return ApiError(503, "artifact_unavailable", f"the predictions file of {run_id!r} {why}; the server log has the details")
 
 
+def artifact_missing(record: ResultRecord) -> ApiError:
+    """The published result's predictions file is gone: a maintainer's repair, said as the command to run."""
+    demo = " --demo" if record.demo else ""
+    return ApiError(503, "artifact_unavailable",
+                    f"the predictions file of {record.run_id!r} is missing from the server's data directory although "
+                    f"its result is published; a maintainer should re-materialise it (medbench materialize{demo} "
+                    f"--task {record.task} --model {record.model.slug} --force)")
+
+
+def stat_key(run_id: str, stat: os.stat_result) -> tuple:
+    """What a change to the file changes, so a cached sha256 is never reused for other bytes.
+
+    (size, mtime) alone is not enough: a write in place that keeps the size and then puts the mtime
+    back with ``os.utime`` keeps both. The ctime cannot be set from user space (``utime`` itself
+    sets it to now), and (device, inode) changes when the file is replaced by a rename.
+    """
+    return ("predictions-sha256", run_id, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def racy(stat: os.stat_result) -> bool:
+    """Whether the file changed too recently for its timestamps to tell a later change apart.
+
+    Timestamps advance in clock ticks (milliseconds on some file systems), so a change made in the
+    same tick as the one seen by ``stat`` would leave the key as it was; as git does for its index
+    ("racy git"), a sha256 is only cached once the file has been left alone for ``RACY_NS``.
+    """
+    return time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) < RACY_NS
+
+
 async def verified(tables: Tables, run_id: str, path: Path, stat: os.stat_result, published_sha256: str) -> None:
     """Raise ``artifact_unavailable`` unless the file's sha256 is the published one (cached per version)."""
-    key = ("predictions-sha256", run_id, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    key = stat_key(run_id, stat)
     actual = tables.bodies.get(key)
     if actual is None:
         try:
-            actual = tables.bodies.put(key, await asyncio.to_thread(sha256_of, path))
+            actual = await asyncio.to_thread(sha256_of, path)
+            if not racy(stat):
+                tables.bodies.put(key, actual)
         except OSError as exc:
             log.warning("cannot read the predictions file %s of %s: %s", path, run_id, exc)
             raise artifact_unavailable(run_id, f"cannot be read by the server ({exc.strerror or type(exc).__name__})") from None
@@ -74,12 +112,11 @@ def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/artifacts/{run_id:str}/predictions.parquet", operation_id="getPredictions",
         summary="Per-item predictions of one result",
-        description="Parquet. Choice tasks: instance_id, prediction, label, correct, parse_status, raw_output. "
-        "Score tasks: instance_id, score, label, caseid, subjectid, t.",
+        description="Parquet. " + " ".join(f"{k.name.capitalize()} tasks: {k.columns_text}." for k in kinds().values()),
         body=bytes, media_type=PARQUET, body_description="The Parquet file",
         errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)",
                 503: "`warehouse_unavailable`: nothing can be served; `artifact_unavailable`: the file on the server "
-                     "is not the one published (truncated, replaced) or cannot be read"},
+                     "is missing, is not the one published (truncated, replaced) or cannot be read"},
         needs_warehouse=False,
     )
     async def predictions(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
@@ -97,8 +134,12 @@ def handlers() -> list[HTTPRouteHandler]:
             stat = os.stat(path)
         except PermissionError:
             raise artifact_unavailable(run_id, "cannot be reached by the server (permission denied)") from None
-        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
-            raise run_not_found(run_id, "its predictions file is missing from the data directory") from None
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+            # The result is published, so the file is the server's fault, not the client's: not a 404
+            # (which says "no such run" and is cached as such), but 503 naming what a maintainer must do.
+            log.warning("the predictions file %s of published run %s cannot be opened: %s",
+                        data.predictions_path(run_id), run_id, exc)
+            raise artifact_missing(published.record) from None
         if not path.is_relative_to(data.artifacts.resolve()):
             log.warning("refusing the predictions file of %s: it resolves outside %s", run_id, data.artifacts)
             raise run_not_found(run_id, "its predictions file is not inside the artifacts folder")

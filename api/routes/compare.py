@@ -60,7 +60,7 @@ def _compute(data: DataDir, first: Published, second: Published, task: TaskEntry
             raise run_not_found(p.run_id, "its predictions file is missing from the data directory")
         paths.append(path)
     try:
-        c = compare_files(task.kind, paths[0], paths[1], replicates, seed)
+        c = compare_files(task.kind, paths[0], paths[1], replicates, seed, task.cluster_column)
     except ComparisonError as exc:
         raise invalid_parameter(f"cannot compare {first.run_id} with {second.run_id}: {exc}") from None
     return schemas.Compare(
@@ -87,7 +87,7 @@ def handlers() -> list[HTTPRouteHandler]:
         "/v1/compare", operation_id="compare", summary="Paired comparison of two results of one task",
         description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
         "`difference` is metric(a) - metric(b) there, with a 95% paired bootstrap interval (over items for "
-        "accuracy; over subjects, a cluster bootstrap, for AUROC) and a two-sided p-value (exact McNemar test "
+        "accuracy; for AUROC, a cluster bootstrap over the task's cluster column, or items without one) and a two-sided p-value (exact McNemar test "
         "for accuracy; the bootstrap p-value matching the interval for AUROC). Seed and replicates are the "
         "task's own bootstrap settings.",
         body=schemas.Compare,

@@ -1,8 +1,9 @@
 """``GET /v1/openapi.json``: the machine-readable contract (available even before a publish)."""
 
+from collections.abc import Callable
 from typing import Any
 
-from litestar import Request
+from litestar import Request, Router
 from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
@@ -13,17 +14,18 @@ from api.routing import read_only
 from api.service import Service, dependencies
 
 
-def handlers() -> list[HTTPRouteHandler]:
+def handlers(routes: Callable[[], Router]) -> list[HTTPRouteHandler]:
+    """The route, documenting what ``routes`` builds: a fresh set of every route's handlers, this one
+    included. ``api.routes.api_router`` hands itself in; this module, one of the routes it gathers,
+    does not import it."""
+
     @read_only(
         "/v1/openapi.json", operation_id="getOpenAPI", summary="This document",
         description="OpenAPI 3.1 document of every route.", body=dict[str, Any], needs_warehouse=False,
     )
     async def openapi(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         if service.openapi is None:
-            # Imported here: the document describes every route, this one included.
-            from api.routes import api_router
-
-            service.openapi = prepare(build_document(api_router(), dependencies(service)))
+            service.openapi = prepare(build_document(routes(), dependencies(service)))
         tables = service.store.current()
         version = tables.version if tables is not None else NO_WAREHOUSE
         return respond(request.scope, service.openapi, version=version)

@@ -166,10 +166,12 @@ def _handlers() -> list[HTTPRouteHandler]:
         base = service.base_url(request.scope)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
         full = render.result(published, base, dataset, tables.versus_baseline.get(run_id))
+        task = tables.task_by_ref.get(full.task)
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
             twin=f"/v1/results/{run_id}", nav="tasks", r=full, dataset=dataset,
-            task=tables.task_by_ref.get(full.task), picture=views.result_picture(full),
+            task=task, picture=views.result_picture(full, task), unit=views.resampling_unit(task),
+            columns=views.predictions_columns(service.settings.data.predictions_path(run_id), task),
             others=views.same_task_results(tables, published),
         )
 

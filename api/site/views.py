@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import msgspec
+import pyarrow.parquet as pq
 from markupsafe import Markup
 
 from api import render, schemas
 from api.params import BLANKS
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
+from pipelines.core import kind as core_kind
+from pipelines.kinds import kind as kind_of
 
 MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
 MAX_ROWS = 100  # rows a leaderboard page shows (the JSON twin pages through the rest); keeps pages small
-CHANCE_AUROC = 0.5
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,11 @@ def query(path: str, **params: Any) -> str:
 
 
 def reference_line(task: TaskEntry) -> float | None:
-    """Where chance lies on the primary metric: 0.5 AUROC, 1/options accuracy."""
-    if task.primary_metric == "auroc":
-        return CHANCE_AUROC
-    options = (task.spec.get("choice") or {}).get("options")
-    if task.primary_metric == "accuracy" and options:
-        return 1.0 / len(options)
-    return None
+    """Where chance lies on the primary metric, as the task's kind says (0.5 AUROC, 1/options accuracy)."""
+    try:
+        return kind_of(task.kind).chance(task.primary_metric, task.spec)
+    except KeyError:  # a kind this server does not know: no line rather than a broken page
+        return None
 
 
 def home(tables: Tables) -> list[TaskSummary]:
@@ -92,17 +93,56 @@ def same_task_results(tables: Tables, published: Published) -> list[Published]:
     return [p for p in tables.listing if p.record.task == published.record.task and p.run_id != published.run_id]
 
 
-def result_picture(result: schemas.Result) -> tuple[str, Markup] | None:
-    """The picture that fits the task: the ROC curve (score tasks), accuracy by category (choice tasks)."""
-    extras = result.extras or {}
-    roc = extras.get("roc")
+def _roc_picture(result: schemas.Result) -> tuple[str, Markup] | None:
+    roc = (result.extras or {}).get("roc")
     if isinstance(roc, dict) and roc.get("fpr") and roc.get("tpr"):
         auroc = next((m.value for m in result.metrics if m.name == "auroc"), None)
         return "ROC curve on the test windows", svg.roc_curve(roc["fpr"], roc["tpr"], auroc)
-    categories = extras.get("by_category")
+    return None
+
+
+def _category_picture(result: schemas.Result) -> tuple[str, Markup] | None:
+    categories = (result.extras or {}).get("by_category")
     if isinstance(categories, list) and categories and all(isinstance(c, dict) for c in categories):
         return "Accuracy by category, with 95% intervals", svg.category_bars(categories)
     return None
+
+
+# ``Kind.picture`` -> how the result page draws it from the result's extras (None: nothing to draw)
+PICTURES: dict[str, Callable[[schemas.Result], tuple[str, Markup] | None]] = {
+    "roc_curve": _roc_picture,
+    "category_bars": _category_picture,
+}
+
+
+def result_picture(result: schemas.Result, task: TaskEntry | None) -> tuple[str, Markup] | None:
+    """The picture of the task's kind (``Kind.picture``: the ROC curve, accuracy by category), when the
+    result's extras hold what it needs."""
+    if task is None:
+        return None
+    try:
+        draw = PICTURES.get(kind_of(task.kind).picture)
+    except KeyError:
+        return None
+    return draw(result) if draw else None
+
+
+def resampling_unit(task: TaskEntry | None) -> str:
+    """What the task's paired intervals resample, in words (its cluster column's, or items)."""
+    return core_kind.resampling_unit(task.cluster_column if task else None)
+
+
+def predictions_columns(path: Path, task: TaskEntry | None) -> str:
+    """The predictions file's columns, read from its Parquet footer (the family's own columns
+    included); the task's kind's description of them when the file cannot be read."""
+    try:
+        return ", ".join(pq.read_schema(path).names)
+    except (OSError, ValueError):
+        pass
+    try:
+        return kind_of(task.kind).columns_text if task else ""
+    except KeyError:
+        return ""
 
 
 def model_needle(q: str | None) -> str | None:

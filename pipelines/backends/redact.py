@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from pipelines.backends.replay_pin import file_sha256
 from pipelines.core.canonical import spec_builtins
 
 REDACTED = "<redacted>"
@@ -113,8 +114,6 @@ def _public(struct: msgspec.Struct, shown: dict[str, Any]) -> dict[str, Any]:
         elif name in urls and (value is None or isinstance(value, str)):
             out[key] = value if value is None else redact_url(value)
         elif name in paths and isinstance(value, str):
-            from pipelines.backends.replay_pin import file_sha256
-
             path = Path(getattr(struct, "resolved", "") or value).expanduser()
             out[key] = path.name
             out[f"{key}_sha256"] = file_sha256(path)

@@ -19,13 +19,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def site_url(host: str, port: int) -> str:
+    """The address a browser on this machine reaches ``host:port`` at (a wildcard bind is loopback)."""
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.cli.leaderboards import render_leaderboards
+    from pipelines.dagster.assets.evaluation_records import SITE_URL_ENV
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from warehouse.layout import DATA_ENV, DataDir
 
     # Demo results live in their own data directory unless MEDBENCH_DATA says otherwise.
     os.environ.setdefault(DATA_ENV, str(DEFAULT_DEMO_DIR))
+    # The result_page links of what is materialised here point at the port served below (unless
+    # MEDBENCH_PUBLIC_URL says where the site really is): `pipelines/dagster/assets/evaluation_records.py`.
+    os.environ[SITE_URL_ENV] = site_url(args.host, args.port)
     data = DataDir()
     try:
         report = materialize_selection(demo=True, data=data)

@@ -1,4 +1,4 @@
-"""``medbench materialize [--demo] [--task T]... [--model M]... [--force] [--jobs N] [--dry-run] [--max-cost USD]``.
+"""``medbench materialize [--demo] [--task T]... [--model M]... [--force] [--jobs N] [--dry-run] [--max-cost USD] [--lock-wait S]``.
 
 Materialises through Dagster (the same assets, checks and run history as the UI), not around it:
 inputs (when not already current), rule one for every selected partition before any run (reuses
@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="refuse to start when the evaluations to run are estimated above USD")
     p.add_argument("--refresh-inputs", action="store_true",
                    help="rematerialise snapshots and instances even when they look current")
+    p.add_argument("--lock-wait", type=float, default=None, metavar="S",
+                   help="when another process is evaluating a selected partition, wait up to S seconds for it, "
+                        "then reuse its result (default: MEDBENCH_PARTITION_WAIT_S, else 600)")
     p.set_defaults(func=run)
 
 
@@ -41,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("medbench materialize: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.lock_wait is not None and not args.lock_wait >= 0:
+        print("medbench materialize: --lock-wait must be a number of seconds, 0 or more", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill stops like Ctrl-C
     try:
         if args.dry_run:
@@ -48,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         report = materialize_selection(demo=args.demo, tasks=args.task, models=args.model, force=args.force,
                                        jobs=args.jobs, max_cost=args.max_cost, pools=args.pool,
-                                       refresh_inputs=args.refresh_inputs)
+                                       refresh_inputs=args.refresh_inputs, lock_wait_s=args.lock_wait)
     except MaterializeError as exc:
         print(f"medbench materialize: {exc}", file=sys.stderr)
         return 1

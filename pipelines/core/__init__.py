@@ -1,8 +1,9 @@
-"""The core: what every layer shares and that imports nothing of the project.
+"""The core: what the engine, the families, the datasets, the backends and the API share, importing
+nothing of the project (stdlib, numpy, pyarrow and msgspec only), so that none of them needs another
+to describe what it hands over.
 
 The spec Structs and their canonical hash (``specs``, ``canonical``), the plain results of each step
-(``outcomes``, ``evaluation``), the plug-in protocols (``protocols``) and the one generic ``Registry``
-with the ``Plugins`` bundle (``registry``). Why its own package: the engine, the families, the
-datasets, the backends and the api all depend on these shapes, so they must depend on nothing above
-them, or every layer would import every other (import-linter's ``layers`` contract keeps it so).
+(``outcomes``, ``evaluation``), the plug-in protocols (``protocols``; the ``Kind`` strategy in
+``kind``) and the one generic ``Registry`` with the ``Plugins`` bundle (``registry``). import-linter's
+``layers`` contract keeps it at the bottom.
 """

@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
+from pipelines.core.kind import Kind
 from pipelines.core.outcomes import (
     CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, ScoreSummary, Usage,
 )
@@ -31,9 +32,9 @@ from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 
 # Annotations only, never imported: ``Evaluation`` is ``pipelines.core.evaluation.Evaluation`` (which
 # holds a TaskFamily and a Backend) and ``DataDir`` is ``warehouse.layout.DataDir``.
-Kind = Literal["choice", "score"]
+KindName = Literal["choice", "score"]  # a family's ``kind``: the name of its ``Kind`` (``pipelines.kinds``)
 
-__all__ = ["Backend", "Dataset", "FitAndScore", "Kind", "NotRunnable", "TaskFamily", "TextChoice",
+__all__ = ["Backend", "Dataset", "FitAndScore", "Kind", "KindName", "NotRunnable", "TaskFamily", "TextChoice",
            "TextGenerator", "WindowScorer"]
 
 
@@ -127,12 +128,16 @@ class TaskFamily(Protocol):
     family maps onto one of the warehouse's kinds, which is all the API knows about tasks."""
 
     name: ClassVar[str]                          # the task spec's `family`
-    kind: ClassVar[Kind]                         # the warehouse kind
+    kind: ClassVar[KindName]                     # the warehouse kind (``pipelines.kinds.kind(name)``)
+    # the predictions column whose values are the resampling clusters of every interval (rank
+    # intervals, /v1/compare, the baseline difference; recorded in the warehouse's ``tasks`` table);
+    # None: items are independent, each its own cluster
+    cluster_column: ClassVar[str | None]
     dataset: ClassVar[str]                       # slug of the dataset whose snapshot it reads
     settings_key: ClassVar[str]                  # the spec table that holds its settings
     settings_type: ClassVar[type[msgspec.Struct]]  # that table, typed (strict: unknown keys are errors)
     instances_file: ClassVar[str]                # e.g. "items.parquet", "windows.parquet"
-    predictions_schema: ClassVar[pa.Schema]      # CONTRACT.md's Parquet columns for its kind
+    predictions_schema: ClassVar[pa.Schema]      # its kind's ``schema`` first, then its own columns
     instance_check_names: ClassVar[tuple[str, ...]]    # names of the CheckOutcomes instance_checks returns
     prediction_check_names: ClassVar[tuple[str, ...]]  # names of the CheckOutcomes prediction_checks returns
 

@@ -15,6 +15,14 @@ Two things Dagster does per run assume one run per process:
 - **Python log handlers**: Dagster calls ``logging.config.dictConfig`` at the start of every run,
   which from concurrent threads deadlocks CPython's logging locks; with no handlers configured the
   call yields nothing, so it is skipped.
+
+The instance is opened under a file lock (``<home>/instance.lock``). Why: Dagster creates its
+SQLite storages (runs, event-log index, schedules: one database and one ``alembic_version`` each)
+when it first opens them, with no guard against another process doing the same. Two first
+``medbench materialize`` at once on a fresh data directory then failed (``table runs already
+exists``) or stamped ``alembic_version`` twice, after which every run failed with ``more than one
+head present``. Under the lock the first process creates and migrates every storage (each is
+touched before the lock is released); the others wait, then open what exists.
 """
 
 from __future__ import annotations
@@ -24,14 +32,35 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.instance.ref import InstanceRef
 
+from pipelines.engine.locks import LockTimeout, exclusive
+
 NO_CAPTURE = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
                                "class": "NoOpComputeLogManager"}}
+CREATE_WAIT_S = 300.0  # creating the storages takes about a second; a holder this slow is stuck
+
+
+class InstanceBusy(RuntimeError):
+    """Another process held the instance's creation lock for longer than ``CREATE_WAIT_S``."""
 
 
 def open_cli_instance(home: Path) -> dg.DagsterInstance:
     """The instance configured by ``home/dagster.yaml``, with compute-log capture off and per-run
     logging configuration skipped (see the module docstring)."""
-    instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=NO_CAPTURE))
+    try:
+        with exclusive(Path(home) / "instance.lock", CREATE_WAIT_S):
+            instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=NO_CAPTURE))
+            _touch_storages(instance)
+    except LockTimeout as exc:
+        raise InstanceBusy(f"the Dagster instance at {home} is being created by another process "
+                           f"({exc.holder}), still after {exc.waited_s:g} s; stop that process or "
+                           "use another DAGSTER_HOME") from None
     if not instance.get_python_log_dagster_handler_config():
         instance.get_yaml_python_handlers = lambda: []
     return instance
+
+
+def _touch_storages(instance: dg.DagsterInstance) -> None:
+    """Read each storage once, so that any one Dagster creates lazily exists before the lock is released."""
+    instance.get_runs(limit=1)
+    instance.get_asset_keys(limit=1)
+    instance.all_instigator_state()

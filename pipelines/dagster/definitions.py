@@ -7,8 +7,9 @@ after editing a spec). Jobs: ``materialize_inputs`` (every snapshot and instance
 ``evaluate_<family>`` (one family's partitioned predictions and metrics; one job per family since
 each family has its own partitions), ``publish``, and ``evaluate_all`` (the CLI's path in one run:
 rule one before launching, ``evaluate_all.py``); each has a description the UI shows.
-``published_warehouse`` carries an automation condition (``publish_on_new_results``), so a UI
-run ends in the warehouse without a second click. The evaluation assets have a single-run backfill
+The ``publish_on_new_results`` sensor runs ``publish`` after new metrics, so a UI run ends in the
+warehouse without a second click, and every run shows under a named job (an asset's automation
+condition would launch as Dagster's implicit ``__ASSET_JOB``). The evaluation assets have a single-run backfill
 policy: a UI backfill is one ranged run per family, rule one first (``assets/ranged.py``).
 """
 
@@ -25,7 +26,7 @@ from pipelines.dagster.assets.published import published_asset
 from pipelines.dagster.evaluate_all import evaluate_all_job
 from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor
+from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor, publish_sensor
 from pipelines.dagster.plugins import specs as load_specs
 from pipelines.engine.specs import Specs
 
@@ -93,12 +94,13 @@ ASSETS = BUILT.assets
 CHECKS = BUILT.checks
 FAMILY_ASSETS = BUILT.families
 
-# Publishing follows new results without a click: the asset's automation condition, evaluated by
-# this sensor (on by default, so `dagster dev` publishes as soon as a metrics partition lands).
-publish_automation = dg.AutomationConditionSensorDefinition(
-    "publish_on_new_results", target=["published_warehouse"], default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30, description="Requests published_warehouse when any metrics partition updated.")
 JOBS = named_jobs(FAMILY_ASSETS)
+# Publishing follows new results without a click: a sensor on the `publish` job (on by default, so
+# the daemon publishes as soon as a metrics partition lands), so the run shows under that job.
+publish_automation = publish_sensor(
+    next(j for j in JOBS if j.name == "publish"),
+    [dg.AssetKey.from_user_string(fa.metrics) for fa in FAMILY_ASSETS.values()],
+    [*(evaluation_job_name(name) for name in FAMILY_ASSETS), evaluate_all_job.name])
 
 defs = dg.Definitions(
     assets=ASSETS,

@@ -7,7 +7,9 @@ checks as a UI backfill) and admits a run only while its pool has a free slot an
 ``jobs`` runs are in flight. The limits are the ones the daemon's queued coordinator applies
 (``limits.py``). Threads, not processes: evaluations wait on I/O (API calls) or on native code
 (vLLM, torch) and families registered at runtime stay visible. A file lock per partition keeps a
-second ``medbench materialize`` from paying for the same evaluation at the same time.
+second ``medbench materialize`` from paying for the same evaluation at the same time: it waits
+(``MEDBENCH_PARTITION_WAIT_S``, default 600 s), then applies rule one again, so what the other
+process made is reused and a partition whose other process died is computed.
 
 Ctrl-C: nothing more is launched, in-flight runs are reported ``interrupted`` and their Dagster
 runs marked failed (their checkpoints keep the finished items for the rerun).
@@ -15,7 +17,6 @@ runs marked failed (their checkpoints keep the finished items for the rerun).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import queue
@@ -34,34 +35,61 @@ Interrupted = Callable[[list[str]], None]  # launch tokens of the runs in flight
 LAUNCH_TAG = "medbench/launch"  # on each run launched here: its launch token (found again on Ctrl-C)
 
 
+WAIT_ENV = "MEDBENCH_PARTITION_WAIT_S"  # how long a launch waits for another process's run of its partition
+DEFAULT_WAIT_S = 600.0
+
+
 class PartitionBusy(RuntimeError):
-    """Another process is evaluating this partition now."""
+    """Another process kept evaluating this partition for longer than this launch would wait."""
+
+
+def partition_wait_s(given: float | None = None) -> float:
+    """``given``, else ``MEDBENCH_PARTITION_WAIT_S``, else 600 s."""
+    if given is not None:
+        return max(0.0, given)
+    raw = os.environ.get(WAIT_ENV, "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_WAIT_S
+    except ValueError:
+        raise PartitionBusy(f"{WAIT_ENV}={raw!r} is not a number of seconds; set it to e.g. 600") from None
 
 
 @contextmanager
-def partition_lock(lock_dir: Path, partition: str):
-    """An exclusive, non-blocking lock on one partition key (released when the holder dies)."""
-    lock_dir.mkdir(parents=True, exist_ok=True)
+def partition_lock(lock_dir: Path, partition: str, wait_s: float = 0.0, log: Callable[[str], None] = print):
+    """An exclusive lock on one partition key (released when the holder dies), yielding
+    ``locks.Held`` (whether it waited, since when). When another process holds it: say so and for
+    whom, wait up to ``wait_s`` seconds, then raise ``PartitionBusy``."""
+    from pipelines.engine.locks import LockTimeout, exclusive
+
     path = lock_dir / (hashlib.sha256(partition.encode()).hexdigest()[:20] + ".lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def waiting(holder: str) -> None:
+        log(f"{partition}: being evaluated by another process ({holder}); waiting up to {wait_s:g} s")
+
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise PartitionBusy(f"{partition} is being evaluated by another process") from None
-        yield
-    finally:
-        os.close(fd)
+        with exclusive(path, wait_s, waiting if wait_s > 0 else None) as held:
+            yield held
+    except LockTimeout as exc:
+        raise PartitionBusy(f"{partition} is being evaluated by another process ({exc.holder}), still after "
+                            f"{wait_s:g} s; rerun when it has finished, or wait longer ({WAIT_ENV})") from None
+
+
+Reuse = Callable[[Planned, object], Outcome | None]  # (partition, locks.Held) -> its reuse, if any
 
 
 def execute_partition(job, p: Planned, token: str, instance, data_root: Path, run_config: dict,
-                      tags: dict[str, str]):
+                      tags: dict[str, str], reuse: Reuse | None = None, wait_s: float | None = None,
+                      log: Callable[[str], None] = print):
     """``p``'s partition as its own in-process run of ``job`` on ``instance``, under the
-    partition's lock, tagged with its pool and launch token; returns Dagster's execution result.
+    partition's lock, tagged with its pool and launch token; returns Dagster's execution result,
+    or what ``reuse`` returns once the lock is held (rule one again: another process may have
+    evaluated the partition while this one waited; it returns None when there is nothing to reuse).
 
     Why one function: ``medbench materialize`` (``orchestrate.py``) and a ranged run with no
     daemon (``assets/ranged.py``) launch the same way, so both lock and tag the same way."""
-    with partition_lock(data_root / "locks", p.partition):
+    with partition_lock(data_root / "locks", p.partition, partition_wait_s(wait_s), log) as held:
+        if reuse is not None and (outcome := reuse(p, held)) is not None:
+            return outcome
         return job.execute_in_process(partition_key=p.partition, instance=instance, raise_on_error=False,
                                       run_config=run_config, tags={**tags, POOL_TAG: p.pool, LAUNCH_TAG: token})
 

@@ -4,10 +4,13 @@ Used by ``medbench materialize``, ``medbench demo`` and ``medbench eval``. Order
 inputs (skipped when Dagster's last materialisations of the snapshots and instances match the
 current specs and files: run ids need current snapshots, rebuilding them costs a run), then rule one
 for every selected partition without a run (``plan.py``; a reuse Dagster does not already show
-with its run id is recorded at once as an AssetObservation on the metrics asset), then the partitions that need
+with its run id is recorded at once as an AssetObservation on the metrics asset, a pair that
+cannot run here as a materialisation marked skipped, ``skip_records.py``), then the partitions that need
 work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
-ran or the warehouse lacks a reused result. Every run carries the tags in ``base_tags`` and
-belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
+ran or the version readers would serve lacks a finished result or holds an older record of one
+(a ``--force`` rerun whose publish failed); otherwise a damaged ``CURRENT`` or analysts' link is
+only repaired, no new version built (``warehouse.repair.repair_current``). Every run carries the
+tags in ``base_tags`` and belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
 ``publish``, from ``definitions.named_jobs``), resolved once per invocation: in the UI the CLI's
 runs sit under the same job names and descriptions as a maintainer's, and no run pays for
 resolving an ad-hoc job over the whole asset graph.
@@ -41,8 +44,10 @@ def prepare_dagster_home(data: DataDir, home: Path | str | None = None) -> Path:
     home = Path(home or os.environ.get("DAGSTER_HOME") or data.root / "dagster")
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"
-    if not target.exists():
-        shutil.copyfile(REPO_ROOT / "dagster.yaml", target)
+    if not target.exists():  # copied whole, then renamed: a run started alongside never reads half of it
+        partial = home / f".dagster.yaml.{os.getpid()}.tmp"
+        shutil.copyfile(REPO_ROOT / "dagster.yaml", partial)
+        os.replace(partial, target)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -101,10 +106,11 @@ def dry_run_selection(demo: bool, tasks=(), models=(), force: bool = False, data
 def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] = (), force: bool = False,
                           data: DataDir | None = None, jobs: int | None = None, max_cost: float | None = None,
                           pools: list[str] = (), refresh_inputs: bool = False,
-                          dagster_home: Path | str | None = None,
+                          dagster_home: Path | str | None = None, lock_wait_s: float | None = None,
                           interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> Report:
     """``dagster_home``: the instance to record in (default DAGSTER_HOME, else <data>/dagster);
-    ``interrupts``: the exceptions that mean "stop" (Ctrl-C; inside a run also Dagster's own)."""
+    ``interrupts``: the exceptions that mean "stop" (Ctrl-C; inside a run also Dagster's own);
+    ``lock_wait_s``: how long to wait for another process's run of a partition (``launch.partition_wait_s``)."""
     from dagster import AssetKey
 
     from pipelines.dagster import inputs_state
@@ -154,10 +160,13 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                                    f"--max-cost {max_cost:g}; nothing was started (see --dry-run)")
         reused = [p for p in planned if p.status == "reuse"]
         report.outcomes += _reuse(instance, built, data, reused)
-        report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in planned if p.status == "skip"]
-        for p in planned:
-            if p.status == "skip":
-                print(f"skipping {p.partition}: {p.reason}", flush=True)
+        skipped = [p for p in planned if p.status == "skip"]
+        report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in skipped]
+        for p in skipped:
+            print(f"skipping {p.partition}: {p.reason}", flush=True)
+        from pipelines.dagster.skip_records import record_skips
+
+        record_skips(instance, built, specs, skipped)  # materialised as skipped, as a backfill records them
         print(f"{len(reused)} reused, {len(to_run)} to run ({jobs} at once at most)", flush=True)
         if to_run:
             from pipelines.dagster.launch import fail_in_flight, run_bounded
@@ -165,22 +174,36 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             def log(message: str) -> None:
                 print(message, flush=True)
 
-            launch = _launcher(instance, built, jobs_by_name, tags, data, force)
+            launch = _launcher(instance, built, jobs_by_name, tags, data, force, lock_wait_s)
             outcomes, report.interrupted = run_bounded(
                 to_run, jobs, limits, launch, on_interrupt=lambda tokens: fail_in_flight(instance, tokens, log),
                 log=log, interrupts=interrupts)
             report.outcomes += outcomes
             if report.interrupted:
                 return report
-        if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data, reused):
+        from warehouse.repair import pointer_problem, repair_current, servable_current
+
+        problem = pointer_problem(data)
+        if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data):
             result = jobs_by_name["publish"].execute_in_process(
                 run_config=QUIET_LOGS, instance=instance, raise_on_error=False, tags=tags)
             if not result.success:
                 report.errors.append(f"publish failed: {failure(result)}")
                 return report
-        from warehouse.publish import current_version
-
-        report.version = current_version(data) or ""
+            now = servable_current(data)[0]
+            repairs = [f"repaired warehouse/CURRENT: {problem}; now {now}"] if problem and now else []
+        else:
+            try:
+                repairs = repair_current(data)
+            except OSError as exc:
+                repairs = []
+                report.errors.append(f"could not repair the warehouse pointer or the medbench.duckdb link: {exc}")
+        for line in repairs:
+            print(line, flush=True)
+        version, cause = servable_current(data)  # "published" is said only of a version that opens
+        if cause and not report.errors:
+            report.errors.append(f"the published warehouse is unusable: {cause}; run `medbench materialize` again")
+        report.version = version or ""
     return report
 
 
@@ -227,17 +250,29 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
     return outcomes
 
 
-def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool):
+def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool, wait_s: float | None):
     from pipelines.dagster.launch import execute_partition
     from pipelines.dagster.partitions import evaluation_job_name
     from pipelines.engine.evaluate import existing_result
+    from pipelines.engine.locks import written_since
+
+    def reuse(p: Planned, held) -> Outcome | None:
+        """Rule one again, under the partition's lock: a result another process stored meanwhile
+        (with ``--force``: one it stored while this one waited) is reused, not paid for twice."""
+        path = data.result_path(p.run_id)
+        if not path.exists() or (force and not (held.waited and written_since(path, held.asked_at))):
+            return None
+        print(f"{p.partition}: the other process evaluated it (run {p.run_id}); reusing its result", flush=True)
+        return _reuse(instance, built, data, [p])[0]
 
     def launch(p: Planned, token: str) -> Outcome:
         fa = built.families[p.task.family]
         config = {"config": {"force": force}}
         job = jobs_by_name[evaluation_job_name(p.task.family)]
-        result = execute_partition(job, p, token, instance, data.root, tags=tags,
+        result = execute_partition(job, p, token, instance, data.root, tags=tags, reuse=reuse, wait_s=wait_s,
                                    run_config={**QUIET_LOGS, "ops": {fa.predictions: config, fa.metrics: config}})
+        if isinstance(result, Outcome):
+            return result
         if not result.success:
             return Outcome(p.partition, "failed", p.run_id, failure(result))
         record = existing_result(data, p.run_id)  # planned after the inputs, so the run id is known
@@ -246,20 +281,12 @@ def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: b
     return launch
 
 
-def _publish_needed(data: DataDir, reused: list[Planned]) -> bool:
-    """True when no warehouse is published or a reused result is missing from it (a repair)."""
-    from warehouse.publish import current_version
+def _publish_needed(data: DataDir) -> bool:
+    """True when no version can be served, or the one readers would serve (the pointer's, else the
+    newest sound kept one) lacks a finished result or holds another record than its result.json."""
+    from pipelines.engine.release import readable_results
+    from warehouse.repair import holds
+    from warehouse.versions import choose
 
-    if not current_version(data):
-        return True
-    from warehouse.read import open_current
-
-    try:
-        snap = open_current(data)
-    except Exception:
-        return True
-    try:
-        published = {r[0] for r in snap.con.execute("SELECT run_id FROM results").fetchall()}
-    finally:
-        snap.close()
-    return any(p.run_id not in published for p in reused)
+    chosen = choose(data)
+    return chosen.version is None or not holds(data, chosen.version, readable_results(data))

@@ -36,3 +36,54 @@ def dead_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
 
     failed = fail_dead_runs(context.instance)
     return dg.SkipReason(f"reported failed: {', '.join(failed)}" if failed else "no dead runs on this host")
+
+
+def publish_sensor(publish_job, metrics_keys: list[dg.AssetKey], evaluation_jobs: list[str]) -> dg.SensorDefinition:
+    """``publish_on_new_results``: requests a run of the named job ``publish`` when a metrics
+    partition was materialised after the newest published warehouse, and no evaluation or publish
+    is in progress.
+
+    Why a sensor on the job, not an automation condition on the asset: Dagster launches what an
+    asset's automation condition requests as its implicit asset job, so every automatic publish
+    showed in the UI as ``__ASSET_JOB``; a sensor's run request runs the sensor's job. Missing or
+    skipped partitions never block it: publishing reads finished result.json files only. The cursor
+    (the newest metrics record handled) makes it request once per update, even if a publish fails."""
+
+    @dg.sensor(name="publish_on_new_results", job=publish_job, minimum_interval_seconds=30,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Runs the publish job when a metrics partition was materialised after the newest "
+                           "published warehouse (and no evaluation or publish is in progress).")
+    def publish_on_new_results(context: dg.SensorEvaluationContext):
+        instance = context.instance
+        newest = max((_latest_storage_id(instance, k) for k in metrics_keys), default=0)
+        published = _latest_storage_id(instance, dg.AssetKey("published_warehouse"))
+        if newest <= max(_handled(context.cursor), published):
+            return dg.SkipReason("no metrics partition materialised since the last publish")
+        if busy := _in_progress(instance, set(metrics_keys), {*evaluation_jobs, publish_job.name}):
+            return dg.SkipReason(f"waiting for run(s) in progress: {', '.join(busy)}")
+        context.update_cursor(str(newest))
+        return dg.RunRequest(run_key=f"metrics-{newest}")
+
+    return publish_on_new_results
+
+
+def _handled(cursor: str | None) -> int:
+    """The newest metrics record handled; 0 for none, or for the cursor the automation-condition
+    sensor of the same name left in an instance made before this one replaced it."""
+    return int(cursor) if cursor and cursor.isdigit() else 0
+
+
+def _latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
+    records = instance.fetch_materializations(key, limit=1).records
+    return records[0].storage_id if records else 0
+
+
+def _in_progress(instance: dg.DagsterInstance, metrics_keys: set, job_names: set[str]) -> list[str]:
+    """Runs not finished that may still write a metrics partition or the warehouse (by job name, or
+    by asset selection for the runs Dagster launches as its implicit asset job)."""
+    from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES
+
+    runs = instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS_RUN_STATUSES))
+    return [f"{r.job_name} {r.run_id[:8]}" for r in runs
+            if r.job_name in job_names or (r.asset_selection and (r.asset_selection & metrics_keys
+                                                                  or dg.AssetKey("published_warehouse") in r.asset_selection))]

@@ -9,6 +9,9 @@ The kernel releases it when its holder dies, so a killed run never leaves a part
 
 The lock file (``locks/<run_id>.lock``) holds its current holder's host and pid, so that whoever
 waits can say for whom; it is never removed (removing a lock file races with a new taker).
+``exclusive`` is the one way to take such a lock, bounded or not: the launcher's partition lock
+(``pipelines/dagster/launch.py``) and the creation of the CLI's Dagster instance
+(``pipelines/dagster/cli_instance.py``) use it too.
 """
 
 from __future__ import annotations
@@ -78,10 +81,23 @@ def holder_text(path: Path, settle_s: float = 2.0) -> str:
         time.sleep(0.02)
 
 
+class LockTimeout(TimeoutError):
+    """The lock stayed held by another process for longer than its taker would wait."""
+
+    def __init__(self, path: Path, holder: str, waited_s: float):
+        super().__init__(f"{path} still held by {holder} after {waited_s:g} s")
+        self.path, self.holder, self.waited_s = path, holder, waited_s
+
+
 @contextlib.contextmanager
-def evaluation_lock(data: DataDir, run_id: str, log: Log) -> Iterator[Held]:
-    """Hold ``locks/<run_id>.lock``; when another process holds it, log that and for whom, and wait."""
-    path = lock_path(data, run_id)
+def exclusive(path: Path, wait_s: float | None = None, on_wait: Log | None = None,
+              poll_s: float = 0.1) -> Iterator[Held]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing), writing this holder's host and pid
+    into it. When another process holds it: ``on_wait(holder_text)`` once, then wait, for at most
+    ``wait_s`` seconds (``None``: for as long as it takes), else raise ``LockTimeout``.
+
+    Why polling for a bound: ``flock`` has no timeout, and an alarm signal only reaches the main
+    thread, while ``medbench materialize`` takes partition locks in worker threads."""
     path.parent.mkdir(parents=True, exist_ok=True)
     asked_at = time.time()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -91,10 +107,21 @@ def evaluation_lock(data: DataDir, run_id: str, log: Log) -> Iterator[Held]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             waited = True
-            log(f"run {run_id}: another evaluation of this partition holds {path} ({holder_text(path)}); "
-                "waiting for it to finish, then reusing what it made")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            log(f"run {run_id}: the other evaluation finished after {time.time() - asked_at:.1f}s")
+            holder = holder_text(path)
+            if on_wait is not None:
+                on_wait(holder)
+            if wait_s is None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            else:
+                deadline = time.monotonic() + max(0.0, wait_s)
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise LockTimeout(path, holder, wait_s) from None
+                        time.sleep(poll_s)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         payload = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": stamp}).encode()
         os.ftruncate(fd, 0)
@@ -102,6 +129,21 @@ def evaluation_lock(data: DataDir, run_id: str, log: Log) -> Iterator[Held]:
         yield Held(path, waited, asked_at)
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def evaluation_lock(data: DataDir, run_id: str, log: Log) -> Iterator[Held]:
+    """Hold ``locks/<run_id>.lock``; when another process holds it, log that and for whom, and wait."""
+    path = lock_path(data, run_id)
+
+    def waiting(holder: str) -> None:
+        log(f"run {run_id}: another evaluation of this partition holds {path} ({holder}); "
+            "waiting for it to finish, then reusing what it made")
+
+    with exclusive(path, None, waiting) as held:
+        if held.waited:
+            log(f"run {run_id}: the other evaluation finished after {time.time() - held.asked_at:.1f}s")
+        yield held
 
 
 def written_since(path: Path, moment: float) -> bool:

@@ -3,10 +3,11 @@
 Leaderboards are those ``/v1/leaderboard`` can be asked for: per task version, all models (block
 ``model_type = ''``) and each model type present. A block holds the task version's current results
 (not superseded), in leaderboard order (value descending, then eval date, then run id), and its rows
-come from one joint paired bootstrap (``pipelines.stats.ranks``) with the task's own bootstrap seed
-and replicates, over the items (accuracy) or windows (AUROC, resampled by subject) present in
-*every* result of the block (aligned by ``instance_id``; a result missing an item removes that item
-for the whole block, and ``n_items`` says how many were used).
+come from one joint paired bootstrap with the task's own bootstrap seed and replicates, drawn by the
+task's kind (``pipelines.kinds``: accuracy over items; AUROC over the clusters of the task's cluster
+column, or items without one), over the items present in *every* result of the block (aligned by
+``instance_id``, ``pipelines.core.kind.align``; a result missing an item removes that item for the
+whole block, and ``n_items`` says how many were used).
 
 Only blocks whose results changed are recomputed: a block is keyed by (task, model type, sha256 of
 its sorted run ids), and rows of the current warehouse version with the same key are reused as they
@@ -19,14 +20,9 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
-import pyarrow.parquet as pq
-
-from pipelines.stats.ranks import (
-    RankIntervals,
-    accuracy_rank_intervals,
-    auroc_rank_intervals,
-)
+from pipelines.core.kind import read_aligned
+from pipelines.kinds import kind as kind_of
+from pipelines.stats.ranks import RankIntervals
 from warehouse.layout import DataDir
 from warehouse.publish import superseded_map
 from warehouse.records import ResultRecord
@@ -56,34 +52,14 @@ def leaderboard_blocks(results: Sequence[ResultRecord]) -> dict[tuple[str, str],
     return {key: sorted(rs, key=_order_key) for key, rs in sorted(blocks.items())}
 
 
-def _aligned(data: DataDir, block: Sequence[ResultRecord], columns: list[str]) -> list[dict[str, np.ndarray]]:
-    """Each result's ``columns`` on the instance ids present in all of them, in sorted id order."""
-    tables = [pq.read_table(data.predictions_path(r.run_id), columns=["instance_id", *columns]) for r in block]
-    ids = [t.column("instance_id").to_numpy().astype(str) for t in tables]
-    shared = ids[0]
-    for i in ids[1:]:
-        shared = np.intersect1d(shared, i)
-    shared = np.unique(shared)
-    out = []
-    for t, i in zip(tables, ids):
-        order = np.argsort(i, kind="stable")
-        pick = order[np.searchsorted(i[order], shared)]
-        out.append({name: t.column(name).to_numpy(zero_copy_only=False)[pick] for name in columns})
-    return out
-
-
 def block_intervals(data: DataDir, kind: str, block: Sequence[ResultRecord], replicates: int,
-                    seed: int) -> tuple[RankIntervals, int, str]:
-    point = np.arange(1, len(block) + 1)
-    if kind == "choice":
-        cols = _aligned(data, block, ["correct"])
-        correct = np.stack([c["correct"].astype(bool) for c in cols])
-        return (accuracy_rank_intervals(correct, replicates, seed, point), correct.shape[1],
-                "joint paired bootstrap over items; tie: exact McNemar-dual interval")
-    cols = _aligned(data, block, ["score", "label", "subjectid"])
-    scores = np.stack([c["score"].astype(np.float64) for c in cols])
-    return (auroc_rank_intervals(scores, cols[0]["label"], cols[0]["subjectid"], replicates, seed, point),
-            scores.shape[1], "joint paired cluster bootstrap over subjects; tie: paired percentile interval")
+                    seed: int, cluster_column: str | None = None) -> tuple[RankIntervals, int, str]:
+    """The block's rank intervals, aligned items and method, as the task's kind computes them."""
+    strategy = kind_of(kind)
+    columns = [*strategy.paired_columns, *([cluster_column] if cluster_column else [])]
+    aligned, _ = read_aligned([data.predictions_path(r.run_id) for r in block], columns)
+    ranked = strategy.rank_intervals(aligned, cluster_column, replicates, seed)
+    return ranked.intervals, ranked.n_items, ranked.method
 
 
 def rank_rows(data: DataDir, results: Sequence[ResultRecord], tasks: Sequence[dict],
@@ -105,7 +81,8 @@ def rank_rows(data: DataDir, results: Sequence[ResultRecord], tasks: Sequence[di
         boot = spec["spec"].get("bootstrap", {})
         replicates, seed = int(boot.get("replicates", 1000)), int(boot.get("seed", 0))
         try:
-            iv, n_items, method = block_intervals(data, spec["kind"], block, replicates, seed)
+            iv, n_items, method = block_intervals(data, spec["kind"], block, replicates, seed,
+                                                  spec.get("cluster_column"))
         except ValueError as exc:  # no shared items, one class only
             if log:
                 log(f"rank intervals for {task} ({model_type or 'all models'}) skipped: {exc}")

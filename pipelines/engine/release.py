@@ -29,6 +29,18 @@ def finished_results(data: DataDir) -> list[ResultRecord]:
     return [decode_record(p.read_bytes()) for p in sorted(data.artifacts.glob("*/result.json"))]
 
 
+def readable_results(data: DataDir) -> list[ResultRecord]:
+    """``finished_results`` without the ones whose result.json does not decode: what deciding whether
+    to publish compares with the warehouse (the publish itself names a bad file, and fails on it)."""
+    results = []
+    for path in sorted(data.artifacts.glob("*/result.json")) if data.artifacts.exists() else []:
+        try:
+            results.append(decode_record(path.read_bytes()))
+        except (OSError, ValueError):  # msgspec.DecodeError is a ValueError
+            continue
+    return results
+
+
 def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     datasets = []
     for d in specs.datasets.values():
@@ -42,7 +54,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     tasks = [
         {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
          "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
-         "spec_hash": spec_hash(t), "spec": spec_builtins(t)}
+         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": specs.family_of(t).cluster_column}
         for t in specs.tasks.values()
     ]
     models = [
@@ -55,7 +67,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     results = finished_results(data)
     models += orphan_models(specs, results)
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
-                   baseline_comparisons=baseline_comparison_rows(specs, data, results))
+                   baseline_comparisons=baseline_comparison_rows(specs, data, results),
+                   prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()])
 
 
 def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:

@@ -2,17 +2,22 @@
 
 msgspec's messages name a JSON path (``$.settings.sede``); spec authors write TOML keys, so the
 message is rephrased to name the key as written, and a file that is not UTF-8 or not TOML says so
-with the line. The CLI prints these on one line without a traceback (exit 2).
+with the line, and one nested too deeply for the parser says that. The CLI prints these on one line
+without a traceback (exit 2).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from pipelines.core.specs import SpecError
+
+MAX_DEPTH = 32  # arrays and tables below the top level of a spec file; the checkout's deepest spec nests 2
+_TOML_TYPES = (dt.datetime, dt.date, dt.time)  # values TOML itself decodes, kept as they are
 
 
 def _read(path: Path) -> bytes:
@@ -30,12 +35,48 @@ def _read(path: Path) -> bytes:
 
 
 def _decode(path: Path, typ: type) -> Any:
+    """The file decoded strictly as ``typ`` (``msgspec.toml.decode(raw, type=typ)``, in two steps so that
+    the nesting is bounded before anything walks it recursively)."""
+    obj = _parse(path)
     try:
-        return msgspec.toml.decode(_read(path), type=typ)
+        return msgspec.convert(obj, typ, strict=True, str_keys=True, builtin_types=_TOML_TYPES)
     except msgspec.ValidationError as exc:
         raise SpecError(f"{path}: {_explain(exc)}") from None
+
+
+def _parse(path: Path) -> Any:
+    """The file's TOML as plain values, nested at most ``MAX_DEPTH`` arrays and tables deep.
+
+    The parser (``tomllib``) recurses once per level, so a file nested 100,000 deep ended the command
+    in a ``RecursionError`` and a traceback (issue #22) instead of the spec author's one line.
+    """
+    try:
+        obj = msgspec.toml.decode(_read(path))
     except msgspec.DecodeError as exc:
         raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise SpecError(f"{path}: arrays or tables nested too deeply for the TOML parser; "
+                        f"a spec nests at most {MAX_DEPTH} levels") from None
+    too_deep = _too_deep(obj)
+    if too_deep is not None:
+        raise SpecError(f"{path}: key `{too_deep}`: nested more than {MAX_DEPTH} levels deep "
+                        "(a spec nests a few levels: flatten it)")
+    return obj
+
+
+def _too_deep(obj: Any) -> str | None:
+    """The key (as a spec author writes it) of the first array or table nested deeper than ``MAX_DEPTH``
+    below the top level, or None; without recursion."""
+    stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
+    while stack:
+        value, key, depth = stack.pop()
+        if depth > MAX_DEPTH and isinstance(value, (dict, list)):
+            return key
+        if isinstance(value, dict):
+            stack.extend((v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, key, depth + 1) for v in value)  # the key names the array, not the item
+    return None
 
 
 def _explain(exc: msgspec.ValidationError) -> str:

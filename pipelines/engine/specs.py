@@ -28,7 +28,7 @@ from pipelines.core.specs import (  # noqa: F401 (re-exported: the loader's call
     BootstrapSpec, DatasetSpec, IntervalsSpec, ModelSpec, PriceSpec, PriceTable, SourceSpec, SpecError, TaskSpec,
     _Spec, model_spec_type, spec_hash, task_spec_type,
 )
-from pipelines.engine.spec_decoding import _decode, _explain, _read
+from pipelines.engine.spec_decoding import _decode
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
@@ -164,12 +164,7 @@ def _expect(path: Path, key: str, got: str, want: str) -> None:
 
 
 def _decode_task(path: Path, plugins: Plugins) -> TaskSpec:
-    try:
-        head = msgspec.toml.decode(_read(path), type=_TaskHead)
-    except msgspec.ValidationError as exc:
-        raise SpecError(f"{path}: {_explain(exc)}") from None
-    except msgspec.DecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    head = _decode(path, _TaskHead)
     try:
         fam = plugins.families.get(head.family)
     except KeyError as exc:

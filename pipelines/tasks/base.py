@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.core.outcomes import CheckOutcome, Instances, Log, Predicted, ReplayScore, ScoreSummary
-from pipelines.core.protocols import FitAndScore, Kind, TaskFamily, TextChoice
+from pipelines.core.protocols import FitAndScore, Kind, KindName, TaskFamily, TextChoice
 
-__all__ = ["CheckOutcome", "FitAndScore", "Instances", "Kind", "Log", "Predicted", "ReplayScore", "ScoreSummary",
+__all__ = ["CheckOutcome", "FitAndScore", "Instances", "Kind", "KindName", "Log", "Predicted", "ReplayScore", "ScoreSummary",
            "TaskFamily", "TextChoice", "predicted_once", "scores_finite"]
 
 

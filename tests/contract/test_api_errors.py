@@ -74,12 +74,13 @@ def test_path_tricks_never_reach_a_file(client: TestClient, path: str) -> None:
     assert response.json()["error"] in ("not_found", "run_not_found")
 
 
-def test_run_not_found_when_predictions_file_is_missing(own_data: tuple[Path, str]) -> None:
+def test_artifact_unavailable_when_predictions_file_is_missing(own_data: tuple[Path, str]) -> None:
+    """The run is published, the server lost its file: 503, not 404 (issue #22)."""
     root, _ = own_data
     run = RUN_IDS["random-cqa0"]
     (root / "artifacts" / run / "predictions.parquet").unlink()
     with TestClient(create_app(root)) as c:
-        body = assert_error(c.get(f"/artifacts/{run}/predictions.parquet"), 404, "run_not_found")
+        body = assert_error(c.get(f"/artifacts/{run}/predictions.parquet"), 503, "artifact_unavailable")
         assert "missing" in body["message"]
         assert c.get(f"/v1/results/{run}").status_code == 200
 

@@ -93,15 +93,32 @@ def test_metadata_carries_the_medbench_run_id_and_links(data, monkeypatch):
             assert isinstance(meta["path"], dg.PathMetadataValue) and meta["reused"].value is True
 
 
-def test_publishing_follows_new_results(data):
+def _publish_requests(instance, cursor=None):
+    sensor = defs.resolve_sensor_def("publish_on_new_results")
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    result = sensor.evaluate_tick(context)
+    return result.run_requests, context.cursor
+
+
+def test_publishing_follows_new_results_as_the_publish_job(data):
+    """Issue #23: automatic publishes showed as ``__ASSET_JOB`` (what an asset's automation
+    condition launches); the sensor now requests the named job ``publish``, once per update."""
+    sensor = defs.resolve_sensor_def("publish_on_new_results")
+    assert sensor.job_name == "publish" and sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    # No automation condition left on an asset, or Dagster adds its default sensor, whose runs are __ASSET_JOB.
+    assert {s.name for s in defs.get_repository_def().sensor_defs} == {
+        "publish_on_new_results", "evaluation_partitions_sensor", "dead_runs_sensor"}
     with dg.DagsterInstance.ephemeral() as instance:
         sync_evaluation_partitions(instance, load_specs())
-        first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        requests, cursor = _publish_requests(instance)
+        assert requests == []  # nothing materialised yet
         assert _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM).success
-        second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
-        assert second.get_num_requested(dg.AssetKey("published_warehouse")) == 1
-        third = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=second.cursor)
-        assert third.get_num_requested(dg.AssetKey("published_warehouse")) == 0  # once per update
+        requests, cursor = _publish_requests(instance, cursor)
+        assert len(requests) == 1 and requests[0].job_name in (None, "publish")
+        assert _publish_requests(instance, cursor)[0] == []  # once per update
+        assert _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM).success
+        assert _materialize(data, instance, ["published_warehouse"]).success  # published since
+        assert _publish_requests(instance, cursor)[0] == []
 
 
 def test_jobs_are_named_with_descriptions():

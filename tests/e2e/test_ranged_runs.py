@@ -130,3 +130,44 @@ def test_a_hand_typed_key_in_a_range_fails_the_run_at_once_with_its_reason(data)
         message = failure.step_failure_data.user_failure_data.description
         assert message == f"{bad} names no valid (task, model) pair in the specs: unknown model 'nobody/none'"
         assert _latest(instance, QA.predictions) == {}  # nothing recorded before the check
+
+
+def test_a_ranged_run_leaves_no_check_unexecuted_on_the_partitions_it_records(data):
+    """Issue #23: the ranged run's check steps never execute (its step yields no output), and a
+    planned check that never ran shows "Skipped" on every partition of the range in the UI. The
+    ranged run now records each check's verdict itself: from the stored files for a reused
+    partition (tiny-llama's 0% parse rate warns, quoting its spec's description), and a warning
+    saying skipped and why for a pair that cannot run here."""
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+    from dagster._core.storage.event_log.base import PartitionKeyFilter
+
+    check_keys = [k for c in CHECKS for k in c.check_keys
+                  if k.asset_key in {dg.AssetKey(QA.predictions), dg.AssetKey(QA.metrics)}]
+    assert {k.name for k in check_keys} == {"every_instance_predicted_once", "parse_rate_reasonable"}
+    with dg.DagsterInstance.ephemeral() as instance:
+        sync_evaluation_partitions(instance, load_specs())
+        keys = instance.get_dynamic_partitions("clinicalqa_evaluations")
+        result = _ranged(data, instance, keys)
+        assert result.success
+        verdicts = {}
+        for key in keys:
+            latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+                check_keys, partition_filter=PartitionKeyFilter(key=key))
+            assert set(latest) == set(check_keys), key
+            for check_key, record in latest.items():
+                assert record.run_id == result.run_id
+                assert record.status in (AssetCheckExecutionRecordStatus.SUCCEEDED,
+                                         AssetCheckExecutionRecordStatus.FAILED), (key, check_key, record.status)
+                ev = record.event.dagster_event.event_specific_data
+                assert ev.target_materialization_data.run_id == result.run_id
+                verdicts[key, check_key.name] = ev
+    assert verdicts[RANDOM, "parse_rate_reasonable"].passed
+    assert verdicts[RANDOM, "every_instance_predicted_once"].passed
+    tiny = verdicts["clinicalqa@0|medbench/tiny-llama", "parse_rate_reasonable"]
+    assert not tiny.passed and tiny.severity == dg.AssetCheckSeverity.WARN
+    assert "random weights" in tiny.metadata["verdict"].value and tiny.metadata["parse_rate"].value == 0.0
+    if not_runnable_reason(load_specs().model("google/medgemma-27b-text-it")):
+        for name in ("parse_rate_reasonable", "every_instance_predicted_once"):
+            skipped = verdicts[VLLM, name]
+            assert not skipped.passed and skipped.severity == dg.AssetCheckSeverity.WARN
+            assert "cannot run here" in skipped.metadata["verdict"].value

@@ -85,6 +85,7 @@ class ToyExtras(msgspec.Struct, frozen=True):
 class ToySums(TaskFamily):
     name = "toy-sums"
     kind = "choice"
+    cluster_column = None  # independent items: no cluster to resample
     dataset = "toy-sums"
     settings_key = "toy"
     settings_type = ToySettings

@@ -53,7 +53,8 @@ def _task(slug: str, version: int, dataset: str, kind: str, metric: str) -> dict
             "preview": True, "bootstrap": {"replicates": 100, "seed": 1}}
     return {"slug": slug, "version": version, "dataset": dataset, "kind": kind, "title": f"{slug} v{version}",
             "primary_metric": metric, "preview": True, "spec_hash": hashlib.sha256(repr(spec).encode()).hexdigest(),
-            "spec": spec, "description": f"Task {slug}@{version}."}
+            "spec": spec, "description": f"Task {slug}@{version}.",
+            "cluster_column": "subjectid" if kind == "score" else None}  # as the families declare it
 
 
 TASKS = [

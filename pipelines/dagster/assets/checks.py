@@ -23,12 +23,33 @@ from .metadata import typed
 Outcomes = Callable[[dg.AssetCheckExecutionContext, MedbenchResource], list[CheckOutcome]]
 
 
-def result(outcome: CheckOutcome) -> dg.AssetCheckResult:
+def _severity_and_metadata(outcome: CheckOutcome) -> tuple[dg.AssetCheckSeverity, dict]:
     severity = dg.AssetCheckSeverity.WARN if outcome.severity == "warn" else dg.AssetCheckSeverity.ERROR
     meta = typed(outcome.metadata)
     if outcome.description:
         meta["verdict"] = dg.MetadataValue.text(outcome.description)
+    return severity, meta
+
+
+def result(outcome: CheckOutcome) -> dg.AssetCheckResult:
+    severity, meta = _severity_and_metadata(outcome)
     return dg.AssetCheckResult(passed=outcome.passed, severity=severity, metadata=meta)
+
+
+def missing_verdict(name: str) -> CheckOutcome:
+    """A declared check the family returned no verdict for fails (it never passes by not running)."""
+    return CheckOutcome(name, False, f"the task family returned no verdict named {name!r}")
+
+
+def evaluation(key: dg.AssetCheckKey, outcome: CheckOutcome | None, partition: str | None,
+               target=None) -> dg.AssetCheckEvaluation:
+    """The same verdict as an evaluation event for one partition, for a record made outside the
+    check's own step (a ranged run, the CLI's skips); ``target``: the materialisation it judged."""
+    outcome = outcome or missing_verdict(key.name)
+    severity, meta = _severity_and_metadata(outcome)
+    return dg.AssetCheckEvaluation(asset_key=key.asset_key, check_name=key.name, passed=outcome.passed,
+                                   severity=severity,
+                                   metadata=meta, partition=partition, target_materialization_data=target)
 
 
 def outcome_check(asset: dg.AssetsDefinition, name: str, description: str, outcomes: Outcomes,
@@ -43,8 +64,7 @@ def outcome_check(asset: dg.AssetsDefinition, name: str, description: str, outco
         for outcome in outcomes(context, medbench):
             if outcome.name == name:
                 return result(outcome)
-        return dg.AssetCheckResult(passed=False, metadata={
-            "verdict": dg.MetadataValue.text(f"the task family returned no verdict named {name!r}")})
+        return result(missing_verdict(name))
 
     check.__name__ = name
     with warnings.catch_warnings():

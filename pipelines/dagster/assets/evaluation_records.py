@@ -6,6 +6,8 @@ backfill, ``ranged.py``); the UI must show the same metadata, data version and c
 both, so both build them here. An evaluation's data version is its medbench run id; a pair that
 cannot run here is materialised as skipped, with ``skipped_reason`` and the data version
 ``skipped:<run id>`` (never equal to a run id, so nothing takes it for a finished evaluation).
+A third writer, ``medbench materialize`` (``skip_records.py``), records its skips without a run;
+it builds the same records here too.
 """
 
 from __future__ import annotations
@@ -13,14 +15,28 @@ from __future__ import annotations
 import os
 
 import dagster as dg
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
 
 from pipelines.engine.specs import Specs
+from pipelines.tasks.base import CheckOutcome
 
 SKIPPED_PREFIX = "skipped:"
+# Set by `medbench demo` to the address it is about to serve on (``pipelines/cli/demo.py``), so
+# the links of what it materialises point at its own port; MEDBENCH_PUBLIC_URL still wins.
+SITE_URL_ENV = "MEDBENCH_SITE_URL"
+DEFAULT_SITE_URL = "http://127.0.0.1:8000"
 
 
 def public_url() -> str:
-    return os.environ.get("MEDBENCH_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+    """Where ``/r/<run_id>`` pages are: MEDBENCH_PUBLIC_URL, else the port ``medbench demo`` serves
+    on (MEDBENCH_SITE_URL), else ``medbench serve``'s default address."""
+    return (os.environ.get("MEDBENCH_PUBLIC_URL") or os.environ.get(SITE_URL_ENV) or DEFAULT_SITE_URL).rstrip("/")
 
 
 def run_links(run_id: str) -> dict:
@@ -53,6 +69,38 @@ def skip_line(partition_key: str, model_slug: str, reason: str) -> str:
 
 def skipped_metadata(partition_key: str, model_slug: str, run_id: str, reason: str) -> dict:
     return {"skipped_reason": skip_line(partition_key, model_slug, reason), "evaluated": False, **run_links(run_id)}
+
+
+def skipped_outcome(check_name: str, partition_key: str, model_slug: str, run_id: str, reason: str) -> CheckOutcome:
+    """A check's verdict on a skipped pair: a warning that says it was skipped and why (never red,
+    never left unexecuted: an unexecuted check shows "Skipped" with no reason in the UI)."""
+    return CheckOutcome(check_name, False, f"not evaluated: {skip_line(partition_key, model_slug, reason)}",
+                        {"run_id": run_id, "skipped": True}, "warn")
+
+
+def record_tags(version: str, code_version: str, inputs: dict[str, str]) -> dict[str, str]:
+    """The tags Dagster puts on a step's own materialisation (data and code version, inputs), for
+    the materialisations recorded outside the asset's own step (a ranged run, the CLI's skips)."""
+    return {DATA_VERSION_TAG: version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true", CODE_VERSION_TAG: code_version,
+            **inputs}
+
+
+def input_tags(instance: dg.DagsterInstance, upstream: dg.AssetKey, partitioned: bool,
+               partitions: list[str]) -> dict[str, dict[str, str]]:
+    """partition -> the input data version and event pointer tags of ``upstream``'s newest
+    materialisation (the same partition when ``partitioned``, else the unpartitioned asset), so the
+    UI's staleness reads a recorded materialisation as it reads a step's own."""
+    from pipelines.dagster.inputs_state import latest_versions
+
+    if partitioned:
+        pointers = latest_versions(instance, upstream, partitions, observations=False)
+    else:
+        records = instance.fetch_materializations(upstream, limit=1).records
+        event = records[0] if records else None
+        version = (event.asset_materialization.tags or {}).get(DATA_VERSION_TAG) if event else None
+        pointers = {p: (event.storage_id, version) for p in partitions} if event else {}
+    return {p: {get_input_data_version_tag(upstream): version, get_input_event_pointer_tag(upstream): str(sid)}
+            for p, (sid, version) in pointers.items() if version}
 
 
 def predictions_metadata(data, run_id: str, snapshot_id: str, reused: bool) -> dict:

@@ -1,9 +1,10 @@
 """The published warehouse: a new immutable DuckDB version behind an atomically switched pointer.
 
 It depends on every family's metrics asset (made by the factory in ``definitions``), which is the
-lineage the UI shows: any new or changed result upstream makes it stale, and its automation
-condition publishes after any metrics partition updates. Publishing reads finished result.json
-files only, so skipped or failed partitions upstream never block it.
+lineage the UI shows: any new or changed result upstream makes it stale, and the
+``publish_on_new_results`` sensor (``sensors.py``) runs the ``publish`` job after any metrics
+partition updates. Publishing reads finished result.json files only, so skipped or failed
+partitions upstream never block it.
 """
 
 
@@ -15,18 +16,8 @@ from pipelines.engine.release import release
 from .metadata import typed
 
 
-# Eager, minus its "no dependency missing" clause: partitions that are skipped (a model that cannot
-# run here) or not yet evaluated stay missing, and must never block publishing what is finished.
-PUBLISH_ON_NEW_RESULTS = (
-    dg.AutomationCondition.any_deps_updated().since_last_handled()
-    & ~dg.AutomationCondition.any_deps_in_progress()
-    & ~dg.AutomationCondition.in_progress()
-).with_label("publish_on_new_results")
-
-
 def published_asset(metrics_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinition:
     @dg.asset(name="published_warehouse", group_name="warehouse", kinds={"duckdb"}, deps=metrics_assets,
-              automation_condition=PUBLISH_ON_NEW_RESULTS,
               description="datasets, tasks, models, results, metrics and the predictions view, as served by /v1.")
     def published_warehouse(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
         data = medbench.data()

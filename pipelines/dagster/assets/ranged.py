@@ -15,9 +15,10 @@ step decides every partition as ``medbench materialize`` does, without a run eac
   they run here, bounded by the same limits (``launch.py``), and this run waits for them.
 
 Every partition of the range then has a materialisation from a run of the backfill, so the
-backfill ends green. The step yields no output: the metrics step and the checks of this run are
-skipped (their materialisations are recorded here; a reused partition keeps its checks' last
-verdicts; a new evaluation's checks run in its own run).
+backfill ends green. The step yields no output: the metrics step and the check steps of this run
+are skipped, and their records are made here: the materialisations, and each check's verdict on
+every reused partition (evaluated from the stored files, as the check itself does) and skipped pair
+(a warning saying skipped, and why); a new evaluation's checks run in its own run.
 """
 
 from __future__ import annotations
@@ -25,25 +26,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.definitions.data_version import (
-    CODE_VERSION_TAG,
-    DATA_VERSION_IS_USER_PROVIDED_TAG,
-    DATA_VERSION_TAG,
-    get_input_data_version_tag,
-    get_input_event_pointer_tag,
-)
 from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
 
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.limits import POOL_TAG, Limits, read_limits
 from pipelines.dagster.partitions import evaluation_job_name, metrics_asset_name, predictions_asset_name
 
+from .checks import evaluation
 from .evaluation_records import (
     SKIPPED_PREFIX,
+    input_tags,
     invalid_key_reason,
     metrics_metadata,
     predictions_metadata,
+    record_tags,
     skipped_metadata,
+    skipped_outcome,
 )
 from .metadata import typed
 
@@ -51,10 +49,11 @@ PARENT_TAG = "medbench/ranged_run"  # on each run a ranged run started: the rang
 
 
 def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, family_hash: str,
-                   instances_key: dg.AssetKey):
+                   instances_key: dg.AssetKey, verdicts: dict):
     """Rule one for every partition of the run's range, then the work (see the module docstring);
     yields the materialisations (yielded, not logged, so each is stored before the next asset's
-    records read their input pointers)."""
+    records read their input pointers) and the check evaluations on them. ``verdicts``: asset key
+    -> (partition key, medbench) -> that asset's check outcomes, the functions its checks call."""
     specs, data = medbench.specs(), medbench.data()
     keys = list(context.partition_keys)
     bad = [reason for key in keys if (reason := invalid_key_reason(key, specs))]
@@ -78,43 +77,36 @@ def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, 
             work.append(ev)
     context.log.info(f"{len(keys)} partitions: {len(reused)} reused, {len(skipped)} skipped (cannot run here), "
                      f"{len(work)} need work")
-    recorder = _Recorder(context, family, family_hash, instances_key)
+    recorder = _Recorder(context, family, family_hash, instances_key, verdicts)
     for asset_key in keys_recorded:
         yield from recorder.record(asset_key, reused, skipped, data)
+        yield from recorder.checks(asset_key, reused, skipped, medbench)
     if work:
         _start_work(context, work, config, family)
 
 
 class _Recorder:
-    """Materialisations recorded by the ranged run, tagged as Dagster tags a step's own output."""
+    """Materialisations recorded by the ranged run, tagged as Dagster tags a step's own output, and
+    the verdicts of this run's checks on those partitions.
 
-    def __init__(self, context: dg.AssetExecutionContext, family, family_hash: str, instances_key: dg.AssetKey):
-        self.context, self.family_hash = context, family_hash
+    Why the verdicts here: the run's check steps are planned for every partition of the range but
+    never execute (the step yields no output), and Dagster shows a planned check that never ran as
+    "Skipped" on every partition, hiding the last verdicts. So each check of a reused partition is
+    evaluated here from the stored files (what the check step itself reads), and a skipped pair's
+    checks say skipped and why; a partition that needs work gets its verdicts from its own run."""
+
+    def __init__(self, context: dg.AssetExecutionContext, family, family_hash: str, instances_key: dg.AssetKey,
+                 verdicts: dict):
+        self.context, self.family_hash, self.verdicts = context, family_hash, verdicts
         self.predictions = dg.AssetKey(predictions_asset_name(family))
         # asset -> (its upstream, whether the upstream is partitioned like it)
         self.upstream = {self.predictions: (instances_key, False),
                          dg.AssetKey(metrics_asset_name(family)): (self.predictions, True)}
 
-    def _inputs(self, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, dict[str, str]]:
-        """partition -> the input data version and event pointer tags of its upstream's newest
-        materialisation (the instances asset for predictions, the same partition for metrics),
-        so the UI's staleness reads these records as it reads a step's own."""
-        from pipelines.dagster.inputs_state import latest_versions
-
-        upstream, partitioned = self.upstream[asset_key]
-        if partitioned:
-            pointers = latest_versions(self.context.instance, upstream, partitions, observations=False)
-        else:
-            records = self.context.instance.fetch_materializations(upstream, limit=1).records
-            event = records[0] if records else None
-            version = (event.asset_materialization.tags or {}).get(DATA_VERSION_TAG) if event else None
-            pointers = {p: (event.storage_id, version) for p in partitions} if event else {}
-        return {p: {get_input_data_version_tag(upstream): version, get_input_event_pointer_tag(upstream): str(sid)}
-                for p, (sid, version) in pointers.items() if version}
-
     def record(self, asset_key: dg.AssetKey, reused: list, skipped: list, data):
         is_predictions = asset_key == self.predictions
-        inputs = self._inputs(asset_key, [ev.partition_key for ev, _ in reused + skipped])
+        upstream, partitioned = self.upstream[asset_key]
+        inputs = input_tags(self.context.instance, upstream, partitioned, [ev.partition_key for ev, _ in reused + skipped])
         for ev, record in reused:
             meta = (predictions_metadata(data, ev.run_id, ev.snapshot_id, True) if is_predictions
                     else metrics_metadata(data, record, True))
@@ -126,11 +118,52 @@ class _Recorder:
             yield self._event(asset_key, ev.partition_key, SKIPPED_PREFIX + ev.run_id, meta, inputs)
 
     def _event(self, asset_key, partition: str, version: str, meta: dict, inputs: dict) -> dg.AssetMaterialization:
-        tags = {DATA_VERSION_TAG: version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
-                CODE_VERSION_TAG: self.family_hash, **inputs.get(partition, {})}
+        tags = record_tags(version, self.family_hash, inputs.get(partition, {}))
         if backfill := self.context.run.tags.get(BACKFILL_ID_TAG):
             tags[BACKFILL_ID_TAG] = backfill
         return dg.AssetMaterialization(asset_key=asset_key, partition=partition, metadata=typed(meta), tags=tags)
+
+    def _check_keys(self, asset_key: dg.AssetKey) -> list[dg.AssetCheckKey]:
+        """The checks on ``asset_key`` this run planned (a backfill may select some or none)."""
+        selection = self.context.run.asset_check_selection
+        if selection is None:
+            selection = self.context.job_def.asset_layer.asset_graph.get_check_keys_for_assets({asset_key})
+        return sorted((k for k in selection if k.asset_key == asset_key), key=lambda k: k.name)
+
+    def checks(self, asset_key: dg.AssetKey, reused: list, skipped: list, medbench):
+        """One evaluation per planned check and recorded partition, pointing at the materialisation
+        just recorded (yielded after it, so it is stored)."""
+        check_keys = self._check_keys(asset_key)
+        if not check_keys or not (reused or skipped):
+            return
+        partitions = [ev.partition_key for ev, _ in reused + skipped]
+        targets = _materialisations(self.context.instance, asset_key, partitions, self.context.run.run_id)
+        reasons = {ev.partition_key: (ev, reason) for ev, reason in skipped}
+        for partition in partitions:
+            if partition in reasons:
+                ev, reason = reasons[partition]
+                outcomes = {k.name: skipped_outcome(k.name, partition, ev.model.slug, ev.run_id, reason)
+                            for k in check_keys}
+            else:
+                outcomes = {o.name: o for o in self.verdicts[asset_key](partition, medbench)}
+            for key in check_keys:
+                yield evaluation(key, outcomes.get(key.name), partition, targets.get(partition))
+
+
+def _materialisations(instance, asset_key: dg.AssetKey, partitions: list[str], run_id: str) -> dict:
+    """partition -> the target data (storage id, run, time) of its materialisation by ``run_id``."""
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData,
+    )
+
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=partitions), limit=len(partitions) * 2).records
+    out = {}
+    for rec in records:  # newest first
+        if rec.run_id == run_id and rec.partition_key not in out:
+            out[rec.partition_key] = AssetCheckEvaluationTargetMaterializationData(
+                storage_id=rec.storage_id, run_id=rec.run_id, timestamp=rec.timestamp)
+    return out
 
 
 def _child_tags(context: dg.AssetExecutionContext, ev, pool: str) -> dict[str, str]:

@@ -1,2 +1,2 @@
 """The clinicalqa family: ``family.py`` (the registered TaskFamily), ``settings.py`` (``[choice]``),
-``items.py`` (prompts), ``parser.py`` (answer parser), ``score.py`` (predictions table, metrics)."""
+``items.py`` (prompts), ``parsing/`` (the versioned answer parser), ``score.py`` (predictions table, metrics)."""

@@ -2,8 +2,8 @@
 
 Dataset ``clinicalqa`` (one snapshot row per question); instances ``items.parquet`` (one prompt per
 question, ``items.py``); models are text generators (``pipelines.backends``) whose raw outputs are
-stored under a generation key and parsed by the versioned answer parser (``parser.py``): the
-family declares a ``TextChoice`` and the engine's text-choice solver runs it on any text backend; the score
+stored under a generation key and parsed by the versioned answer parser (``parsing/``): the family
+declares a ``TextChoice`` and the engine's text-choice solver runs it on any text backend; the score
 is accuracy and parse rate with percentile-bootstrap intervals, plus accuracy by category
 (``score.py``). Warehouse kind ``choice``.
 """
@@ -49,6 +49,7 @@ class ClinicalQAExtras(msgspec.Struct, frozen=True):
 class ClinicalQA(TaskFamily):
     name = "clinicalqa"
     kind = "choice"
+    cluster_column = None  # the questions are independent: intervals resample items
     dataset = "clinicalqa"
     settings_key = "choice"
     settings_type = ChoiceSettings

@@ -17,22 +17,15 @@ from typing import Any, Mapping, NamedTuple, Sequence, get_args
 import numpy as np
 import pyarrow as pa
 
-from pipelines.tasks.clinicalqa.parser import DEFAULT_OPTIONS, PARSER_VERSION, TAKES_OPTION_TEXTS, ParseStatus, parser_for
+from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS, ParseStatus
+from pipelines.tasks.clinicalqa.parsing.versions import DEFAULT_VERSION, parse_answer
 from pipelines.core.specs import BootstrapSpec, IntervalsSpec
+from pipelines.kinds.choice import Choice
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.stats.wilson import wilson_interval
 
-PREDICTIONS_SCHEMA = pa.schema(
-    [
-        ("instance_id", pa.string()),
-        ("prediction", pa.string()),
-        ("label", pa.string()),
-        ("correct", pa.bool_()),
-        ("parse_status", pa.string()),
-        ("raw_output", pa.string()),
-    ]
-)
+PREDICTIONS_SCHEMA = Choice.schema  # the choice kind's columns (CONTRACT.md), nothing of its own
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
 MAX_REPORTED = 5
 
@@ -66,7 +59,7 @@ class ChoiceScore:
     parse_rate: float
     by_category: list[CategoryScore]
     status_counts: dict[str, int] = field(default_factory=dict)
-    parser_version: str = PARSER_VERSION
+    parser_version: str = DEFAULT_VERSION
 
     @property
     def accuracy(self) -> MetricValue:
@@ -100,7 +93,7 @@ def predictions_table(
     items: pa.Table | Sequence[Mapping[str, Any]],
     outputs: Mapping[str, str],
     options: Sequence[str] = DEFAULT_OPTIONS,
-    parser: str = PARSER_VERSION,
+    parser: str = DEFAULT_VERSION,
 ) -> pa.Table:
     """The Predictions Parquet table (CONTRACT.md, choice tasks) in item order.
 
@@ -119,12 +112,13 @@ def predictions_table(
         shown = ", ".join(repr(i) for i in missing[:MAX_REPORTED]) + (", ..." if len(missing) > MAX_REPORTED else "")
         raise ScoringError(f"{len(missing)} of {len(ids)} items have no output (e.g. {shown})")
     opts = tuple(options)
-    parse = parser_for(parser)
     texts = _option_texts(items, len(ids))
-    if parser not in TAKES_OPTION_TEXTS or texts is None:
-        parsed = [parse(outputs[iid], opts) for iid in ids]
+    if texts is None:
+        parsed = [parse_answer(outputs[iid], opts, parser) for iid in ids]
     else:
-        parsed = [parse(outputs[iid], opts, dict(zip(opts, t))) for iid, t in zip(ids, texts, strict=True)]
+        parsed = [
+            parse_answer(outputs[iid], opts, parser, dict(zip(opts, t))) for iid, t in zip(ids, texts, strict=True)
+        ]
     predictions = [r.prediction for r in parsed]
     return pa.table(
         {

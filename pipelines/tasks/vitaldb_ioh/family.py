@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.specs import TaskSpec
+from pipelines.kinds.score import Score
 from pipelines.tasks.base import (
     CheckOutcome, FitAndScore, Instances, Log, ScoreSummary, TaskFamily, predicted_once, scores_finite,
 )
@@ -30,10 +31,8 @@ from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 
 PREVALENCE_RANGE = (0.005, 0.6)
-PREDICTIONS_SCHEMA = pa.schema([
-    ("instance_id", pa.string()), ("score", pa.float64()), ("label", pa.int8()),
-    ("caseid", pa.int32()), ("subjectid", pa.int32()), ("t", pa.int32()),
-])
+# the score kind's columns (instance_id, score, label), then the family's own
+PREDICTIONS_SCHEMA = pa.schema([*Score.schema, ("caseid", pa.int32()), ("subjectid", pa.int32()), ("t", pa.int32())])
 
 
 def fit_seed(ev: Evaluation) -> tuple[int, str]:
@@ -52,6 +51,7 @@ def fit_seed(ev: Evaluation) -> tuple[int, str]:
 class VitalDbIoh(TaskFamily):
     name = "vitaldb-ioh"
     kind = "score"
+    cluster_column = "subjectid"  # windows of one patient are not independent: intervals resample subjects
     dataset = "vitaldb"
     settings_key = "ioh"
     settings_type = IohSettings

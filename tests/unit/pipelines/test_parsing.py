@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.tasks.clinicalqa.parser import PARSER_VERSION, ParseResult, parse_answer
+from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
+from pipelines.tasks.clinicalqa.parsing.v1 import PARSER_VERSION, parse_answer_v1 as parse_answer
 
 CASES: list[tuple[str, str | None, str]] = [
     # Korean markers

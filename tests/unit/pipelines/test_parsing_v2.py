@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from test_parsing import CASES as V1_CASES
 
-from pipelines.tasks.clinicalqa.parser import ParseResult, parse_answer, parser_for
-from pipelines.tasks.clinicalqa.parser_v2 import PARSER_VERSION, parse_answer_v2
+from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
+from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
+from pipelines.tasks.clinicalqa.parsing.v2 import PARSER_VERSION, parse_answer_v2
+from pipelines.tasks.clinicalqa.parsing.versions import parser_for
 
 # v1 table rows whose expected result deliberately changes in v2, with the reason. Empty: every
 # v1 row is right and stays right. ("(C) 경구 항생제가 정답입니다", a known v1 gap that v2 reads as C,

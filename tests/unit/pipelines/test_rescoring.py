@@ -8,7 +8,9 @@ from pipelines.engine.generations import GenerationStore
 from pipelines.engine.identity import run_id
 from pipelines.engine.release import release
 from support.plugins import specs as load_specs
-from pipelines.tasks.clinicalqa.parser import PARSERS, ParseResult, parse_answer
+from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
+from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
+from pipelines.tasks.clinicalqa.parsing.versions import PARSERS
 from warehouse.layout import DataDir
 from warehouse.read import open_current
 

@@ -10,7 +10,7 @@ import pytest
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.base import PromptItem
 from pipelines.backends.rule import UniformChoiceGenerator, uniform_choice
-from pipelines.tasks.clinicalqa.parser import parse_answer
+from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
 from support.plugins import specs as load_specs
 
 

@@ -1,8 +1,9 @@
-"""Token and hedge rules of answer parser v2; ``pipelines.tasks.clinicalqa.parser_v2`` builds statements on them.
+"""Token and hedge rules of answer parser v2; ``parsing.v2`` builds statements on them.
 
-v2 reuses v1's token pattern (letters, digits, ``번``, brackets, quotes, bold) and its Korean
-particle rules, and changes only what real replies showed v1 to get wrong. They live in their own
-module so that ``pipelines.tasks.clinicalqa.parser`` (v1) stays byte-for-byte what produced the v1 results:
+v2 reuses the shared token pattern (letters, digits, ``번``, brackets, quotes, bold) and Korean
+particle rules of ``parsing.tokens``, and changes only what real replies showed v1 to get wrong.
+They live in v2's own modules so that ``parsing.v1`` stays byte-for-byte what produced the v1
+results:
 
 - a digit followed by a unit word is a quantity, not an option (``2 weeks``, ``4 mg``, ``3 일``,
   ``5%``), and a digit in a range or ratio is part of a number (``2-3``, ``1:2``);
@@ -25,7 +26,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
-from pipelines.tasks.clinicalqa.parser import _HANGUL_AFTER_DIGIT, _HANGUL_AFTER_LETTER, _HEDGE, _token_pattern
+from pipelines.tasks.clinicalqa.parsing.tokens import HANGUL_AFTER_DIGIT, HANGUL_AFTER_LETTER, HEDGE, token_pattern
 
 Hedge = Literal["plain", "soft", "void"]
 
@@ -115,7 +116,7 @@ def token_at(
     ``plain_lower`` at a line end) plus units, ranges, and the after-marker label with text.
     ``option_texts`` must be normalised with :func:`normalise_text`.
     """
-    m = _token_pattern(options).match(text, pos)
+    m = token_pattern(options).match(text, pos)
     if m is None:
         return None
     end = m.end()
@@ -129,7 +130,7 @@ def token_at(
         return None
     following = text[end : end + 2]
     if following[:1] and "가" <= following[0] <= "힣":
-        allowed = _HANGUL_AFTER_DIGIT if raw.isdigit() and not m.group("bun") else _HANGUL_AFTER_LETTER
+        allowed = HANGUL_AFTER_DIGIT if raw.isdigit() and not m.group("bun") else HANGUL_AFTER_LETTER
         if following[0] not in allowed or following == "가지":
             return None
     elif following[:1].isalnum():
@@ -207,4 +208,4 @@ def hedge_of(before: str, rest: str) -> Hedge:
     near_rest = rest[: turn_after.start()] if turn_after else rest
     if any(p.search(t) for p in (_CONDITIONAL, _REPORTED) for t in (near_before, near_rest)):
         return "void"
-    return "soft" if _HEDGE.search(rest_all) else "plain"
+    return "soft" if HEDGE.search(rest_all) else "plain"

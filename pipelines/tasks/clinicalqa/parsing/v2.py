@@ -1,10 +1,12 @@
 """Answer parser v2 for choice tasks: v1's rules plus the fixes for the v1 failures seen on replies.
 
-v1 (``pipelines.tasks.clinicalqa.parser``) stays unchanged so that its results stay reproducible; v2 is a new
-version, selected by a task spec with ``parser = "v2"``, and re-scores stored raw outputs. It
-keeps v1's normalisation (NFKC, ``<think>`` blocks), its answer forms (A-E, 1-5, circled digits,
-``번``, brackets, quotes, bold, a bare single option as the whole reply) and its refusal to guess
-from a stray letter, and changes the following, each a v1 failure seen on real replies:
+v1 (``parsing.v1``) stays unchanged so that its results stay reproducible; v2 is a new version,
+selected by a task spec with ``parser = "v2"`` (through ``parsing.versions``), and re-scores
+stored raw outputs. It imports the pieces it shares with v1 from ``parsing.tokens``, never from
+v1, so that v1 can stay frozen while v2 changes. It keeps v1's normalisation (NFKC, ``<think>``
+blocks), its answer forms (A-E, 1-5, circled digits, ``번``, brackets, quotes, bold, a bare
+single option as the whole reply) and its refusal to guess from a stray letter, and changes the
+following, each a v1 failure seen on real replies:
 
 1. The final *line-anchored* statement wins: a marker (``정답:``, ``답:``, ``Answer:``, ``Final
    answer``, ``최종 정답``) at the start of a line, after markup only, is the form the prompt asks
@@ -25,7 +27,7 @@ from a stray letter, and changes the following, each a v1 failure seen on real r
    ``오답``/``틀리다`` exclude the letter; ``A가 아닌 C``, ``A가 아니라 C`` and English ``not A; it
    is D`` / ``not A but D`` give the replacement; ``A and B are both wrong`` (``A, B와 C는 오답``)
    is no statement.
-5. Conditionals and reported speech void a statement (see ``parsing_v2_rules``).
+5. Conditionals and reported speech void a statement (see ``parsing.v2_rules``).
 6. Quantities are not options (``2 weeks``, ``4 mg``, ``5%``, ``2-3일``).
 7. A number and a letter that disagree in one statement (``정답: 2번 (C)``) are ambiguous.
 8. After a marker, a letter followed by text is the answer (``정답: C. ceftriaxone 정맥 주사``,
@@ -39,21 +41,21 @@ from a stray letter, and changes the following, each a v1 failure seen on real r
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from pipelines.tasks.clinicalqa.parser import (
-    _FILLER,
-    _HEDGE_ALTERNATIVE_TAIL,
-    _POSTFIX_ENGLISH,
-    _PREFIX_MARKER,
+from pipelines.tasks.clinicalqa.parsing.tokens import (
     DEFAULT_OPTIONS,
+    FILLER,
+    HEDGE_ALTERNATIVE_TAIL,
+    POSTFIX_ENGLISH,
+    PREFIX_MARKER,
     ParseResult,
-    _drop_reasoning,
-    _token_pattern,
+    is_empty,
+    normalise_reply,
+    token_pattern,
 )
-from pipelines.tasks.clinicalqa.parser_v2_rules import (
+from pipelines.tasks.clinicalqa.parsing.v2_rules import (
     Token,
     hedge_of,
     normalise_text,
@@ -162,9 +164,9 @@ def _statement_from(
         return None
     alternatives = False
     if hedge == "soft":
-        for m in _token_pattern(options).finditer(rest):
+        for m in token_pattern(options).finditer(rest):
             other = token_at(rest, m.start(), options)
-            if other is not None and other.value != token.value and _HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
+            if other is not None and other.value != token.value and HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
                 alternatives = True
                 break
     return _Statement(position, token.value, hedged=hedge == "soft", hedge_alternatives=alternatives, anchored=anchored)
@@ -178,8 +180,8 @@ def _written_as_digit(text: str, token: Token) -> bool:
 
 def _prefix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
     out = []
-    for marker in _PREFIX_MARKER.finditer(text):
-        filler = _FILLER.match(text, marker.end())
+    for marker in PREFIX_MARKER.finditer(text):
+        filler = FILLER.match(text, marker.end())
         gap = filler.group()
         if _BULLET_AFTER_BREAK.search(gap):
             continue
@@ -226,7 +228,7 @@ def _boxed_statements(text: str, options: tuple[str, ...], texts: Mapping[str, s
 
 def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
     out = []
-    pattern = _token_pattern(options)
+    pattern = token_pattern(options)
     pos = 0
     while (m := pattern.search(text, pos)) is not None:
         pos = m.start() + 1
@@ -235,7 +237,7 @@ def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str,
         token = token_at(text, m.start(), options, option_texts=texts)
         if token is None:
             continue
-        tail = _POSTFIX_KOREAN.match(text, token.end) or _POSTFIX_ENGLISH.match(text, token.end)
+        tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
         if tail is None:
             continue
         statement = _statement_from(text, token, token.start, options, texts)
@@ -251,7 +253,7 @@ def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> b
     """
     if "오답" in text[start:end]:
         return True
-    for m in _token_pattern(options).finditer(text, start, end):
+    for m in token_pattern(options).finditer(text, start, end):
         if m.start() > 0 and text[m.start() - 1].isalnum():
             continue
         token = token_at(text, m.start(), options)
@@ -337,11 +339,11 @@ def parse_answer_v2(
     ``option_texts`` maps option letters to their texts (``{"B": "Metformin"}``); without it the
     parser never accepts a label followed by text except right after an answer marker.
     """
-    if text is None or not text.strip():
+    if is_empty(text):
         return ParseResult(None, "empty")
     opts = tuple(options)
     texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
-    body = _drop_reasoning(unicodedata.normalize("NFKC", text))
+    body = normalise_reply(text)
     found: dict[int, _Statement] = {}
     for find in (_prefix_statements, _postfix_statements, _label_statements, _boxed_statements):
         for s in find(body, opts, texts):

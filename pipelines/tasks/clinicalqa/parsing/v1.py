@@ -1,4 +1,10 @@
-"""Answer parser for choice tasks: which option did a free-text reply commit to?
+"""Answer parser v1 for choice tasks (frozen): which option did a free-text reply commit to?
+
+Frozen: v1 scored published results, and a result names its parser version, so re-scoring the
+stored raw outputs with v1 must give exactly those results again (they stay served next to the v2
+results that supersede them). So this module is never edited, not even to fix a wrong answer it
+gives: a fix is a new version (``v2``) that a new task version selects. It imports only the shared
+``tokens`` module, whose names are frozen along with it, and no other version.
 
 The score of a choice task is only as honest as this parser. It must read the answers models
 really write (Korean or English markers, letters, digits, circled digits, brackets, bold,
@@ -8,8 +14,8 @@ of "E. coli" is not option E. An answer it cannot read counts as wrong, so the r
 towards "unparsable" whenever a reply does not commit to exactly one option.
 
 The parser is versioned (``PARSER_VERSION``): any change in what it returns for some text must
-bump the version, because the version enters the task's results and a new version re-scores the
-stored raw outputs into a new result.
+bump the version (a new module and its entry in ``versions.PARSERS``), because the version
+enters the task's results and a new version re-scores the stored raw outputs into a new result.
 
 Rules of v1, in order:
 
@@ -57,49 +63,25 @@ Rules of v1, in order:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Sequence
+
+from pipelines.tasks.clinicalqa.parsing.tokens import (
+    DEFAULT_OPTIONS,
+    FILLER,
+    HANGUL_AFTER_DIGIT,
+    HANGUL_AFTER_LETTER,
+    HEDGE,
+    HEDGE_ALTERNATIVE_TAIL,
+    POSTFIX_ENGLISH,
+    PREFIX_MARKER,
+    ParseResult,
+    is_empty,
+    normalise_reply,
+    token_pattern,
+)
 
 PARSER_VERSION = "v1"
-
-ParseStatus = Literal["ok", "no_answer", "ambiguous", "empty"]
-DEFAULT_OPTIONS: tuple[str, ...] = ("A", "B", "C", "D", "E")
-
-
-@dataclass(frozen=True)
-class ParseResult:
-    prediction: str | None
-    status: ParseStatus
-
-
-# Korean syllables that may directly follow an answer: particles and copulas, "번", and the
-# conjunctions handled by the ambiguity rule. Anything else (a counter, a word) means the letter
-# or digit is part of something else ("3개", "A형"). "일" follows a letter as a copula ("C일 것이다")
-# but a digit as a counter ("3일"), so only letters may take it.
-_HANGUL_AFTER_DIGIT = "번이입은는가으로을를와과임예라다나거"
-_HANGUL_AFTER_LETTER = _HANGUL_AFTER_DIGIT + "일"
-_OPENERS = "([【「『<\"'“‘`"
-_CLOSERS = ")]】」』>\"'”’`"
-
-_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
-
-_KOREAN_MARKER = (
-    r"(?<![가-힣])(?:최종\s*)?(?:정답|해답|답변|답)(?:\s*(?:번호|보기|선택지))?"
-    r"(?:은|는|이|을|으로는|으로|로)?(?![가-힣])"
-)
-_ENGLISH_MARKER = r"\b(?:answer|(?:correct|right|best)\s+(?:option|choice))\b"
-_PREFIX_MARKER = re.compile(f"{_KOREAN_MARKER}|{_ENGLISH_MARKER}", re.IGNORECASE)
-
-_FILLER = re.compile(
-    r"(?:[\s:=\-–—>→⇒*_#|~]"
-    r"|\bis\b|\bwould\s+be\b|\bshould\s+be\b|\bwill\s+be\b|\bmust\s+be\b"
-    r"|\bchoice\b|\boption\b|\bprobably\b|\blikely\b|\bthen\b"
-    r"|아마도?|바로|보기|선택지)*",
-    re.IGNORECASE,
-)
 
 _NEGATION_AFTER = re.compile(r"\s*(?:가|이|은|는)?\s*(?:아니|아닌|not\b|isn't\b)", re.IGNORECASE)
 _CONTRAST = re.compile(r"\s*(?:가|이|은|는)?\s*아니(?:라|고)\s*[,，]?\s*")
@@ -107,15 +89,9 @@ _CONJUNCTION = re.compile(
     r"\s*[(\[]?\s*(?:,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
     re.IGNORECASE,
 )
-_HEDGE = re.compile(
-    r"수도\s*있|수\s*있|일지도|지도\s*모르|않을까|일까|\?|\bmight\b|\bcould\b|\bpossibly\b|\bperhaps\b",
-    re.IGNORECASE,
-)
-_HEDGE_ALTERNATIVE_TAIL = re.compile(r"\s*(?:일|이)?\s*(?:수도|수\s*있|지도)")
 _POSTFIX_KOREAN = re.compile(
     r"\s*(?:가|이|은|는)?\s*(?:최종\s*)?(?:정답|답)(?!\s*(?:이|가)?\s*아니)(?:이다|입니다|임|이에요|예요|이며|이고|이므로|이라|일|(?![가-힣]))"
 )
-_POSTFIX_ENGLISH = re.compile(r"\s+is\s+(?:the\s+)?(?:(?:correct|right|best|final)\s+)?answer\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!。\n]")
 
 
@@ -134,18 +110,6 @@ class _Statement:
     hedge_alternatives: bool
 
 
-@lru_cache(maxsize=16)
-def _token_pattern(options: tuple[str, ...]) -> re.Pattern[str]:
-    letters = "".join(re.escape(o) for o in options)
-    digits = "".join(str(i) for i in range(1, min(len(options), 9) + 1))
-    return re.compile(
-        rf"(?P<open>[{re.escape(_OPENERS)}]*(?:\*\*|__)?[{re.escape(_OPENERS)}]*)"
-        rf"(?P<value>[{letters}{letters.lower()}]|[{digits}])(?![A-Za-z0-9])"
-        r"(?P<bun>\s*번(?:째)?)?"
-        rf"(?P<close>[{re.escape(_CLOSERS)}]*(?:\*\*|__)?[{re.escape(_CLOSERS)}]*)"
-    )
-
-
 _NUMBER_CONTINUES = re.compile(r"[.,]\d")  # "1.5", "2,000": a number, not an option
 _NAME_CONTINUES = re.compile(r"-[A-Za-z가-힣]|\.[ \t]*[a-z]")  # "B-cell", "E. coli": a name, not an option
 _LINE_ENDS = re.compile(r"\s*[.!]?[ \t]*(?:\n|$)")
@@ -157,7 +121,7 @@ def _token_at(text: str, pos: int, options: tuple[str, ...], plain_lower: bool =
     A lower-case letter counts only when bracketed or bold, or, with ``plain_lower``, when it
     is the last thing on its line (after "answer:" or as the whole reply).
     """
-    m = _token_pattern(options).match(text, pos)
+    m = token_pattern(options).match(text, pos)
     if m is None:
         return None
     end = m.end()
@@ -166,7 +130,7 @@ def _token_at(text: str, pos: int, options: tuple[str, ...], plain_lower: bool =
         return None
     following = text[end : end + 2]
     if following[:1] and "가" <= following[0] <= "힣":
-        allowed = _HANGUL_AFTER_DIGIT if raw.isdigit() and not m.group("bun") else _HANGUL_AFTER_LETTER
+        allowed = HANGUL_AFTER_DIGIT if raw.isdigit() and not m.group("bun") else HANGUL_AFTER_LETTER
         if following[0] not in allowed or following == "가지":
             return None
     elif following[:1].isalnum():
@@ -198,12 +162,12 @@ def _statement_from(text: str, token: _Token, position: int, options: tuple[str,
         if other is not None and other.value != token.value:
             return _Statement(position=position, prediction=None, hedged=False, hedge_alternatives=False)
     rest = _sentence_rest(text, token.end)
-    hedged = _HEDGE.search(rest) is not None
+    hedged = HEDGE.search(rest) is not None
     alternatives = False
     if hedged:
-        for m in _token_pattern(options).finditer(rest):
+        for m in token_pattern(options).finditer(rest):
             other = _token_at(rest, m.start(), options)
-            if other is not None and other.value != token.value and _HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
+            if other is not None and other.value != token.value and HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
                 alternatives = True
                 break
     return _Statement(position=position, prediction=token.value, hedged=hedged, hedge_alternatives=alternatives)
@@ -211,8 +175,8 @@ def _statement_from(text: str, token: _Token, position: int, options: tuple[str,
 
 def _prefix_statements(text: str, options: tuple[str, ...]) -> list[_Statement]:
     out = []
-    for marker in _PREFIX_MARKER.finditer(text):
-        filler = _FILLER.match(text, marker.end())
+    for marker in PREFIX_MARKER.finditer(text):
+        filler = FILLER.match(text, marker.end())
         token = _token_at(text, filler.end(), options, plain_lower=any(c in filler.group() for c in ":="))
         if token is None:
             continue
@@ -224,7 +188,7 @@ def _prefix_statements(text: str, options: tuple[str, ...]) -> list[_Statement]:
 
 def _postfix_statements(text: str, options: tuple[str, ...]) -> list[_Statement]:
     out = []
-    pattern = _token_pattern(options)
+    pattern = token_pattern(options)
     pos = 0
     while (m := pattern.search(text, pos)) is not None:
         pos = m.start() + 1
@@ -233,7 +197,7 @@ def _postfix_statements(text: str, options: tuple[str, ...]) -> list[_Statement]
         token = _token_at(text, m.start(), options)
         if token is None:
             continue
-        tail = _POSTFIX_KOREAN.match(text, token.end) or _POSTFIX_ENGLISH.match(text, token.end)
+        tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
         if tail is None:
             continue
         statement = _statement_from(text, token, token.start, options)
@@ -252,22 +216,12 @@ def _bare_option(text: str, options: tuple[str, ...]) -> str | None:
     return None
 
 
-def _drop_reasoning(text: str) -> str:
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:
-        return text[closes[-1].end() :]
-    opening = _THINK_OPEN.search(text)
-    if opening:
-        return text[: opening.start()]
-    return text
-
-
-def parse_answer(text: str | None, options: Sequence[str] = DEFAULT_OPTIONS) -> ParseResult:
+def parse_answer_v1(text: str | None, options: Sequence[str] = DEFAULT_OPTIONS) -> ParseResult:
     """Read the option a reply commits to; see the module docstring for the rules of v1."""
-    if text is None or not text.strip():
+    if is_empty(text):
         return ParseResult(None, "empty")
     opts = tuple(options)
-    body = _drop_reasoning(unicodedata.normalize("NFKC", text))
+    body = normalise_reply(text)
     statements = sorted(_prefix_statements(body, opts) + _postfix_statements(body, opts), key=lambda s: s.position)
     if statements:
         plain = [s for s in statements if not s.hedged]
@@ -279,26 +233,3 @@ def parse_answer(text: str | None, options: Sequence[str] = DEFAULT_OPTIONS) -> 
     if bare is not None:
         return ParseResult(bare, "ok")
     return ParseResult(None, "no_answer")
-
-
-# Every parser version that results may name. A new version is added here (never by editing an
-# old one), and a task version selects it with `parser = "..."` in its spec, which changes the
-# task's spec hash and so makes new results from the stored raw outputs.
-def _parse_v2(
-    text: str | None, options: Sequence[str] = DEFAULT_OPTIONS, option_texts: Mapping[str, str] | None = None
-) -> ParseResult:
-    from pipelines.tasks.clinicalqa.parser_v2 import parse_answer_v2  # imported here: parsing_v2 imports this module
-
-    return parse_answer_v2(text, options, option_texts)
-
-
-PARSERS: dict[str, Callable[[str | None, Sequence[str]], ParseResult]] = {PARSER_VERSION: parse_answer, "v2": _parse_v2}
-# The versions that also take the items' option texts (``parse(text, options, option_texts)``).
-TAKES_OPTION_TEXTS: set[str] = {"v2"}
-
-
-def parser_for(version: str) -> Callable[[str | None, Sequence[str]], ParseResult]:
-    try:
-        return PARSERS[version]
-    except KeyError:
-        raise ValueError(f"unknown answer parser {version!r}; known: {', '.join(sorted(PARSERS))}") from None

@@ -1,0 +1,138 @@
+"""The ``Kind`` protocol: everything the engine, the API and the site know about a warehouse kind.
+
+A task family maps onto one kind (today ``choice``: a letter per item, accuracy; ``score``: a number
+per item, AUROC). The kind, not the caller, decides the predictions' own columns, how two or more
+results are paired, the paired test and its interval, the difference to a baseline, the rank
+intervals and the picture on a result page; so the engine, ``/v1/compare`` and the site hold no
+``if kind == ...`` branch, and adding a kind is one module in ``pipelines/kinds/`` plus one line of
+its table. The strategies live in ``pipelines.kinds``; this module holds what they share and hand
+back, and imports nothing of the project (the API may import it).
+
+Resampling unit: a family declares its cluster column (``cluster_column``; the warehouse's ``tasks``
+table records it). A kind that resamples draws the sorted unique values of that column with
+replacement, each with all its items, for every result at once; without one, each item is its own
+cluster. The unit's name in method texts is the column's (``resampling_unit``), so nothing here or
+in the API names a dataset's column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+Columns = dict[str, np.ndarray]  # one result's columns on the aligned items
+
+
+class ComparisonError(ValueError):
+    """The results cannot be compared (no shared items, labels that disagree, one class only)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired comparison of result A with result B on their shared items (``/v1/compare``)."""
+
+    metric: str
+    n_shared: int
+    value_a: float  # the metric of A on the shared items
+    value_b: float
+    difference: float  # value_a - value_b
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+    replicates: int
+    seed: int
+    dropped_replicates: int
+    a_only_correct: int | None  # accuracy kinds: discordant pairs A right / B wrong
+    b_only_correct: int | None  # ... and A wrong / B right
+
+
+@dataclass(frozen=True)
+class BaselineDifference:
+    """A result minus its task's baseline, as one row of the ``baseline_comparisons`` table holds it."""
+
+    metric: str
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+    dropped_replicates: int
+
+
+@dataclass(frozen=True)
+class RankBlock:
+    """One leaderboard block's rank intervals (``pipelines.stats.ranks.RankIntervals``), how many
+    aligned items they used, and the method text the ``leaderboard_ranks`` table records."""
+
+    intervals: Any
+    n_items: int
+    method: str
+
+
+def align(tables: Sequence[pa.Table], columns: Sequence[str]) -> list[Columns]:
+    """Each table's ``columns`` on the instance ids present in all of them, in sorted id order.
+
+    The one alignment of results (a comparison, a baseline difference, a leaderboard block): the
+    answer does not depend on how any file is ordered, and an item missing from one result leaves
+    all of them.
+    """
+    ids = [t.column("instance_id").to_numpy().astype(str) for t in tables]
+    shared = ids[0]
+    for i in ids[1:]:
+        shared = np.intersect1d(shared, i)
+    shared = np.unique(shared)
+    out = []
+    for t, i in zip(tables, ids):
+        order = np.argsort(i, kind="stable")
+        pick = order[np.searchsorted(i[order], shared)]
+        out.append({name: t.column(name).to_numpy(zero_copy_only=False)[pick] for name in columns})
+    return out
+
+
+def read_aligned(paths: Sequence[Path | str], columns: Sequence[str]) -> tuple[list[Columns], list[int]]:
+    """``align`` over predictions files, with each file's row count (to tell "all items shared")."""
+    tables = [pq.read_table(p, columns=["instance_id", *columns]) for p in paths]
+    return align(tables, columns), [t.num_rows for t in tables]
+
+
+def resampling_unit(cluster_column: str | None) -> str:
+    """The unit's name in method texts: the cluster column's, an ``id`` suffix dropped, pluralised
+    (a column ``patient_id`` gives "patients"); "items" without one."""
+    if not cluster_column:
+        return "items"
+    stem = cluster_column.removesuffix("_id").removesuffix("id") or cluster_column
+    return stem + "s"
+
+
+class Kind(Protocol):
+    """One warehouse kind, as a strategy object (``pipelines.kinds.kind(name)``)."""
+
+    name: ClassVar[str]                  # as task specs and the warehouse's ``tasks.kind`` spell it
+    schema: ClassVar[pa.Schema]          # its own predictions columns (CONTRACT.md), first in every family's
+    columns_text: ClassVar[str]          # those columns for people (result page, artifact route)
+    paired_columns: ClassVar[tuple[str, ...]]  # what pairing reads, besides instance_id and the cluster column
+    picture: ClassVar[str]               # the result-page picture the site draws (``api.site.views.PICTURES``)
+    parses_replies: ClassVar[bool]       # replies are parsed into answers, so a parse rate exists
+    legacy_method: ClassVar[str]         # interval method of a metric published before methods were recorded
+
+    def compare(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
+                seed: int) -> Comparison:
+        """The paired test and its interval of A against B on aligned columns (raises ComparisonError)."""
+
+    def baseline_difference(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
+                            seed: int) -> BaselineDifference | None:
+        """A minus the baseline B on aligned columns of the same items; None when it is undefined."""
+
+    def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
+                       seed: int) -> RankBlock:
+        """Rank intervals of results in leaderboard order, from one joint paired bootstrap."""
+
+    def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
+        """Where chance lies on the primary metric (the site's dashed line), None when unknown."""

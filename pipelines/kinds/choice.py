@@ -1,0 +1,100 @@
+"""The ``choice`` kind: one answer per item out of a few options, scored by accuracy.
+
+- Pairing: exact per item. With b = items only A got right and c = items only B got right, the
+  p-value is the exact McNemar test and the 95% interval its conditional exact counterpart
+  (``pipelines.stats.paired``): Clopper-Pearson on b/(b+c) mapped to the difference. The interval
+  excludes 0 exactly when p < 0.05, so the two never disagree (a percentile bootstrap interval next
+  to an exact test can). ``replicates`` and ``seed`` are reported but not used.
+- Rank intervals: a joint paired bootstrap over items (``pipelines.stats.ranks``), the tie with the
+  leader by the same exact interval.
+- Resampling unit: items. A family of this kind declares no cluster column (the accuracy bootstrap
+  has no cluster form); one that does is refused rather than silently resampled by item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.core.kind import BaselineDifference, Columns, Comparison, ComparisonError, RankBlock
+from pipelines.stats.paired import mcnemar_exact_p, paired_accuracy_from_correct
+from pipelines.stats.ranks import accuracy_rank_intervals
+
+METHOD = "exact McNemar test; conditional exact (Clopper-Pearson on b/(b+c)) interval for the difference"
+BASELINE_METHOD = "exact-mcnemar"
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p-value from the two discordant counts (1.0 when both are 0)."""
+    return mcnemar_exact_p(a_only, b_only)
+
+
+def paired_accuracy(correct_a, correct_b, replicates: int, seed: int) -> Comparison:
+    a = np.asarray(correct_a, dtype=bool)
+    b = np.asarray(correct_b, dtype=bool)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("correct_a and correct_b must be 1-d arrays of the same length")
+    if a.size == 0:
+        raise ComparisonError("the two results share no items")
+    exact = paired_accuracy_from_correct(a, b)
+    return Comparison(
+        metric="accuracy", n_shared=int(a.size), value_a=float(a.mean()), value_b=float(b.mean()),
+        difference=exact.difference, ci_low=exact.ci_low, ci_high=exact.ci_high, p_value=exact.p_value,
+        method=METHOD, replicates=replicates, seed=seed, dropped_replicates=0,
+        a_only_correct=exact.b, b_only_correct=exact.c,
+    )
+
+
+def _items_only(cluster_column: str | None) -> None:
+    if cluster_column is not None:
+        raise ValueError(f"the choice kind resamples items; it has no cluster form (cluster column "
+                         f"{cluster_column!r}): declare cluster_column = None")
+
+
+class Choice:
+    name = "choice"
+    schema = pa.schema([
+        ("instance_id", pa.string()), ("prediction", pa.string()), ("label", pa.string()),
+        ("correct", pa.bool_()), ("parse_status", pa.string()), ("raw_output", pa.string()),
+    ])
+    columns_text = "instance_id, prediction, label, correct, parse_status, raw_output"
+    paired_columns = ("correct", "label")
+    picture = "category_bars"
+    parses_replies = True
+    legacy_method = "bootstrap-percentile"
+
+    def compare(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
+                seed: int) -> Comparison:
+        _items_only(cluster_column)
+        if not np.array_equal(a["label"], b["label"]):
+            raise ComparisonError("the two results disagree on the gold label of a shared item")
+        return paired_accuracy(a["correct"].astype(bool), b["correct"].astype(bool), replicates, seed)
+
+    def baseline_difference(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
+                            seed: int) -> BaselineDifference | None:
+        _items_only(cluster_column)
+        if len(a["correct"]) == 0:
+            return None
+        c = paired_accuracy(a["correct"].astype(bool), b["correct"].astype(bool), replicates, seed)
+        return BaselineDifference(metric=c.metric, difference=c.difference, ci_low=c.ci_low, ci_high=c.ci_high,
+                                  p_value=c.p_value, method=BASELINE_METHOD, dropped_replicates=0)
+
+    def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
+                       seed: int) -> RankBlock:
+        _items_only(cluster_column)
+        correct = np.stack([c["correct"].astype(bool) for c in aligned])
+        point = np.arange(1, len(aligned) + 1)
+        return RankBlock(accuracy_rank_intervals(correct, replicates, seed, point), correct.shape[1],
+                         "joint paired bootstrap over items; tie: exact McNemar-dual interval")
+
+    def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
+        """1 / the number of options, read from the task's settings table that lists ``options``."""
+        if primary_metric != "accuracy":
+            return None
+        for value in spec.values():
+            if isinstance(value, Mapping) and isinstance(value.get("options"), list) and value["options"]:
+                return 1.0 / len(value["options"])
+        return None

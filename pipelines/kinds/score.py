@@ -1,0 +1,104 @@
+"""The ``score`` kind: one number per item against a 0/1 label, scored by AUROC.
+
+- Resampling unit: the family's cluster column (``cluster_column``, recorded in the warehouse's
+  ``tasks`` table): items of one cluster are not independent, so every interval is a cluster
+  bootstrap over its sorted unique values (``pipelines.stats.auroc``). Without a cluster column each
+  item is its own cluster, which is the plain paired bootstrap over items.
+- Pairing: replicate r takes the clusters ``default_rng(seed).integers(0, C, size=(R, C))[r]`` (with
+  repetition) and all their items, for *both* results at once, and records AUROC(A) - AUROC(B) on
+  that resample. A replicate holding one class only has no AUROC; it is left out and counted. The
+  interval is the 2.5th and 97.5th percentiles of the kept differences; the p-value is the
+  two-sided bootstrap p-value matching it, ``min(1, 2 * min((1 + #{d <= 0}), (1 + #{d >= 0})) /
+  (1 + R))`` over the R kept differences, whose floor is 2 / (R + 1) (Davison and Hinkley): a p at
+  the floor reads "p <= 2/(R+1)", not an exact value.
+- Rank intervals: the same draws for every result of a leaderboard block at once
+  (``pipelines.stats.ranks``), the tie with the leader by the paired percentile interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.core.kind import BaselineDifference, Columns, Comparison, ComparisonError, RankBlock, resampling_unit
+from pipelines.stats.paired_auroc import METHOD as BASELINE_METHOD
+from pipelines.stats.paired_auroc import paired_auroc_difference
+from pipelines.stats.ranks import auroc_rank_intervals
+
+CHANCE_AUROC = 0.5
+
+
+def cluster_values(columns: Columns, cluster_column: str | None) -> np.ndarray:
+    """Each aligned item's cluster: its cluster column's value, or its own position (no column)."""
+    if cluster_column is None:
+        return np.arange(len(columns["label"]))
+    return columns[cluster_column]
+
+
+def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: int,
+                 unit: str = "clusters") -> Comparison:
+    """The paired cluster-bootstrap AUROC difference; ``unit`` names the clusters in ``method``."""
+    y = np.asarray(labels).reshape(-1).astype(bool)
+    if len(y) == 0:
+        raise ComparisonError("the two results share no items")
+    if y.all() or not y.any():
+        raise ComparisonError("the shared items hold one class only: AUROC is undefined")
+    if not np.isfinite(np.asarray(scores_a, dtype=np.float64)).all() or not np.isfinite(
+        np.asarray(scores_b, dtype=np.float64)
+    ).all():
+        raise ComparisonError("scores contain NaN or infinity")
+    d = paired_auroc_difference(scores_a, scores_b, y, clusters, replicates, seed)
+    if d is None:
+        raise ComparisonError("every bootstrap replicate held one class only")
+    return Comparison(
+        metric="auroc", n_shared=len(y), value_a=d.value_a, value_b=d.value_b, difference=d.difference,
+        ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value,
+        method=f"paired cluster bootstrap over {d.n_clusters} {unit} ({replicates} replicates, seed {seed}); "
+        "two-sided bootstrap p-value",
+        replicates=replicates, seed=seed, dropped_replicates=d.dropped,
+        a_only_correct=None, b_only_correct=None,
+    )
+
+
+class Score:
+    name = "score"
+    schema = pa.schema([("instance_id", pa.string()), ("score", pa.float64()), ("label", pa.int8())])
+    columns_text = "instance_id, score, label, then the task family's own columns (its cluster column among them)"
+    paired_columns = ("score", "label")
+    picture = "roc_curve"
+    parses_replies = False
+    legacy_method = "cluster-bootstrap-percentile"
+
+    def compare(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
+                seed: int) -> Comparison:
+        same = np.array_equal(a["label"], b["label"]) and (
+            cluster_column is None or np.array_equal(a[cluster_column], b[cluster_column]))
+        if not same:
+            raise ComparisonError(f"the two results disagree on the label or the cluster ({cluster_column}) "
+                                  "of a shared item")
+        return paired_auroc(a["score"], b["score"], a["label"], cluster_values(a, cluster_column), replicates,
+                            seed, resampling_unit(cluster_column))
+
+    def baseline_difference(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
+                            seed: int) -> BaselineDifference | None:
+        d = paired_auroc_difference(a["score"], b["score"], a["label"], cluster_values(a, cluster_column),
+                                    replicates, seed)
+        if d is None:
+            return None
+        return BaselineDifference(metric="auroc", difference=d.difference, ci_low=d.ci_low, ci_high=d.ci_high,
+                                  p_value=d.p_value, method=BASELINE_METHOD, dropped_replicates=d.dropped)
+
+    def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
+                       seed: int) -> RankBlock:
+        scores = np.stack([c["score"].astype(np.float64) for c in aligned])
+        point = np.arange(1, len(aligned) + 1)
+        iv = auroc_rank_intervals(scores, aligned[0]["label"], cluster_values(aligned[0], cluster_column),
+                                  replicates, seed, point)
+        unit = resampling_unit(cluster_column)
+        return RankBlock(iv, scores.shape[1], f"joint paired cluster bootstrap over {unit}; tie: paired percentile interval")
+
+    def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
+        return CHANCE_AUROC if primary_metric == "auroc" else None

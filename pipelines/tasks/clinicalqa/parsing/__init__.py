@@ -1,0 +1,10 @@
+"""The versioned answer parser of choice tasks: which option did a free-text reply commit to?
+
+``tokens`` holds what every version shares (the answer token pattern, normalisation of a reply,
+the answer markers, ``ParseResult``); ``v1`` (frozen: it scored published results) and ``v2`` are
+the versions, each importing only ``tokens`` (``v2_rules`` is v2's own token and hedge rules);
+``versions`` is the one table from a version string to its parser, which every caller uses. A new
+version is one new module plus one entry in that table; an old version is never edited, because
+its results must stay reproducible. This package module imports nothing, so importing
+``tokens`` alone does not pull in every version.
+"""
