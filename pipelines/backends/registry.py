@@ -88,9 +88,12 @@ class ReplayBackend(_Builtin):
     def check_spec(self, path: Path, spec: ModelSpec) -> ModelSpec:
         return pin_replay(path, spec, SpecError)
 
+    def demo_only(self, model: ModelSpec) -> bool:
+        return model.settings.demo_only
+
     def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
         """A ``demo_only`` replay (the simulated panel) answers the generated demo items only."""
-        if data is not None and model.settings.demo_only and data.kind() != "demo":
+        if data is not None and self.demo_only(model) and data.kind() != "demo":
             return DEMO_ONLY
         return None
 

@@ -218,6 +218,10 @@ class Backend(Protocol):
         demo-only model never runs on real data), or None when it can."""
         return None
 
+    def demo_only(self, model: ModelSpec) -> bool:
+        """Whether ``model`` answers the generated demo items only (never listed or run on real data)."""
+        return False
+
     def check_spec(self, path: Path, spec: ModelSpec) -> ModelSpec:
         """Validate (and complete, e.g. pin a file's content) a decoded model spec; raises SpecError."""
         return spec

@@ -64,7 +64,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
          "spec_hash": spec_hash(m), "spec": _published_spec(m, specs.backend_of(m))}
         for m in specs.models.values()
-        if demo or not getattr(m.settings, "demo_only", False)  # simulated models: demo data only
+        if demo or not specs.backend_of(m).demo_only(m)  # simulated models: demo data only
     ]
     results = finished_results(data)
     models += orphan_models(specs, results)
