@@ -166,7 +166,7 @@ class AnaemiaGrade(TaskFamily):
             low, high = wilson_interval(int(hits.sum()), len(hits))
             return (name, float(hits.mean()), low, high, "wilson")
 
-        by = [CategoryAccuracy(c, int((cats == c).sum()), *metric(c, correct[cats == c])[1:4])
+        by = [CategoryAccuracy(str(c), int((cats == c).sum()), *metric(c, correct[cats == c])[1:4])
               for c in sorted(set(cats))]
         statuses = predictions.column("parse_status").to_pylist()
         extras = AnaemiaExtras(by_category=by, parse_status={k: statuses.count(k) for k in sorted(set(statuses))})
