@@ -232,3 +232,21 @@ def test_only_a_process_that_has_it_installed_sees_it(installed: Installed) -> N
     with_it = json.loads(installed.python(code))
     assert with_it[GROUPS["families"]] == sorted([*builtin[GROUPS["families"]], *FAMILIES])
     assert with_it[GROUPS["datasets"]] == sorted([*builtin[GROUPS["datasets"]], "toyhospital"])
+
+
+# The default-lane tests that enumerate families, datasets, backends or spec Structs: with the
+# distribution installed (and its specs not added: installing is all it takes to add a family),
+# each must still pass, because each enumerates the registry rather than pinning the built-ins.
+ENUMERATING = ["tests/unit/pipelines/test_registry.py", "tests/unit/pipelines/test_specs.py",
+               "tests/unit/pipelines/test_kinds.py", "tests/unit/pipelines/test_specs_cache.py",
+               "tests/unit/pipelines/test_published_settings.py", "tests/unit/pipelines/test_redact_allow_list.py",
+               "tests/e2e/test_dagster_definitions.py", "tests/e2e/test_toy_family.py"]
+
+
+@pytest.mark.slow
+def test_installing_it_breaks_no_test_that_enumerates_families(installed: Installed, tmp_path: Path) -> None:
+    env = {k: v for k, v in installed.env().items() if k not in ("MEDBENCH_SPECS", "MEDBENCH_DATA", "DAGSTER_HOME")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           "-m", "not slow", *ENUMERATING], cwd=REPO, env={**env, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:]
