@@ -52,6 +52,7 @@ class BenchExtras(msgspec.Struct, frozen=True):
 class BenchFamily(TaskFamily):
     name = NAME
     kind = "choice"
+    cluster_column = None  # items are the resampling unit
     dataset = NAME
     settings_key = "bench"
     settings_type = BenchSettings

@@ -34,7 +34,10 @@ from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, Window
 from pipelines.core.specs import ModelSpec, SpecError
 from warehouse.layout import DataDir
 
-__all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS"]
+__all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS", "DEMO_ONLY"]
+
+DEMO_ONLY = ("demo only: a simulated model whose replay outputs answer the generated demo items, "
+             "never evaluated on real data")
 
 
 class _Builtin(Backend):
@@ -85,11 +88,19 @@ class ReplayBackend(_Builtin):
     def check_spec(self, path: Path, spec: ModelSpec) -> ModelSpec:
         return pin_replay(path, spec, SpecError)
 
+    def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
+        """A ``demo_only`` replay (the simulated panel) answers the generated demo items only."""
+        if data is not None and model.settings.demo_only and data.kind() != "demo":
+            return DEMO_ONLY
+        return None
+
     def watched_files(self, model: ModelSpec) -> list[Path]:
         return [Path(model.settings.resolved)]
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
                        options: Sequence[str]) -> TextGenerator:
+        if reason := self.not_runnable_reason(model, data):
+            raise NotRunnable(f"{model.slug}: {reason}")
         s = model.settings
         return ReplayGenerator(Path(s.resolved or s.outputs).expanduser())
 
@@ -97,7 +108,7 @@ class ReplayBackend(_Builtin):
 class _LanguageModel(_Builtin):
     """A language model: machine requirements, and its own ``max_new_tokens`` lowering the task's cap."""
 
-    def not_runnable_reason(self, model: ModelSpec) -> str | None:
+    def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
         return check_backend(self.name, model.settings)
 
     def max_new_tokens(self, model: ModelSpec, cap: int) -> int:
@@ -174,11 +185,12 @@ BUILTIN_BACKENDS: tuple[type[Backend], ...] = (
 """The classes ``pyproject.toml`` registers under ``medbench.backends`` (listed for the docs and tests)."""
 
 
-def not_runnable_reason(model: ModelSpec) -> str | None:
-    """Why ``model`` (of a built-in backend) cannot run here, or None when it can."""
-    if model.backend not in ("transformers", "vllm", "openai"):
-        return None
-    return check_backend(model.backend, model.settings)
+_BY_NAME = {cls.name: cls for cls in BUILTIN_BACKENDS}
+
+
+def not_runnable_reason(model: ModelSpec, data: DataDir | None = None) -> str | None:
+    """Why ``model`` (of a built-in backend) cannot run here (on ``data``, when given), or None."""
+    return _BY_NAME[model.backend]().not_runnable_reason(model, data)
 
 
 def _hub_revision(model: ModelSpec, name: str) -> str | None:

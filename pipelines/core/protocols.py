@@ -213,8 +213,9 @@ class Backend(Protocol):
         """The resource pool a run of ``model`` takes a slot in: ``gpu``, ``api`` or ``cpu``."""
         return "cpu"
 
-    def not_runnable_reason(self, model: ModelSpec) -> str | None:
-        """Why ``model`` cannot run on this machine, or None when it can."""
+    def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
+        """Why ``model`` cannot run on this machine (on the data directory ``data``, when given: a
+        demo-only model never runs on real data), or None when it can."""
         return None
 
     def check_spec(self, path: Path, spec: ModelSpec) -> ModelSpec:
