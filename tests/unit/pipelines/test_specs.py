@@ -167,6 +167,9 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
 }
 
 
+PROJECT_PACKAGES = {"pipelines", "api", "warehouse"}
+
+
 def _spec_structs() -> list[type]:
     load_specs()  # imports every module that defines spec Structs
     found, todo = [], [SpecStruct]
@@ -175,7 +178,8 @@ def _spec_structs() -> list[type]:
         todo.extend(cls.__subclasses__())
         module = sys.modules.get(cls.__module__)
         if (cls is not SpecStruct and not cls.__name__.startswith("_") and "[" not in cls.__name__
-                and getattr(module, cls.__name__, None) is cls):
+                and getattr(module, cls.__name__, None) is cls
+                and cls.__module__.split(".")[0] in PROJECT_PACKAGES):  # an installed plug-in locks its own
             found.append(cls)
     return found
 
