@@ -119,7 +119,7 @@ class BaselineComparison(msgspec.Struct):
     ci_high: float
     p_value: float
     method: str
-    p_at_floor: bool = False  # p is the bootstrap's floor 2/(R+1): read "p <= p_value", not an exact value
+    p_at_floor: bool  # p is the bootstrap's floor 2/(R+1): read "p <= p_value", not an exact value
 
 
 class Result(msgspec.Struct):

@@ -280,6 +280,6 @@ def comparison_method(task: TaskEntry) -> str:
 
 
 def about_intervals(tables: Tables) -> list[dict[str, Any]]:
-    """Each task's latest version with its intervals and paired comparison, for the About page."""
+    """Each task version with its intervals and paired comparison, for the About page."""
     return [{"task": t, "intervals": task_intervals(tables, t), "comparison": comparison_method(t)}
-            for _, t in sorted(tables.latest_task.items())]
+            for t in tables.tasks]
