@@ -122,6 +122,13 @@ class BaselineComparison(msgspec.Struct):
     p_at_floor: bool  # p is the bootstrap's floor 2/(R+1): read "p <= p_value", not an exact value
 
 
+class UnparsedOutput(msgspec.Struct):
+    """One output the parser could not read (choice tasks), cut to its first 300 characters."""
+
+    instance_id: str
+    output: str
+
+
 class Result(msgspec.Struct):
     run_id: str
     task: str
@@ -149,6 +156,9 @@ class Result(msgspec.Struct):
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
+    # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
+    # results published before it was recorded
+    unparsed_sample: list[UnparsedOutput] | None = None
 
 
 
