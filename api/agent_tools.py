@@ -19,6 +19,7 @@ from msgspec import Meta
 
 from api import schemas
 from api.errors import ApiError, invalid_parameter
+from api.reporting import comparison_methods
 from api.params import NOT_BLANK_PATTERN, RUN_ID_PATTERN, TASK_REF_PATTERN
 
 Task = Annotated[str, Meta(pattern=TASK_REF_PATTERN, description="`slug@version`, or `slug` for the latest version.",
@@ -99,7 +100,8 @@ TOOLS: tuple[ToolSpec, ...] = (
              "exact versions, usage, cost, BibTeX and the predictions URL.", ResultArgs, schemas.Result,
              "/v1/results/{run_id}"),
     ToolSpec("compare", "Compare two results", "Paired comparison of result a with result b of the same task "
-             "version on their shared items: difference with a 95% paired bootstrap interval and a p-value.",
+             "version on their shared items: difference with a 95% paired interval and a p-value from one procedure "
+             "(`method`; `p_at_floor`: p is a bound). " + comparison_methods(),
              CompareArgs, schemas.Compare, "/v1/compare"),
     ToolSpec("list_tasks", "Tasks", "Every task version: dataset, kind, primary metric, preview flag, number of "
              "results.", NoArgs, schemas.TaskList, "/v1/tasks"),

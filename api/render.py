@@ -11,7 +11,7 @@ from api import schemas
 from api.bibtex import result_bibtex
 from api.tables import Published, Tables, TaskEntry
 from pipelines.kinds import kinds
-from warehouse.records import MetricValue, ModelRef, ResultRecord
+from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of
 
 
 def result_url(base: str, run_id: str) -> str:
@@ -48,6 +48,13 @@ def legacy_method(r: ResultRecord) -> str:
     return next(k.legacy_method for k in kinds().values() if k.parses_replies == parsed)
 
 
+def _contamination(r: ResultRecord) -> dict[str, object]:
+    """The flag, the status and its basis; the flag derived from the status (also for a result
+    written before statuses, ``contamination_of``)."""
+    status, basis = contamination_of(r)
+    return {"contamination": CONTAMINATION_FLAG[status], "contamination_status": status, "contamination_basis": basis}
+
+
 def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | None = None) -> schemas.Row:
     """A leaderboard row; ``interval`` = (rank_low, rank_high, tied_with_leader) from ``Tables.rank_interval``."""
     r = p.record
@@ -55,7 +62,7 @@ def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | No
     return schemas.Row(
         rank=rank, rank_low=low, rank_high=high, tied_with_leader=tied, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination,
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r),
     )
 
 
@@ -64,7 +71,7 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
     return schemas.ResultSummary(
         run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination, superseded_by=p.superseded_by,
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), superseded_by=p.superseded_by,
     )
 
 
@@ -75,7 +82,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
     return schemas.Result(
         run_id=r.run_id, task=r.task, model=model_detail(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=url, demo=r.demo, contamination=r.contamination,
+        url=url, demo=r.demo, **_contamination(r),
         metrics=[metric(m, r) for m in r.metrics],
         config=r.config,
         versions=schemas.Versions(
@@ -94,7 +101,6 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         superseded_by=p.superseded_by,
         dataset=r.dataset,
         extras={k: v for k, v in r.extras.items() if k != "unparsed_sample"},
-        contamination_basis=r.contamination_basis,
         versus_baseline=versus,
         unparsed_sample=unparsed(r),
     )

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 ModelType = Literal["llm", "ml", "rule"]
+ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
 Tier = Literal["baseline", "official"]
 
 
@@ -65,7 +66,9 @@ class Row(msgspec.Struct):
     eval_date: dt.date
     url: str
     demo: bool
-    contamination: bool | None
+    contamination: bool | None  # true for declared or possible, false for unlikely, null for unknown
+    contamination_status: ContaminationStatus
+    contamination_basis: str  # what decided the status, in words (a declaration, a cutoff, a release date)
     rank_low: int  # 95% rank interval from one joint paired bootstrap; rank_low <= rank <= rank_high
     rank_high: int
     tied_with_leader: bool  # the paired interval of the difference to the leader includes 0
@@ -84,6 +87,8 @@ class ResultSummary(msgspec.Struct):
     url: str
     demo: bool
     contamination: bool | None
+    contamination_status: ContaminationStatus
+    contamination_basis: str
     superseded_by: str | None  # addition: lets a listing tell current results from replaced ones
 
 
@@ -114,6 +119,7 @@ class BaselineComparison(msgspec.Struct):
     ci_high: float
     p_value: float
     method: str
+    p_at_floor: bool  # p is the bootstrap's floor 2/(R+1): read "p <= p_value", not an exact value
 
 
 class UnparsedOutput(msgspec.Struct):
@@ -136,6 +142,8 @@ class Result(msgspec.Struct):
     url: str
     demo: bool
     contamination: bool | None
+    contamination_status: ContaminationStatus
+    contamination_basis: str
     metrics: list[Metric]
     config: dict[str, Any]
     versions: Versions
@@ -147,7 +155,6 @@ class Result(msgspec.Struct):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
-    contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
@@ -258,6 +265,7 @@ class Compare(msgspec.Struct):
     dropped_replicates: int  # addition: AUROC replicates left out for holding one class only
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
+    p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
 
 
 class Evaluation(msgspec.Struct):

@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from api import schemas
+from api.reporting import baseline_at_floor
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
@@ -233,7 +234,7 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
     """One comparison per run (a run has one baseline: its task's)."""
     return {b.run_id: schemas.BaselineComparison(
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
-        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method,
+        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
 
 

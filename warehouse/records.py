@@ -8,9 +8,15 @@ names of CONTRACT.md in one place.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+
+ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
+# the ``contamination`` flag existing clients read: true for declared or possible, false for
+# unlikely, null for unknown
+CONTAMINATION_FLAG: dict[str, bool | None] = {"declared": True, "possible": True, "unlikely": False, "unknown": None}
+_LEGACY_STATUS: dict[bool | None, ContaminationStatus] = {True: "possible", False: "unlikely", None: "unknown"}
 
 
 class ModelRef(msgspec.Struct, frozen=True):
@@ -71,7 +77,10 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     predictions_sha256: str
     generation_key: str | None = None
     extras: dict[str, Any] = {}
-    contamination_basis: str | None = None  # "knowledge_cutoff" | "release_date" | None (no date, or not recorded)
+    # what decided ``contamination``, in words; results written before statuses hold
+    # "knowledge_cutoff" | "release_date" | None here (``contamination_of`` reads both)
+    contamination_basis: str | None = None
+    contamination_status: ContaminationStatus | None = None  # None: written before statuses
 
     @property
     def primary(self) -> MetricValue:
@@ -84,3 +93,20 @@ def encode_record(record: ResultRecord) -> bytes:
 
 def decode_record(data: bytes | str) -> ResultRecord:
     return msgspec.json.decode(data, type=ResultRecord)
+
+
+def contamination_of(r: ResultRecord) -> tuple[ContaminationStatus, str]:
+    """(status, basis in words) of a result, also of one written before statuses were recorded.
+
+    Those held only the flag and which date decided it (``knowledge_cutoff`` | ``release_date``).
+    The rule was the date one of today without declarations (none existed), so the flag maps onto
+    the status exactly; the words name the date from the record's own model."""
+    if r.contamination_status is not None:
+        return r.contamination_status, r.contamination_basis or ""
+    status = _LEGACY_STATUS[r.contamination]
+    when = {"knowledge_cutoff": ("knowledge cutoff", r.model.knowledge_cutoff),
+            "release_date": ("release date", r.model.release_date)}.get(r.contamination_basis or "")
+    if status == "unknown" or when is None or when[1] is None:
+        return status, "no knowledge cutoff or release date is known for the model"
+    side = "before" if status == "unlikely" else "on or after"
+    return status, f"{when[0]} {when[1]} is {side} {r.dataset} went public"

@@ -20,7 +20,9 @@ import msgspec
 # 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
 #    ``method`` (how the interval was computed); new table ``baseline_comparisons``.
 # 4: ``tasks`` gains ``cluster_column`` (the resampling unit of the task's intervals; NULL: items).
-SCHEMA_VERSION = 4
+# 5: ``results`` gains ``contamination_status`` (declared | possible | unlikely | unknown) and
+#    ``contamination_basis`` (what decided it, in words); ``baseline_comparisons`` gains ``p_at_floor``.
+SCHEMA_VERSION = 5
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
 Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]
@@ -125,6 +127,10 @@ class ResultRow(Row, frozen=True, kw_only=True):
     price_table_date: dt.date
     predictions_sha256: str
     record: Json  # the full result as /v1/results/{run_id} serves it
+    # declared | possible | unlikely | unknown, and what decided it in words (``contamination`` is
+    # derived from the status); NULL in files built before schema 5
+    contamination_status: str | None = None
+    contamination_basis: str | None = None
 
 
 class MetricRow(Row, frozen=True, kw_only=True):
@@ -159,6 +165,9 @@ class BaselineComparisonRow(Row, frozen=True, kw_only=True):
     replicates: int
     seed: int
     dropped_replicates: int
+    # p is the bootstrap's floor 2/(R+1) over the R kept replicates (so p <= p_value); NULL in files
+    # built before schema 5
+    p_at_floor: bool | None = None
 
 
 BASELINE_TABLES: tuple[type[Row], ...] = (BaselineComparisonRow,)

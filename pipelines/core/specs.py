@@ -164,7 +164,11 @@ class ModelSpec(_Spec):
     price: PriceSpec
     settings: Any
     release_date: dt.date | None = None
+    # the cutoff of the model's *own* training data, fine-tuning included (never its base model's)
     knowledge_cutoff: dt.date | None = None
+    # datasets its authors declare it was trained on, each a dataset's slug, DOI, name or source
+    # location; empty by default, which the spec hash leaves out (no existing run id changes)
+    training_data: list[str] = []
 
 
 _MODEL_TYPES: dict[tuple[str, Any], type[ModelSpec]] = {}

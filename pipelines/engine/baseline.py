@@ -56,5 +56,6 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
                 "metric": d.metric, "difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
                 "p_value": d.p_value, "method": d.method, "replicates": task.bootstrap.replicates,
                 "seed": task.bootstrap.seed, "dropped_replicates": d.dropped_replicates,
+                "p_at_floor": d.p_at_floor,
             })
     return rows

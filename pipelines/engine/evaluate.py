@@ -36,7 +36,8 @@ from pipelines.engine.solvers import solve
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
-from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions, decode_record, encode_record
+from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, ResultRecord, UsageRecord,
+                               Versions, decode_record, encode_record)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -149,7 +150,8 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> R
         demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost_usd(ev.model, usage, specs.prices),
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
-        contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model),
+        contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model, ev.dataset),
+        contamination_status=contamination_verdict(ev.model, ev.dataset)[0],
         config=info.config,
         versions=Versions(task_spec_hash=spec_hash(ev.task), model_spec_hash=spec_hash(ev.model),
                           dataset_snapshot=ev.snapshot_id, parser=parser, code_revision=code_revision(),
@@ -171,18 +173,45 @@ def model_ref(model: ModelSpec) -> ModelRef:
                     release_date=model.release_date, knowledge_cutoff=model.knowledge_cutoff)
 
 
-def contamination_basis(model: ModelSpec) -> str | None:
-    """Which date the contamination flag was decided on: ``knowledge_cutoff`` (preferred) or
-    ``release_date`` (a weaker basis: a model released after the dataset may have been trained
-    before it), None when the spec has neither."""
+def declares(model: ModelSpec, dataset: DatasetSpec) -> str | None:
+    """The model's ``training_data`` entry naming ``dataset``, if any: its slug, DOI (bare or as a
+    doi.org link), name or source location (a Hugging Face id), compared without case."""
+    names = {dataset.slug, dataset.doi, dataset.name, dataset.source.location}
+    wanted = {n.strip().casefold() for n in names if n}
+    for entry in model.training_data:
+        bare = entry.strip().casefold().removeprefix("https://doi.org/").removeprefix("doi:")
+        if bare in wanted:
+            return entry
+    return None
+
+
+def contamination_verdict(model: ModelSpec, dataset: DatasetSpec) -> tuple[ContaminationStatus, str]:
+    """(status, basis in words). An authors' declaration of training on the dataset decides first
+    (``declared``). Else the knowledge cutoff, which must be the model's own training data's,
+    fine-tuning included (a base model's cutoff says nothing of later fine-tuning data, so specs
+    never carry one): on/after the date the data went public is ``possible``, before is
+    ``unlikely``. Else the release date: a model released before the data went public cannot have
+    trained on it (``unlikely``); one released on/after may have (``possible``). Else ``unknown``."""
+    public = f"{dataset.slug} went public ({dataset.public_since})"
+    entry = declares(model, dataset)
+    if entry is not None:
+        return "declared", f"the model's authors declare training on {dataset.slug} (training_data: {entry!r})"
     if model.knowledge_cutoff is not None:
-        return "knowledge_cutoff"
-    return "release_date" if model.release_date is not None else None
+        if model.knowledge_cutoff >= dataset.public_since:
+            return "possible", f"knowledge cutoff {model.knowledge_cutoff} is on or after {public}"
+        return "unlikely", f"knowledge cutoff {model.knowledge_cutoff} is before {public}"
+    if model.release_date is not None:
+        if model.release_date < dataset.public_since:
+            return "unlikely", f"no knowledge cutoff is stated; released {model.release_date}, before {public}"
+        return "possible", f"no knowledge cutoff is stated; released {model.release_date}, on or after {public}"
+    return "unknown", "no training data declared, and no knowledge cutoff or release date is known for the model"
+
+
+def contamination_basis(model: ModelSpec, dataset: DatasetSpec) -> str:
+    """What decided the contamination status, in words (``contamination_verdict``)."""
+    return contamination_verdict(model, dataset)[1]
 
 
 def contamination(model: ModelSpec, dataset: DatasetSpec) -> bool | None:
-    """True when the model's knowledge cutoff (else its release date) is on/after the dataset went public."""
-    when = model.knowledge_cutoff or model.release_date
-    if when is None:
-        return None
-    return when >= dataset.public_since
+    """The flag existing clients read: true for declared or possible, false for unlikely, None for unknown."""
+    return CONTAMINATION_FLAG[contamination_verdict(model, dataset)[0]]

@@ -196,6 +196,7 @@ MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_d
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str"}
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
+       "contamination_status": "str", "contamination_basis": "str",
        "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool"}
 SUMMARY = {k: v for k, v in ROW.items() if k not in ("rank", "rank_low", "rank_high", "tied_with_leader")}
 RESULT = {
@@ -216,7 +217,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "contamination_basis", "versus_baseline", "unparsed_sample"},
+    "result": {"dataset", "extras", "versus_baseline", "unparsed_sample"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},

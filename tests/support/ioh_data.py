@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import types
 from pathlib import Path
 
 import msgspec
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.engine.baseline import baseline_comparison_rows
-from pipelines.engine.evaluate import contamination, contamination_basis
+from pipelines.engine.evaluate import contamination, contamination_verdict
 from pipelines.engine.specs import spec_builtins, spec_hash
 from support.plugins import specs as load_specs
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
@@ -100,8 +101,10 @@ def ioh_catalog(data: DataDir, positive_subjects: int = SUBJECTS):
         elif r.model.slug in MODEL_DATES:
             released, cutoff = MODEL_DATES[r.model.slug]
             model = msgspec.structs.replace(r.model, release_date=released, knowledge_cutoff=cutoff)
-            r = msgspec.structs.replace(r, model=model, contamination=contamination(model, cqa),
-                                        contamination_basis=contamination_basis(model))
+            dates = types.SimpleNamespace(release_date=released, knowledge_cutoff=cutoff, training_data=[])
+            status, basis = contamination_verdict(dates, cqa)  # type: ignore[arg-type]
+            r = msgspec.structs.replace(r, model=model, contamination=contamination(dates, cqa),  # type: ignore[arg-type]
+                                        contamination_basis=basis, contamination_status=status)
         records.append(r)
     # the task row as a release publishes it, so /v1/compare uses the spec's own bootstrap settings
     tasks = [t if (t["slug"], t["version"]) != (task.slug, task.version) else

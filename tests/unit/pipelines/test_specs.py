@@ -139,7 +139,7 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
     "TaskSpec": {"intervals": {}},
     "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates"},
     "IohSettings": {"fit_seed": "task", "baseline_model": ""},
-    "ModelSpec": {"release_date": None, "knowledge_cutoff": None},
+    "ModelSpec": {"release_date": None, "knowledge_cutoff": None, "training_data": []},
     "PriceTable": {"device_hours": {}, "tokens": {}},
     "LogisticRegressionSettings": {
         "below": [65.0, 70.0, 75.0], "recent_seconds": [30, 60], "slope_seconds": 60, "first_seconds": 60,

@@ -103,8 +103,26 @@ SCHEMA_4 = [s for s in SCHEMA_3 if not s.startswith("""CREATE TABLE tasks""")] +
 ]
 
 
+# Schema 5: ``results`` gains ``contamination_status`` and ``contamination_basis`` (at the end);
+# ``baseline_comparisons`` gains ``p_at_floor``.
+SCHEMA_5 = [s for s in SCHEMA_4 if not s.startswith(("CREATE TABLE results", "CREATE TABLE baseline_comparisons"))] + [
+    """CREATE TABLE results (
+        run_id VARCHAR PRIMARY KEY, task VARCHAR, task_slug VARCHAR, task_version INTEGER, dataset VARCHAR,
+        model_slug VARCHAR, model_type VARCHAR, tier VARCHAR, demo BOOLEAN,
+        metric_name VARCHAR, metric_value DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
+        n INTEGER, parse_rate DOUBLE, cost_usd DOUBLE, eval_date DATE, created_at TIMESTAMPTZ,
+        contamination BOOLEAN, superseded_by VARCHAR, dataset_snapshot VARCHAR, task_spec_hash VARCHAR,
+        model_spec_hash VARCHAR, parser VARCHAR, code_revision VARCHAR, price_table_date DATE,
+        predictions_sha256 VARCHAR, record JSON, contamination_status VARCHAR, contamination_basis VARCHAR)""",
+    """CREATE TABLE baseline_comparisons (
+        run_id VARCHAR, baseline_run_id VARCHAR, baseline_model VARCHAR, metric VARCHAR, difference DOUBLE,
+        ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, method VARCHAR, replicates INTEGER, seed INTEGER,
+        dropped_replicates INTEGER, p_at_floor BOOLEAN, PRIMARY KEY (run_id, baseline_run_id))""",
+]
+
+
 def test_generated_ddl_is_the_documented_schema() -> None:
-    assert _describe(CREATE_TABLES) == _describe(SCHEMA_4 + SCHEMA_3_RANKS)
+    assert _describe(CREATE_TABLES) == _describe(SCHEMA_5 + SCHEMA_3_RANKS)
 
 
 def test_published_file_has_the_schema_and_the_schema_version(tmp_path: Path) -> None:
