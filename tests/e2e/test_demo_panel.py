@@ -13,7 +13,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from pipelines.datasets.clinicalqa.simulated import PANEL
 from pipelines.datasets.clinicalqa.simulated_styles import NEEDS
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,8 @@ from support.ioh_data import BASELINE, NOW, OTHER, ioh_catalog, scored
 from api.app import create_app
 from api.site.pages import p_value
 from pipelines.engine.baseline import baseline_comparison_rows
-from pipelines.engine.specs import load_specs, spec_builtins, spec_hash
+from pipelines.engine.specs import spec_builtins, spec_hash
+from support.plugins import specs as load_specs
 from pipelines.kinds import kinds
 from warehouse.layout import DataDir
 from warehouse.publish import publish

@@ -18,7 +18,9 @@ from support.api_data import RUN_IDS, RUNS, catalog, publish_fixture
 
 from api.app import create_app
 from pipelines.engine.evaluate import contamination, contamination_basis, contamination_verdict, declares
-from pipelines.engine.specs import MODEL_SPECS, canonical_json, load_specs, spec_hash
+from pipelines.backends.registry import VllmBackend
+from pipelines.engine.specs import canonical_json, model_spec_type, spec_hash
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.records import CONTAMINATION_FLAG, contamination_of, decode_record, encode_record
 
@@ -91,7 +93,7 @@ def test_empty_training_data_keeps_every_spec_hash() -> None:
 def test_a_spec_file_declares_training_data() -> None:
     text = (Path(__file__).parents[3] / "specs/models/google/medgemma-27b-text-it.toml").read_text()
     spec = msgspec.toml.decode(text.replace('tasks = ["clinicalqa@0"]', 'tasks = ["clinicalqa@0"]\n'
-                                            'training_data = ["MedQA", "snuh/ClinicalQA"]'), type=MODEL_SPECS["vllm"])
+                                            'training_data = ["MedQA", "snuh/ClinicalQA"]'), type=model_spec_type("vllm", VllmBackend.settings_type))
     assert spec.training_data == ["MedQA", "snuh/ClinicalQA"]
     assert contamination_verdict(spec, CQA)[0] == "declared"
 
