@@ -103,8 +103,20 @@ SCHEMA_4 = [s for s in SCHEMA_3 if not s.startswith("""CREATE TABLE tasks""")] +
 ]
 
 
+# Schema 5: ``leaderboard_ranks`` gains ``metric`` (one block per published metric, in the key) and the
+# marginal interval; ``rank_low``/``rank_high`` become the hull of the simultaneous set and the marginal one.
+SCHEMA_5_RANKS = [
+    """CREATE TABLE leaderboard_ranks (
+        task VARCHAR, model_type VARCHAR, metric VARCHAR, run_id VARCHAR, rank INTEGER, rank_low INTEGER,
+        rank_high INTEGER, marginal_rank_low INTEGER, marginal_rank_high INTEGER, tied_with_leader BOOLEAN,
+        leader_run_id VARCHAR, diff_low DOUBLE, diff_high DOUBLE, method VARCHAR, replicates INTEGER,
+        dropped_replicates INTEGER, seed INTEGER, n_items INTEGER, results_key VARCHAR,
+        PRIMARY KEY (task, model_type, metric, run_id))""",
+]
+
+
 def test_generated_ddl_is_the_documented_schema() -> None:
-    assert _describe(CREATE_TABLES) == _describe(SCHEMA_4 + SCHEMA_3_RANKS)
+    assert _describe(CREATE_TABLES) == _describe(SCHEMA_4 + SCHEMA_5_RANKS)
 
 
 def test_published_file_has_the_schema_and_the_schema_version(tmp_path: Path) -> None:
