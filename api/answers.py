@@ -13,8 +13,14 @@ from __future__ import annotations
 from api import render, schemas
 from api.answer import Answer
 from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
-from api.rank_sets import RankEntry, board_method, metric_board, rank_entry, task_metrics
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
+from api.rank_sets import (
+    RankEntry,
+    board_method,
+    metric_board,
+    rank_entry,
+    task_metrics,
+)
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry
 from warehouse.layout import RUN_ID_RE

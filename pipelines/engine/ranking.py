@@ -32,10 +32,10 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 
-from pipelines.core.kind import read_aligned
-from pipelines.kinds import kind as kind_of
 import numpy as np
 
+from pipelines.core.kind import read_aligned
+from pipelines.kinds import kind as kind_of
 from pipelines.stats.ranks import RankIntervals, accuracy_rank_intervals
 from warehouse.layout import DataDir
 from warehouse.publish import superseded_map
@@ -137,10 +137,10 @@ def rank_rows(data: DataDir, results: Sequence[ResultRecord], tasks: Sequence[di
                 continue
             block = metric_order(members, metric)
             if metric == members[0].primary.name:
-                compute = lambda b, n, s, sp=spec: block_intervals(  # noqa: E731
+                compute = lambda b, n, s, sp=spec: block_intervals(
                     data, sp["kind"], b, n, s, sp.get("cluster_column"))
             elif metric == "parse_rate" and kind_of(spec["kind"]).parses_replies:
-                compute = lambda b, n, s: parse_rate_intervals(data, b, n, s)  # noqa: E731
+                compute = lambda b, n, s: parse_rate_intervals(data, b, n, s)
             else:
                 rows.extend(_point_rows(task, model_type, metric, block, key))
                 continue

@@ -21,7 +21,7 @@ from warehouse.publish import publish
 from warehouse.read import read_ranks
 from warehouse.records import MetricValue
 
-NOW = dt.datetime(2026, 10, 29, 12, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 10, 29, 12, tzinfo=dt.UTC)
 # current clinicalqa@0 results -> (brier: lower is better, calibration slope: target 1, parse-rate chance)
 EXTRA = {"gptoss-cqa0": (0.30, 0.50, 0.95), "medgemma-cqa0": (0.10, 1.20, 0.55), "random-cqa0": (0.20, 1.05, 0.75),
          "medgemma-cqa0-old": (0.25, 0.9, 0.8)}
