@@ -120,6 +120,13 @@ class BaselineComparison(msgspec.Struct):
     method: str
 
 
+class UnparsedOutput(msgspec.Struct):
+    """One output the parser could not read (choice tasks), cut to its first 300 characters."""
+
+    instance_id: str
+    output: str
+
+
 class Result(msgspec.Struct):
     run_id: str
     task: str
@@ -146,6 +153,9 @@ class Result(msgspec.Struct):
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
     contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
+    # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
+    # results published before it was recorded
+    unparsed_sample: list[UnparsedOutput] | None = None
 
 
 
