@@ -15,7 +15,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from pipelines.engine.evaluate import contamination_basis
 from pipelines.engine.identity import run_id
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from support.ioh_data import check_versus_baseline
 from support.ties import ties_against_compare
 from warehouse.layout import DataDir

@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 
 from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.evaluate import contamination, contamination_basis
-from pipelines.engine.specs import load_specs, spec_builtins, spec_hash
+from pipelines.engine.specs import spec_builtins, spec_hash
+from support.plugins import specs as load_specs
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from support.api_data import RUN_IDS, catalog, run_id
 from warehouse.layout import DataDir

@@ -8,8 +8,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from pipelines.engine.summary import ScoreSummary
-from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from pipelines.core.outcomes import ScoreSummary
+from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.stats.auroc import cluster_bootstrap, roc_points
 
 

@@ -23,7 +23,7 @@ from support.ioh_data import (
 )
 
 from api.app import create_app
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 

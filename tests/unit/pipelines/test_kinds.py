@@ -20,7 +20,7 @@ from pipelines.core.kind import ComparisonError, align, read_aligned, resampling
 from pipelines.kinds import kind, kinds
 from pipelines.stats.paired_auroc import paired_auroc_difference
 from pipelines.stats.ranks import auroc_rank_intervals
-from pipelines.tasks.registry import families
+from support.plugins import builtin_plugins
 from support.paths import REPO
 
 
@@ -122,9 +122,9 @@ def test_resampling_unit_names() -> None:
         ["items", "subjects", "patients", "sites"]
 
 
-@pytest.mark.parametrize("name", sorted(families()))
+@pytest.mark.parametrize("name", builtin_plugins().families.names())
 def test_every_family_declares_its_cluster_column_and_extends_its_kinds_schema(name: str) -> None:
-    fam = families()[name]
+    fam = builtin_plugins().families.get(name)
     schema = kind(fam.kind).schema
     assert fam.cluster_column is None or fam.cluster_column in fam.predictions_schema.names
     assert fam.predictions_schema.names[: len(schema)] == schema.names
