@@ -44,6 +44,8 @@ class LeaderboardArgs(_Args):
     task: Task
     model_type: schemas.ModelType | None = None
     limit: Limit = 100
+    metric: Annotated[str | None, Meta(description="Rank by this published metric, in its direction "
+                                        "(default: the task's primary metric).")] = None
 
 
 class ResultArgs(_Args):
@@ -94,7 +96,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("lookup", "Look up before you run", LOOKUP_ADVICE, LookupArgs, schemas.Lookup, "/v1/lookup"),
     ToolSpec("leaderboard", "Leaderboard of one task",
              "Ranked current results (one per model) of a task version, best first, with 95% intervals and rank "
-             "intervals. `limit` bounds the rows (default 100).", LeaderboardArgs, schemas.Leaderboard,
+             "sets (simultaneous, joined with the marginal interval). `metric` ranks by another published metric "
+             "in its direction; `limit` bounds the rows (default 100).", LeaderboardArgs, schemas.Leaderboard,
              "/v1/leaderboard"),
     ToolSpec("get_result", "One result", "Everything about one result: all metrics with 95% CIs, configuration, "
              "exact versions, usage, cost, BibTeX and the predictions URL.", ResultArgs, schemas.Result,

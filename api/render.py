@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from api import schemas
 from api.bibtex import result_bibtex
+from api.rank_sets import RankEntry
 from api.tables import Published, Tables, TaskEntry
 from pipelines.kinds import kinds
 from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of
@@ -39,7 +40,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     kind's (``Kind.legacy_method``), the kind told by the record itself: a parse rate is recorded
     exactly by the kinds that parse replies (``Kind.parses_replies``)."""
     method = m.method or legacy_method(r)
-    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method)
+    return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
+                          direction=m.direction, target=m.target)  # type: ignore[arg-type]
 
 
 def legacy_method(r: ResultRecord) -> str:
@@ -55,13 +57,16 @@ def _contamination(r: ResultRecord) -> dict[str, object]:
     return {"contamination": CONTAMINATION_FLAG[status], "contamination_status": status, "contamination_basis": basis}
 
 
-def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | None = None) -> schemas.Row:
-    """A leaderboard row; ``interval`` = (rank_low, rank_high, tied_with_leader) from ``Tables.rank_interval``."""
+def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: str | None = None) -> schemas.Row:
+    """A leaderboard row ranked by metric ``by`` (default the primary), its rank set ``entry`` from
+    ``api.rank_sets.rank_entry`` (none: the point [rank, rank])."""
     r = p.record
-    low, high, tied = interval if interval is not None else (rank, rank, rank == 1)
+    e = entry if entry is not None else RankEntry(rank, rank, rank, rank == 1, rank, rank, "")
+    shown = (r.metric(by) if by is not None else None) or r.primary
     return schemas.Row(
-        rank=rank, rank_low=low, rank_high=high, tied_with_leader=tied, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        rank=rank, rank_low=e.low, rank_high=e.high, tied_with_leader=e.tied, marginal_rank_low=e.marginal_low,
+        marginal_rank_high=e.marginal_high, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
+        metric=metric(shown, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, **_contamination(r),
     )
 

@@ -51,6 +51,8 @@ class Metric(msgspec.Struct):
     ci_low: float
     ci_high: float
     method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
+    direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
+    target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
 
 
 class Row(msgspec.Struct):
@@ -69,9 +71,11 @@ class Row(msgspec.Struct):
     contamination: bool | None  # true for declared or possible, false for unlikely, null for unknown
     contamination_status: ContaminationStatus
     contamination_basis: str  # what decided the status, in words (a declaration, a cutoff, a release date)
-    rank_low: int  # 95% rank interval from one joint paired bootstrap; rank_low <= rank <= rank_high
+    rank_low: int  # hull of the simultaneous 95% rank set (Mogstad et al. 2024) and the marginal interval
     rank_high: int
-    tied_with_leader: bool  # the paired interval of the difference to the leader includes 0
+    tied_with_leader: bool  # the simultaneous rank set contains 1
+    marginal_rank_low: int  # percentile interval of the joint bootstrap's replicate ranks (not valid at ties)
+    marginal_rank_high: int
 
 
 class ResultSummary(msgspec.Struct):
@@ -213,8 +217,9 @@ class TaskList(msgspec.Struct):
 
 class Leaderboard(msgspec.Struct):
     task: str
-    metric: str
+    metric: str  # the metric ranked by (``?metric=``, default the primary), in its direction
     rows: list[Row]
+    rank_method: str  # how rank_low/rank_high were computed, or that no rank set is available
 
 
 class ResultPage(msgspec.Struct):

@@ -8,6 +8,7 @@ names of CONTRACT.md in one place.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any, Literal
 
 import msgspec
@@ -38,6 +39,23 @@ class MetricValue(msgspec.Struct, frozen=True):
     # how [ci_low, ci_high] was computed: "wilson", "bootstrap-percentile" or
     # "cluster-bootstrap-percentile"; None in results written before methods were recorded
     method: str | None = None
+    # which way is better, for ranking by this metric: "higher", "lower" (e.g. Brier) or "target"
+    # (closest to ``target`` is best, e.g. calibration slope 1); older records are "higher"
+    direction: str = "higher"
+    target: float | None = None
+
+
+def metric_order_value(m: MetricValue | None) -> float:
+    """The number a leaderboard sorts ascending to rank by ``m`` in its direction: -value (higher),
+    value (lower), |value - target| (target); NaN or missing sorts last. One definition for the
+    publisher's rank rows and the API's order, so the two always agree."""
+    if m is None or math.isnan(m.value):
+        return math.inf
+    if m.direction == "lower":
+        return m.value
+    if m.direction == "target":
+        return abs(m.value - (m.target if m.target is not None else 0.0))
+    return -m.value
 
 
 class Versions(msgspec.Struct, frozen=True):
@@ -85,6 +103,10 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def primary(self) -> MetricValue:
         return self.metrics[0]
+
+    def metric(self, name: str) -> MetricValue | None:
+        """The metric of this name, or None when the run did not publish it."""
+        return next((m for m in self.metrics if m.name == name), None)
 
 
 def encode_record(record: ResultRecord) -> bytes:

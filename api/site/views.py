@@ -22,6 +22,7 @@ from markupsafe import Markup
 from api import render, schemas
 from api.params import BLANKS
 from api.reporting import interval_lines
+from api.rank_sets import rank_entry
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
 from pipelines.core import kind as core_kind
@@ -76,7 +77,7 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     rows = []
     for rank, p in enumerate(shown, start=1):
         m = p.record.primary
-        interval = tables.rank_interval(task.ref, model_type, p.run_id, rank)
+        interval = rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank)
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
                              bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95

@@ -81,7 +81,7 @@ def test_task_detail_latest_and_by_version(client: TestClient) -> None:
 
 def test_leaderboard_rows_order_and_ranks(client: TestClient) -> None:
     body = ok(client, "/v1/leaderboard?task=clinicalqa@0")
-    assert list(body) == ["task", "metric", "rows"]
+    assert list(body) == ["task", "metric", "rows", "rank_method"]  # rank_method: an addition
     assert body["task"] == "clinicalqa@0" and body["metric"] == "accuracy"
     for row in body["rows"]:
         assert_shape(row, ROW)
@@ -91,7 +91,7 @@ def test_leaderboard_rows_order_and_ranks(client: TestClient) -> None:
     top = body["rows"][0]
     assert top["model"] == {"slug": "openai/gpt-oss-20b", "name": "gpt-oss 20B (OpenAI)", "type": "llm", "provider": "openai"}
     assert top["metric"] == {"name": "accuracy", "value": 0.71, "ci_low": pytest.approx(0.68), "ci_high": pytest.approx(0.74),
-                            "method": "bootstrap-percentile"}
+                            "method": "bootstrap-percentile", "direction": "higher", "target": None}
     assert top["tier"] == "baseline" and top["demo"] is False
     assert top["url"] == f"{BASE}/r/{top['run_id']}"
     assert [r["contamination"] for r in body["rows"]] == [False, True, None]
