@@ -32,7 +32,7 @@ from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 
 # Annotations only, never imported: ``Evaluation`` is ``pipelines.core.evaluation.Evaluation`` (which
 # holds a TaskFamily and a Backend) and ``DataDir`` is ``warehouse.layout.DataDir``.
-KindName = Literal["choice", "score"]  # a family's ``kind``: the name of its ``Kind`` (``pipelines.kinds``)
+KindName = str  # a family's ``kind``: the name of its ``Kind`` (``pipelines.kinds``: built-ins and the ``medbench.kinds`` entry points)
 
 __all__ = ["Backend", "Dataset", "FitAndScore", "Kind", "KindName", "NotRunnable", "TaskFamily", "TextChoice",
            "TextGenerator", "WindowScorer"]

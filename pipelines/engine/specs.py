@@ -29,6 +29,7 @@ from pipelines.core.specs import (  # noqa: F401 (re-exported: the loader's call
     _Spec, model_spec_type, spec_hash, task_spec_type,
 )
 from pipelines.engine.spec_decoding import _decode
+from pipelines.kinds import kind as kind_of
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
@@ -178,6 +179,10 @@ def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec], pl
         raise SpecError(f"{path}: key `dataset` names unknown dataset {spec.dataset!r}")
     if spec.dataset != fam.dataset:
         raise SpecError(f"{path}: key `dataset` is {spec.dataset!r} but family {fam.name!r} reads {fam.dataset!r}")
+    try:
+        kind_of(spec.kind)
+    except KeyError as exc:
+        raise SpecError(f"{path}: key `kind`: {exc.args[0]}") from None
     if spec.kind != fam.kind:
         raise SpecError(f"{path}: key `kind` is {spec.kind!r} but family {fam.name!r} is of kind {fam.kind!r}")
     if spec.primary_metric != spec.metrics[0]:
