@@ -31,22 +31,33 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
+
 from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
 from pipelines.engine.generations import GenerationStore
 from pipelines.backends.base import PromptItem
 from pipelines.backends.tiny_llm import TINY_LLAMA, resolve_model_path
 from pipelines.backends.transformers_backend import TransformersGenerator
 from pipelines.backends.vllm_backend import VllmGenerator
-from pipelines.core.registry import installed_plugins
-from pipelines.engine.specs import load_specs
+from pipelines.core.specs import task_spec_type
+from pipelines.engine.specs import specs_root
+from pipelines.tasks.clinicalqa.family import ClinicalQA
 from pipelines.tasks.clinicalqa.items import build_prompt
 
 TARGET_OVERHEAD = 0.10
 
 
+def clinicalqa_settings():
+    """clinicalqa@0's ``[choice]`` table, decoded from its spec file alone: this bench also runs in the
+    vLLM venv, where medbench is imported from the checkout but not installed (no entry points, and
+    not every family's dependencies), so it loads no specs directory."""
+    path = specs_root() / "tasks" / "clinicalqa" / "0.toml"
+    return msgspec.toml.decode(path.read_bytes(), type=task_spec_type(ClinicalQA())).choice
+
+
 def demo_items(n: int) -> list[PromptItem]:
     """The first n demo ClinicalQA questions as the task's real prompts (cycled past 1,045)."""
-    settings = load_specs(None, installed_plugins()).task("clinicalqa@0").choice
+    settings = clinicalqa_settings()
     rows = demo_clinicalqa_rows()
     return [
         PromptItem(f"{rows[i % len(rows)]['question_id']}#{i}", build_prompt(rows[i % len(rows)], settings))
