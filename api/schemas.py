@@ -50,6 +50,28 @@ class Metric(msgspec.Struct):
     ci_low: float
     ci_high: float
     method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
+    # addition: which way is better, "higher" | "lower" (Brier) | "target" (closest to ``target``:
+    # calibration slope 1, intercept 0)
+    direction: str = "higher"
+    target: float | None = None
+
+
+class Subgroup(msgspec.Struct):
+    """A result's metrics on one subgroup of its test items (e.g. sex F), with their own intervals."""
+
+    group: str
+    n: int
+    n_subjects: int
+    metrics: list[Metric]
+    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+
+
+class Breakdown(msgspec.Struct):
+    """The primary metric on one group of items; a per-group 95% interval, not a simultaneous one."""
+
+    group: str
+    n: int
+    metric: Metric
 
 
 class Row(msgspec.Struct):
@@ -142,6 +164,11 @@ class Result(msgspec.Struct):
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
     contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
+    # addition: {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
+    subgroups: dict[str, list[Subgroup]] = {}
+    # addition: {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals
+    breakdowns: dict[str, list[Breakdown]] = {}
+    breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
 
 
 
@@ -188,6 +215,8 @@ class TaskDetail(msgspec.Struct):
     title: str
     description: str  # addition
     spec: dict[str, Any]
+    # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
+    participant_flow: dict[str, Any] | None = None
 
 
 class TaskList(msgspec.Struct):

@@ -32,6 +32,28 @@ class MetricValue(msgspec.Struct, frozen=True):
     # how [ci_low, ci_high] was computed: "wilson", "bootstrap-percentile" or
     # "cluster-bootstrap-percentile"; None in results written before methods were recorded
     method: str | None = None
+    # which way is better: "higher", "lower" (Brier) or "target" (calibration slope 1, intercept 0:
+    # the closer to ``target`` the better); results written before directions were recorded read "higher"
+    direction: str = "higher"
+    target: float | None = None
+
+
+class Subgroup(msgspec.Struct, frozen=True, kw_only=True):
+    """One subgroup of a result's test items (e.g. sex F), its metrics with their own intervals."""
+
+    group: str
+    n: int  # items (windows) in the subgroup
+    n_subjects: int  # distinct resampling clusters (patients) in it
+    metrics: list[MetricValue]
+    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+
+
+class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
+    """The primary metric on one group of items (a category, a purpose, a source), its interval per group."""
+
+    group: str
+    n: int
+    metric: MetricValue
 
 
 class Versions(msgspec.Struct, frozen=True):
@@ -72,6 +94,10 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     generation_key: str | None = None
     extras: dict[str, Any] = {}
     contamination_basis: str | None = None  # "knowledge_cutoff" | "release_date" | None (no date, or not recorded)
+    # {field: [Subgroup]}: score tasks' subgroups (sex, age band), each with intervals; {} when none
+    subgroups: dict[str, list[Subgroup]] = {}
+    # {field: [Breakdown]}: per-group accuracy (category, purpose, source); per-group intervals, not simultaneous
+    breakdowns: dict[str, list[Breakdown]] = {}
 
     @property
     def primary(self) -> MetricValue:

@@ -20,7 +20,8 @@ import msgspec
 # 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
 #    ``method`` (how the interval was computed); new table ``baseline_comparisons``.
 # 4: ``tasks`` gains ``cluster_column`` (the resampling unit of the task's intervals; NULL: items).
-SCHEMA_VERSION = 4
+# 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits).
+SCHEMA_VERSION = 5
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
 Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]
@@ -73,6 +74,8 @@ class TaskRow(Row, frozen=True, kw_only=True):
     # the predictions column whose values are the clusters every interval resamples (declared by the
     # task's family); NULL: each item is its own cluster, and in files built before schema 4
     cluster_column: str | None = None
+    # score tasks: the participant flow of the instances as built (JSON); NULL: none, or built before schema 5
+    participant_flow: Json | None = None
 
 
 class ModelRow(Row, frozen=True, kw_only=True):

@@ -55,7 +55,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     tasks = [
         {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
          "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
-         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": family(t.family).cluster_column}
+         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": family(t.family).cluster_column,
+         **_flow(data, t)}
         for t in specs.tasks.values()
     ]
     models = [
@@ -70,6 +71,21 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
                    prediction_schemas=[family(t.family).predictions_schema for t in specs.tasks.values()])
+
+
+def _flow(data: DataDir, task) -> dict:
+    """``{"participant_flow": ...}`` for a family that reports one and whose instances are built, else {}
+    (absent, so the catalog of a task without one keeps its content hash)."""
+    from pipelines.engine.inputs import task_instances_path
+
+    reporter = getattr(family(task.family), "participant_flow", None)
+    if reporter is None:
+        return {}
+    try:
+        flow = reporter(task, task_instances_path(data, task))
+    except NotMaterialised:
+        return {}
+    return {"participant_flow": flow} if flow is not None else {}
 
 
 def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:

@@ -65,44 +65,60 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
 
 
 def _fit_intercept(x, y, w) -> np.ndarray:
-    a = np.zeros(len(w))
-    done = np.zeros(len(w), dtype=bool)
+    # start every replicate at the unweighted fit: replicates are near it, so Newton needs few steps
+    a = np.full(len(w), _newton_intercept(x, y, np.ones((1, len(x))), np.zeros(1))[0][0])
+    a, failed = _newton_intercept(x, y, w, a)
+    return _undefined(a[:, None], w, y, failed)
+
+
+def _newton_intercept(x, y, w, a) -> tuple[np.ndarray, np.ndarray]:
+    a = a.copy()
+    active = np.arange(len(w))
     for _ in range(_ITERATIONS):
-        p = sigmoid(a[:, None] + x[None, :])
-        grad = (w * (y - p)).sum(axis=1)
-        hess = (w * p * (1 - p)).sum(axis=1)
+        wa = w[active]
+        p = sigmoid(a[active, None] + x[None, :])
+        grad = (wa * (y - p)).sum(axis=1)
+        hess = (wa * p * (1 - p)).sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             step = np.where(hess > 0, grad / hess, np.nan)
-        a = np.where(done, a, a + np.clip(step, -5, 5))
-        done |= ~(np.abs(step) > _TOL)
-        if done.all():
+        a[active] += np.clip(step, -5, 5)
+        active = active[np.abs(step) > _TOL]  # NaN steps leave too (and are NaN in a)
+        if not len(active):
             break
-    return _undefined(a[:, None], w, y, ~done)
+    return a, np.isin(np.arange(len(w)), active) | ~np.isfinite(a)
 
 
 def _fit_line(x, y, w) -> np.ndarray:
     mu, sd = x.mean(), x.std()
     sd = sd if sd > 0 else 1.0
     z = (x - mu) / sd
-    beta = np.zeros((len(w), 2))
-    done = np.zeros(len(w), dtype=bool)
+    start = _newton_line(z, y, np.ones((1, len(z))), np.zeros((1, 2)))[0][0]
+    beta, failed = _newton_line(z, y, w, np.tile(start, (len(w), 1)))
+    b = beta[:, 1] / sd
+    a = beta[:, 0] - b * mu
+    return _undefined(np.stack([a, b], axis=1), w, y, failed)
+
+
+def _newton_line(z, y, w, beta) -> tuple[np.ndarray, np.ndarray]:
+    beta = beta.copy()
+    active = np.arange(len(w))
     for _ in range(_ITERATIONS):
-        p = sigmoid(beta[:, :1] + beta[:, 1:] * z[None, :])
-        r, v = w * (y - p), w * p * (1 - p)
-        g0, g1 = r.sum(axis=1), (r * z).sum(axis=1)
-        h00, h01, h11 = v.sum(axis=1), (v * z).sum(axis=1), (v * z * z).sum(axis=1)
+        wa = w[active]
+        p = sigmoid(beta[active, :1] + beta[active, 1:] * z[None, :])
+        r, v = wa * (y - p), wa * p * (1 - p)
+        g0, g1 = r.sum(axis=1), r @ z
+        h00, h01, h11 = v.sum(axis=1), v @ z, v @ (z * z)
         det = h00 * h11 - h01 * h01
         with np.errstate(invalid="ignore", divide="ignore"):
             s0 = np.where(det > 0, (h11 * g0 - h01 * g1) / det, np.nan)
             s1 = np.where(det > 0, (h00 * g1 - h01 * g0) / det, np.nan)
         step = np.clip(np.stack([s0, s1], axis=1), -5, 5)
-        beta = np.where(done[:, None], beta, beta + step)
-        done |= ~(np.abs(step).max(axis=1) > _TOL)
-        if done.all():
+        beta[active] += step
+        active = active[np.abs(step).max(axis=1) > _TOL]
+        if not len(active):
             break
-    b = beta[:, 1] / sd
-    a = beta[:, 0] - b * mu
-    return _undefined(np.stack([a, b], axis=1), w, y, ~done)
+    failed = np.isin(np.arange(len(w)), active) | ~np.isfinite(beta).all(axis=1)
+    return beta, failed
 
 
 def _undefined(params: np.ndarray, w: np.ndarray, y: np.ndarray, failed: np.ndarray) -> np.ndarray:

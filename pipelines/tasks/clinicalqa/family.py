@@ -133,14 +133,20 @@ class ClinicalQA:
         from pipelines.engine.summary import ScoreSummary
         from pipelines.tasks.clinicalqa.score import summarise_choice
 
-        items = pq.read_table(instances, columns=["instance_id", "category"])
-        category_of = dict(zip(items.column("instance_id").to_pylist(), items.column("category").to_pylist()))
-        scored = summarise_choice(predictions, [category_of[i] for i in predictions.column("instance_id").to_pylist()],
-                                  task.bootstrap, task.intervals)
+        from pipelines.tasks.clinicalqa.items import BREAKDOWN_FIELDS
+        from pipelines.tasks.clinicalqa.score import breakdowns
+
+        present = [f for f in BREAKDOWN_FIELDS if f in pq.read_schema(instances).names]  # older items: category only
+        items = pq.read_table(instances, columns=["instance_id", *present])
+        row_of = {iid: k for k, iid in enumerate(items.column("instance_id").to_pylist())}
+        rows = [row_of[i] for i in predictions.column("instance_id").to_pylist()]
+        fields = {f: [items.column(f)[k].as_py() for k in rows] for f in present}
+        scored = summarise_choice(predictions, fields["category"], task.bootstrap, task.intervals)
         extras = ClinicalQAExtras(by_category=[CategoryAccuracy(**asdict(c)) for c in scored.by_category],
                                   parse_status=scored.status_counts)
+        correct = predictions.column("correct").to_numpy(zero_copy_only=False).astype(bool)
         return ScoreSummary(metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
-                            extras=extras)
+                            extras=extras, breakdowns=breakdowns(correct, fields))
 
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
         return [predicted_once(predictions, expected)]

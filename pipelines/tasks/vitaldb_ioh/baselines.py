@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import msgspec
 import numpy as np
@@ -34,7 +34,14 @@ DEFAULT_BIN_SECONDS = 2  # vitaldb-ioh@0's grid; pass the task's IohSettings to 
 
 
 class WindowScorer(Protocol):
-    """Windows in, one float per window out (higher = more likely hypotension ahead)."""
+    """Windows in, one float per window out (higher = more likely hypotension ahead).
+
+    ``probabilistic``: whether the score is a probability of the label (a fitted classifier's
+    ``predict_proba``), taken as it is by the calibration metrics; a rule's score is not, and is
+    mapped to one by a logistic recalibration fitted on the validation split.
+    """
+
+    probabilistic: ClassVar[bool]
 
     def fit(
         self,
@@ -103,6 +110,8 @@ def _bin_times(n_bins: int, bin_seconds: int) -> np.ndarray:
 class NegLastMap:
     """Score = minus the last valid MAP of the input."""
 
+    probabilistic: ClassVar[bool] = False
+
     def fit(self, train_inputs, train_labels, val_inputs, val_labels, seed: int) -> None:
         return None
 
@@ -119,6 +128,8 @@ class LinearExtrapolation:
 
     With fewer than two valid bins in that stretch the line is flat at the last valid value.
     """
+
+    probabilistic: ClassVar[bool] = False
 
     fit_seconds: int
     ahead_seconds: int
@@ -237,6 +248,8 @@ class SklearnWindowModel:
     Each candidate of the hyperparameter grid is trained on the train split; the one with the
     highest validation AUROC is kept (the first candidate when validation has one class only).
     """
+
+    probabilistic: ClassVar[bool] = True  # predict_proba
 
     estimator: str
     candidates: list[dict[str, Any]]

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from pipelines.backends.settings import published
 from pipelines.kinds.score import Score
+from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, predicted_once, scores_finite
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 
@@ -48,6 +49,19 @@ def fit_seed(ev: Evaluation) -> tuple[int, str]:
     if ev.task.settings.fit_seed == "model" and own is not None:
         return int(own), "model"
     return int(ev.task.bootstrap.seed), "task"
+
+
+def test_attributes(instances: Path, predictions: pa.Table) -> dict[str, list]:
+    """Sex and age of each predicted window, from the instances (aligned with the predictions)."""
+    names = pq.read_schema(instances).names
+    if "sex" not in names or "age" not in names:
+        raise ValueError(f"{instances} has no sex/age columns (built by an older version): "
+                         "rebuild the task's instances (medbench materialize) and score again")
+    table = pq.read_table(instances, columns=["instance_id", "sex", "age"], filters=[("split", "=", "test")])
+    at = {i: k for k, i in enumerate(table.column("instance_id").to_pylist())}
+    rows = [at[i] for i in predictions.column("instance_id").to_pylist()]
+    sex, age = table.column("sex").to_pylist(), table.column("age").to_pylist()
+    return {"sex": [sex[k] for k in rows], "age": [age[k] for k in rows]}
 
 
 class VitalDbIoh:
@@ -129,6 +143,13 @@ class VitalDbIoh:
         scorer.fit(train_x, train_meta["label"].to_numpy(), val_x, val_meta["label"].to_numpy(), seed=seed)
         scores = np.asarray(scorer.score(test_x), dtype=np.float64)
         log(f"{ev.partition_key}: scored {len(scores)} test windows")
+        recalibration = None
+        if not scorer.probabilistic:  # map the rule's score to a probability, on validation only
+            from pipelines.stats.calibration import Recalibration
+
+            recalibration = Recalibration.fit(scorer.score(val_x), val_meta["label"].to_numpy())
+            log(f"{ev.partition_key}: logistic recalibration on {recalibration.n} validation windows: "
+                f"a = {recalibration.a:.4g}, b = {recalibration.b:.4g}")
         table = pa.table({
             "instance_id": pa.array(test_meta["instance_id"].to_list(), pa.string()),
             "score": pa.array(scores, pa.float64()),
@@ -136,19 +157,30 @@ class VitalDbIoh:
             "caseid": pa.array(test_meta["caseid"].to_numpy(), pa.int32()),
             "subjectid": pa.array(test_meta["subjectid"].to_numpy(), pa.int32()),
             "t": pa.array(test_meta["t"].to_numpy(), pa.int32()),
-        })
+        }).replace_schema_metadata(probability_metadata(scorer.probabilistic, recalibration))
         wall = time.monotonic() - started
         usage = Usage(wall_seconds=wall, device_seconds=wall)
         config = {"backend": ev.model.backend, "backend_settings": published(ev.model.settings),
                   "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": seed,
                   "fit_seed_from": seed_from,
-                  "fitted": scorer.describe()}
+                  "fitted": scorer.describe(),
+                  "probabilities": {"probabilistic": scorer.probabilistic,
+                                    "recalibration": recalibration.as_dict() if recalibration else None}}
         return Predicted(table=table, usage=asdict(usage), config=config, generation_key=None)
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
         from pipelines.tasks.vitaldb_ioh.score import score_metrics
 
-        return score_metrics(predictions, task.bootstrap, task.intervals)
+        reporting = task.settings.reporting
+        return score_metrics(predictions, task.bootstrap, task.intervals, reporting,
+                             test_attributes(instances, predictions))
+
+    def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
+        """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not built)."""
+        from pipelines.tasks.vitaldb_ioh.instances import flow_path
+
+        path = flow_path(instances)
+        return msgspec.json.decode(path.read_bytes()) if path.exists() else None
 
     def baseline_model(self, task: TaskSpec) -> str | None:
         """The model whose result every result of ``task`` is compared with at publish time."""
