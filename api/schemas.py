@@ -162,12 +162,12 @@ class Result(msgspec.Struct):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
+    # {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
+    subgroups: dict[str, list[Subgroup]]
+    # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
+    breakdowns: dict[str, list[Breakdown]]
     contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
-    # addition: {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
-    subgroups: dict[str, list[Subgroup]] = {}
-    # addition: {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals
-    breakdowns: dict[str, list[Breakdown]] = {}
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
 
 

@@ -193,7 +193,8 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 # ---- shapes transcribed from CONTRACT.md -----------------------------------------------------
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
-METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str"}
+METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str",
+          "direction": "str", "target": "float?"}
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
        "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool"}
@@ -204,6 +205,7 @@ RESULT = {
                  "code_revision": "str", "libraries": "dict"},
     "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str"},
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
+    "subgroups": "dict", "breakdowns": "dict",
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}
@@ -216,7 +218,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "contamination_basis", "versus_baseline"},
+    "result": {"dataset", "extras", "contamination_basis", "versus_baseline", "breakdowns_caveat"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},

@@ -136,7 +136,8 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
     "TaskSpec[clinicalqa]": {"intervals": {}},
     "TaskSpec[vitaldb-ioh]": {"intervals": {}},
     "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates"},
-    "IohSettings": {"fit_seed": "task", "baseline_model": ""},
+    "IohSettings": {"fit_seed": "task", "baseline_model": "", "reporting": {}},
+    "IohReporting": {"thresholds": [], "alarm_rates": [], "age_bands": [], "calibration_bins": 10},
     "ModelSpec": {"release_date": None, "knowledge_cutoff": None},
     "PriceTable": {"device_hours": {}, "tokens": {}},
     "LogisticRegressionSettings": {

@@ -102,9 +102,17 @@ SCHEMA_4 = [s for s in SCHEMA_3 if not s.startswith("""CREATE TABLE tasks""")] +
         cluster_column VARCHAR)""",
 ]
 
+# Schema 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits).
+SCHEMA_5 = [s for s in SCHEMA_4 if not s.startswith("""CREATE TABLE tasks""")] + [
+    """CREATE TABLE tasks (
+        slug VARCHAR, version INTEGER, ref VARCHAR PRIMARY KEY, dataset VARCHAR, kind VARCHAR, title VARCHAR,
+        primary_metric VARCHAR, preview BOOLEAN, spec_hash VARCHAR, spec JSON, description VARCHAR,
+        cluster_column VARCHAR, participant_flow JSON)""",
+]
+
 
 def test_generated_ddl_is_the_documented_schema() -> None:
-    assert _describe(CREATE_TABLES) == _describe(SCHEMA_4 + SCHEMA_3_RANKS)
+    assert _describe(CREATE_TABLES) == _describe(SCHEMA_5 + SCHEMA_3_RANKS)
 
 
 def test_published_file_has_the_schema_and_the_schema_version(tmp_path: Path) -> None:
