@@ -110,13 +110,22 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         predictions_sha256=r.predictions_sha256,
         superseded_by=p.superseded_by,
         dataset=r.dataset,
-        extras=r.extras,
+        extras={k: v for k, v in r.extras.items() if k != "unparsed_sample"},
         contamination_basis=r.contamination_basis,
         versus_baseline=versus,
         subgroups=subgroups(r),
         breakdowns=breakdowns(r),
         breakdowns_caveat=BREAKDOWNS_CAVEAT if r.breakdowns else None,
+        unparsed_sample=unparsed(r),
     )
+
+
+def unparsed(r: ResultRecord) -> list[schemas.UnparsedOutput] | None:
+    """A choice result's unparsed sample (kept in its record's extras), served as a field of its own."""
+    sample = r.extras.get("unparsed_sample")
+    if not isinstance(sample, list):
+        return None
+    return [schemas.UnparsedOutput(instance_id=str(u["instance_id"]), output=str(u["output"])) for u in sample]
 
 
 def stats(tables: Tables, reuses: int) -> schemas.Stats:

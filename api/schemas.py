@@ -138,6 +138,13 @@ class BaselineComparison(msgspec.Struct):
     method: str
 
 
+class UnparsedOutput(msgspec.Struct):
+    """One output the parser could not read (choice tasks), cut to its first 300 characters."""
+
+    instance_id: str
+    output: str
+
+
 class Result(msgspec.Struct):
     run_id: str
     task: str
@@ -169,6 +176,9 @@ class Result(msgspec.Struct):
     contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
+    # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
+    # results published before it was recorded
+    unparsed_sample: list[UnparsedOutput] | None = None
 
 
 

@@ -218,7 +218,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "contamination_basis", "versus_baseline", "breakdowns_caveat"},
+    "result": {"dataset", "extras", "contamination_basis", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},

@@ -38,11 +38,18 @@ class CategoryAccuracy(msgspec.Struct, frozen=True):
     ci_high: float
 
 
+class UnparsedOutput(msgspec.Struct, frozen=True):
+    instance_id: str
+    output: str  # the raw output, cut to its first 300 characters
+
+
 class ClinicalQAExtras(msgspec.Struct, frozen=True):
-    """A clinicalqa result's ``extras``: accuracy by category (the site's table) and parse status counts."""
+    """A clinicalqa result's ``extras``: accuracy by category (the site's table), parse status counts,
+    and the first 20 unparsed outputs (``/v1/results/{run_id}`` serves them as ``unparsed_sample``)."""
 
     by_category: list[CategoryAccuracy]
     parse_status: dict[str, int]
+    unparsed_sample: list[UnparsedOutput] = []
 
 
 class ClinicalQA:
@@ -143,7 +150,8 @@ class ClinicalQA:
         fields = {f: [items.column(f)[k].as_py() for k in rows] for f in present}
         scored = summarise_choice(predictions, fields["category"], task.bootstrap, task.intervals)
         extras = ClinicalQAExtras(by_category=[CategoryAccuracy(**asdict(c)) for c in scored.by_category],
-                                  parse_status=scored.status_counts)
+                                  parse_status=scored.status_counts,
+                                  unparsed_sample=[UnparsedOutput(**u) for u in scored.unparsed_sample])
         correct = predictions.column("correct").to_numpy(zero_copy_only=False).astype(bool)
         return ScoreSummary(metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
                             extras=extras, breakdowns=breakdowns(correct, fields))

@@ -11,7 +11,7 @@ by-category intervals resample within the category, with the task's seed.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, NamedTuple, Sequence, get_args
 
 import numpy as np
@@ -28,6 +28,10 @@ from pipelines.stats.wilson import wilson_interval
 PREDICTIONS_SCHEMA = Choice.schema  # the choice kind's columns (CONTRACT.md), nothing of its own
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
 MAX_REPORTED = 5
+# A result publishes its first UNPARSED_SAMPLE unparsed outputs (item order), each cut to
+# UNPARSED_CHARS characters, so a reader sees what was counted wrong without downloading them all.
+UNPARSED_SAMPLE = 20
+UNPARSED_CHARS = 300
 
 
 class ScoringError(ValueError):
@@ -60,6 +64,7 @@ class ChoiceScore:
     by_category: list[CategoryScore]
     status_counts: dict[str, int] = field(default_factory=dict)
     parser_version: str = DEFAULT_VERSION
+    unparsed_sample: list[dict[str, str]] = field(default_factory=list)  # [{instance_id, output}]
 
     @property
     def accuracy(self) -> MetricValue:
@@ -143,7 +148,20 @@ def score_choice(
     """Parse, compare and summarise; ``items`` has instance_id, label and category per item."""
     _, _, categories = _item_columns(items, with_category=True)
     table = predictions_table(items, outputs, settings.options, settings.parser)
-    return summarise_choice(table, categories, bootstrap, intervals)
+    # the parser that read the outputs is the settings' one, whatever a score's default says
+    return replace(summarise_choice(table, categories, bootstrap, intervals), parser_version=settings.parser)
+
+
+def unparsed_sample(table: pa.Table, limit: int = UNPARSED_SAMPLE, chars: int = UNPARSED_CHARS) -> list[dict[str, str]]:
+    """The first ``limit`` outputs (item order) whose parse status is not ``ok``, cut to ``chars`` characters."""
+    out = []
+    ids, statuses, raws = (table.column(c).to_pylist() for c in ("instance_id", "parse_status", "raw_output"))
+    for iid, status, raw in zip(ids, statuses, raws, strict=True):
+        if status != "ok":
+            out.append({"instance_id": iid, "output": (raw or "")[:chars]})
+            if len(out) == limit:
+                break
+    return out
 
 
 def proportion(name: str, values: np.ndarray, bootstrap: BootstrapSpec, intervals: IntervalsSpec) -> MetricValue:
@@ -183,6 +201,7 @@ def summarise_choice(
         parse_rate=metrics[1].value,
         by_category=by_category,
         status_counts={status: counts.get(status, 0) for status in PARSE_STATUSES},
+        unparsed_sample=unparsed_sample(table),
     )
 
 

@@ -29,7 +29,7 @@ from warehouse.schema import CREATE_TABLES, SCHEMA_VERSION, DatasetRow, ResultRo
 UTC = dt.timezone.utc
 FIRST = dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
 
-# The tables as first published (schema version 1), transcribed from the README: analysts rely on
+# The tables as first published (schema version 1), transcribed from docs/duckdb.md: analysts rely on
 # these names, types and this order, so the generated DDL must reproduce them exactly.
 SCHEMA_1 = [
     "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -57,7 +57,7 @@ SCHEMA_1 = [
 ]
 
 
-# Added in schema version 3 (README changelog): the rank intervals of every leaderboard.
+# Added in schema version 3 (the changelog in docs/duckdb.md): the rank intervals of every leaderboard.
 SCHEMA_3_RANKS = [
     """CREATE TABLE leaderboard_ranks (
         task VARCHAR, model_type VARCHAR, run_id VARCHAR, rank INTEGER, rank_low INTEGER, rank_high INTEGER,

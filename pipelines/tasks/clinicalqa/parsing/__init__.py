@@ -3,6 +3,7 @@
 ``tokens`` holds what every version shares (the answer token pattern, normalisation of a reply,
 the answer markers, ``ParseResult``); ``v1`` (frozen: it scored published results) and ``v2`` are
 the versions, each importing only ``tokens`` (``v2_rules`` is v2's own token and hedge rules);
+``v3`` builds on v2's public entry point with its own rules (``v3_rules``) and never imports v1;
 ``versions`` is the one table from a version string to its parser, which every caller uses. A new
 version is one new module plus one entry in that table; an old version is never edited, because
 its results must stay reproducible. This package module imports nothing, so importing
