@@ -54,6 +54,7 @@ class BenchExtras(msgspec.Struct, frozen=True):
 class BenchFamily:
     name = NAME
     kind = "choice"
+    cluster_column = None  # items are the resampling unit
     dataset = NAME
     settings_key = "bench"
     settings_type = BenchSettings

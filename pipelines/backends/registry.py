@@ -25,8 +25,19 @@ class NotRunnable(RuntimeError):
     """The model cannot run on this machine (missing extra, no GPU, no API key); says why."""
 
 
-def not_runnable_reason(model: ModelSpec) -> str | None:
-    """Why ``model`` cannot run here, or None when it can."""
+DEMO_ONLY = ("demo only: a simulated model whose replay outputs answer the generated demo items, "
+             "never evaluated on real data")
+
+
+def is_demo_only(model: ModelSpec) -> bool:
+    """A model whose spec says its outputs answer the demo items only (``ReplaySettings.demo_only``)."""
+    return bool(getattr(model.settings, "demo_only", False))
+
+
+def not_runnable_reason(model: ModelSpec, data: DataDir | None = None) -> str | None:
+    """Why ``model`` cannot run here (on ``data``, when given), or None when it can."""
+    if data is not None and is_demo_only(model) and data.kind() != "demo":
+        return DEMO_ONLY
     if model.backend in ("rule", "sklearn", "replay"):
         return None
     from pipelines.backends.availability import check_backend
@@ -42,7 +53,7 @@ def max_new_tokens(model: ModelSpec, task: TaskSpec) -> int:
 
 
 def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGenerator:
-    reason = not_runnable_reason(model)
+    reason = not_runnable_reason(model, data)
     if reason:
         raise NotRunnable(f"{model.slug}: {reason}")
     s = model.settings

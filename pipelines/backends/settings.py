@@ -121,11 +121,17 @@ class ReplaySettings(_Settings):
     local field, so it is neither hashed nor published, and a spec file may not set it. What the
     file holds enters the ids through the model's revision instead (the loader sets it to the
     file's sha256), so replacing the file's content makes a new run rather than reusing a result
-    made from other outputs."""
+    made from other outputs.
+
+    ``demo_only``: the outputs answer the generated demo items (the simulated panel,
+    ``pipelines.datasets.clinicalqa.simulated``), so the model is evaluated in a demo data
+    directory only; on real data its partitions are skipped with that reason, never scored."""
 
     outputs: str
+    demo_only: bool = False
     resolved: str = ""
 
+    public_fields: ClassVar[frozenset[str]] = frozenset({"demo_only"})
     local_fields: ClassVar[frozenset[str]] = frozenset({"resolved"})
     path_fields: ClassVar[frozenset[str]] = frozenset({"outputs"})
 

@@ -90,7 +90,7 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
         except NotMaterialised:
             run_id, instances = "", None
         done = bool(run_id) and existing_result(data, run_id) is not None
-        reason = not_runnable_reason(model)
+        reason = not_runnable_reason(model, data)
         if done and not force:
             status = "reuse"
         else:

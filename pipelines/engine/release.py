@@ -43,6 +43,7 @@ def readable_results(data: DataDir) -> list[ResultRecord]:
 
 
 def build_catalog(specs: Specs, data: DataDir) -> Catalog:
+    demo = data.kind() == "demo"
     datasets = []
     for d in specs.datasets.values():
         row = spec_builtins(d)
@@ -65,10 +66,11 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
          "spec_hash": spec_hash(m), "spec": _published_spec(m)}
         for m in specs.models.values()
+        if demo or not getattr(m.settings, "demo_only", False)  # simulated models: demo data only
     ]
     results = finished_results(data)
     models += orphan_models(specs, results)
-    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
                    prediction_schemas=[family(t.family).predictions_schema for t in specs.tasks.values()])
 

@@ -73,7 +73,7 @@ def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, 
         record = None if config.recompute else engine.existing_result(data, ev.run_id)
         if record is not None:
             reused.append((ev, record))
-        elif reason := not_runnable_reason(ev.model):
+        elif reason := not_runnable_reason(ev.model, data):
             skipped.append((ev, reason))
         else:
             work.append(ev)

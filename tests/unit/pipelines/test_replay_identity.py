@@ -74,7 +74,7 @@ def test_the_local_path_is_neither_hashed_nor_published(tmp_path: Path) -> None:
     assert spec_hash(ma) == spec_hash(mb)
     shown = published(ma.settings)
     assert str(tmp_path) not in json.dumps(shown)
-    assert shown == {"outputs": "out.jsonl", "outputs_sha256": ma.revision.removeprefix("sha256:")}
+    assert shown == {"outputs": "out.jsonl", "outputs_sha256": ma.revision.removeprefix("sha256:"), "demo_only": False}
 
 
 def test_a_missing_file_gets_no_stale_revision(tmp_path: Path) -> None:

@@ -153,6 +153,7 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
         "seed": 0, "max_new_tokens": None, "batch_size": 16, "device": "auto", "dtype": "auto", "num_threads": None,
         "chat_template_kwargs": {},
     },
+    "ReplaySettings": {"demo_only": False},
     "VllmSettings": {"seed": 0, "max_new_tokens": None, "chunk_size": 256, "chat_template_kwargs": {}, "engine": {}},
     "VllmEngine": {
         "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "dtype": None, "max_model_len": None,
