@@ -19,6 +19,7 @@ from msgspec import Meta
 
 from api import schemas
 from api.errors import ApiError, invalid_parameter
+from api.reporting import comparison_methods
 from api.params import NOT_BLANK_PATTERN, RUN_ID_PATTERN, TASK_REF_PATTERN
 
 Task = Annotated[str, Meta(pattern=TASK_REF_PATTERN, description="`slug@version`, or `slug` for the latest version.",
@@ -43,6 +44,8 @@ class LeaderboardArgs(_Args):
     task: Task
     model_type: schemas.ModelType | None = None
     limit: Limit = 100
+    metric: Annotated[str | None, Meta(description="Rank by this published metric, in its direction "
+                                        "(default: the task's primary metric).")] = None
 
 
 class ResultArgs(_Args):
@@ -93,13 +96,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("lookup", "Look up before you run", LOOKUP_ADVICE, LookupArgs, schemas.Lookup, "/v1/lookup"),
     ToolSpec("leaderboard", "Leaderboard of one task",
              "Ranked current results (one per model) of a task version, best first, with 95% intervals and rank "
-             "intervals. `limit` bounds the rows (default 100).", LeaderboardArgs, schemas.Leaderboard,
+             "sets (simultaneous, joined with the marginal interval). `metric` ranks by another published metric "
+             "in its direction; `limit` bounds the rows (default 100).", LeaderboardArgs, schemas.Leaderboard,
              "/v1/leaderboard"),
     ToolSpec("get_result", "One result", "Everything about one result: all metrics with 95% CIs, configuration, "
              "exact versions, usage, cost, BibTeX and the predictions URL.", ResultArgs, schemas.Result,
              "/v1/results/{run_id}"),
     ToolSpec("compare", "Compare two results", "Paired comparison of result a with result b of the same task "
-             "version on their shared items: difference with a 95% paired bootstrap interval and a p-value.",
+             "version on their shared items: difference with a 95% paired interval and a p-value from one procedure "
+             "(`method`; `p_at_floor`: p is a bound). " + comparison_methods(),
              CompareArgs, schemas.Compare, "/v1/compare"),
     ToolSpec("list_tasks", "Tasks", "Every task version: dataset, kind, primary metric, preview flag, number of "
              "results.", NoArgs, schemas.TaskList, "/v1/tasks"),

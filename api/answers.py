@@ -14,6 +14,13 @@ from api import render, schemas
 from api.answer import Answer
 from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
+from api.rank_sets import (
+    RankEntry,
+    board_method,
+    metric_board,
+    rank_entry,
+    task_metrics,
+)
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry
 from warehouse.layout import RUN_ID_RE
@@ -74,21 +81,41 @@ def check_model_type(model_type: str | None, name: str = "model_type") -> None:
         raise invalid_parameter(f"query parameter {name!r}: must be one of {', '.join(MODEL_TYPES)}")
 
 
-def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, base: str) -> Prepared:
-    """The task version's current results (one per model), optionally of one model type, ranked."""
-    key = ("leaderboard", task, model_type, limit, base)
+def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
+                 metric: str | None = None) -> tuple[str, list[tuple[Published, RankEntry]]]:
+    """The metric ranked by and the board's (result, rank set) pairs in that metric's direction.
+
+    ``metric`` None (or blank) is the primary; a name no current result of the task publishes is
+    ``invalid_parameter`` listing the ones it does. Results without the metric are left out."""
+    full = tables.leaderboards.get(entry.ref, ())
+    name = entry.primary_metric if metric is None or not metric.strip(BLANKS) else metric.strip(BLANKS)
+    board = full if name == entry.primary_metric else metric_board(
+        [p for p in full if p.record.metric(name) is not None], name)
+    if name != entry.primary_metric and not board:
+        known = task_metrics(full) or [entry.primary_metric]
+        raise invalid_parameter(f"query parameter 'metric': {name[:80]!r} is not a metric of {entry.ref}; "
+                                f"use one of {', '.join(known)}")
+    if model_type is not None:
+        board = tuple(p for p in board if p.record.model.type == model_type)
+    return name, [(p, rank_entry(tables.ranks, entry.ref, model_type, name, p.run_id, rank))
+                  for rank, p in enumerate(board, start=1)]
+
+
+def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, base: str,
+                metric: str | None = None) -> Prepared:
+    """The task version's current results (one per model), optionally of one model type, ranked by
+    ``metric`` (default the primary) in its direction, with that ranking's rank sets."""
+    key = ("leaderboard", task, model_type, limit, base, metric)
     prepared = tables.bodies.get(key)
     if prepared is None:
         check_limit(limit)
         check_model_type(model_type)
         entry = find_task(tables, task)
-        board = tables.leaderboards.get(entry.ref, ())
-        if model_type is not None:
-            board = tuple(p for p in board if p.record.model.type == model_type)
-        rows = [render.row(p, base, rank, tables.rank_interval(entry.ref, model_type, p.run_id, rank))
-                for rank, p in enumerate(board[:limit], start=1)]
-        prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=entry.primary_metric, rows=rows))
-        if _small(task):
+        name, ranked = ranked_board(tables, entry, model_type, metric)
+        rows = [render.row(p, base, rank, e, name) for rank, (p, e) in enumerate(ranked[:limit], start=1)]
+        prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=name, rows=rows,
+                                               rank_method=board_method([e for _, e in ranked[:limit]])))
+        if _small(task, metric):
             tables.bodies.put(key, prepared)
     return prepared
 

@@ -105,8 +105,10 @@ class ApiClient:
     def datasets(self) -> schemas.DatasetList:
         return self.fetch("/v1/datasets", schemas.DatasetList)
 
-    def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None) -> schemas.Leaderboard:
-        return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit)
+    def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None,
+                    metric: str | None = None) -> schemas.Leaderboard:
+        return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit,
+                          metric=metric)
 
     def result(self, run_id: str) -> schemas.Result:
         return self.fetch(f"/v1/results/{run_id}", schemas.Result)

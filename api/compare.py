@@ -16,8 +16,9 @@ leaderboard interval and a baseline difference cannot drift apart:
 - AUROC (kind ``score``): a paired cluster bootstrap (``pipelines.kinds.score``) whose clusters are
   the values of the task's cluster column, as the warehouse's ``tasks`` table records it (items of
   one cluster are not independent); a task without one resamples items. One-class replicates are
-  left out and counted (``dropped_replicates``); the p-value is the two-sided bootstrap p-value
-  matching the percentile interval, with a floor of 2 / (R + 1).
+  left out and counted (``dropped_replicates``); the p-value inverts the percentile interval (the
+  smallest level at which it excludes 0, so p < 0.05 exactly when the 95% interval excludes 0),
+  with a floor of 2 / (R + 1) flagged ``p_at_floor``.
 
 The seed and the number of replicates are the task's own bootstrap settings, so a comparison is
 as reproducible as the published intervals.

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from api import schemas
 from api.bibtex import result_bibtex
+from api.rank_sets import RankEntry
 from api.tables import Published, Tables, TaskEntry
 from pipelines.kinds import kinds
-from warehouse.records import MetricValue, ModelRef, ResultRecord
+from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of
 
 
 def result_url(base: str, run_id: str) -> str:
@@ -40,7 +41,7 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     exactly by the kinds that parse replies (``Kind.parses_replies``)."""
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
-                          direction=m.direction, target=m.target)
+                          direction=m.direction, target=m.target)  # type: ignore[arg-type]
 
 
 BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "
@@ -65,14 +66,24 @@ def legacy_method(r: ResultRecord) -> str:
     return next(k.legacy_method for k in kinds().values() if k.parses_replies == parsed)
 
 
-def row(p: Published, base: str, rank: int, interval: tuple[int, int, bool] | None = None) -> schemas.Row:
-    """A leaderboard row; ``interval`` = (rank_low, rank_high, tied_with_leader) from ``Tables.rank_interval``."""
+def _contamination(r: ResultRecord) -> dict[str, object]:
+    """The flag, the status and its basis; the flag derived from the status (also for a result
+    written before statuses, ``contamination_of``)."""
+    status, basis = contamination_of(r)
+    return {"contamination": CONTAMINATION_FLAG[status], "contamination_status": status, "contamination_basis": basis}
+
+
+def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: str | None = None) -> schemas.Row:
+    """A leaderboard row ranked by metric ``by`` (default the primary), its rank set ``entry`` from
+    ``api.rank_sets.rank_entry`` (none: the point [rank, rank])."""
     r = p.record
-    low, high, tied = interval if interval is not None else (rank, rank, rank == 1)
+    e = entry if entry is not None else RankEntry(rank, rank, rank, rank == 1, rank, rank, "")
+    shown = (r.metric(by) if by is not None else None) or r.primary
     return schemas.Row(
-        rank=rank, rank_low=low, rank_high=high, tied_with_leader=tied, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
-        metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination,
+        rank=rank, rank_low=e.low, rank_high=e.high, tied_with_leader=e.tied, marginal_rank_low=e.marginal_low,
+        marginal_rank_high=e.marginal_high, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
+        metric=metric(shown, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r),
     )
 
 
@@ -81,7 +92,7 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
     return schemas.ResultSummary(
         run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, contamination=r.contamination, superseded_by=p.superseded_by,
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), superseded_by=p.superseded_by,
     )
 
 
@@ -92,7 +103,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
     return schemas.Result(
         run_id=r.run_id, task=r.task, model=model_detail(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=url, demo=r.demo, contamination=r.contamination,
+        url=url, demo=r.demo, **_contamination(r),
         metrics=[metric(m, r) for m in r.metrics],
         config=r.config,
         versions=schemas.Versions(
@@ -111,7 +122,6 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         superseded_by=p.superseded_by,
         dataset=r.dataset,
         extras={k: v for k, v in r.extras.items() if k != "unparsed_sample"},
-        contamination_basis=r.contamination_basis,
         versus_baseline=versus,
         subgroups=subgroups(r),
         breakdowns=breakdowns(r),

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 ModelType = Literal["llm", "ml", "rule"]
+ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
 Tier = Literal["baseline", "official"]
 
 
@@ -50,10 +51,8 @@ class Metric(msgspec.Struct):
     ci_low: float
     ci_high: float
     method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
-    # addition: which way is better, "higher" | "lower" (Brier) | "target" (closest to ``target``:
-    # calibration slope 1, intercept 0)
-    direction: str = "higher"
-    target: float | None = None
+    direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
+    target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
 
 
 class Subgroup(msgspec.Struct):
@@ -87,10 +86,14 @@ class Row(msgspec.Struct):
     eval_date: dt.date
     url: str
     demo: bool
-    contamination: bool | None
-    rank_low: int  # 95% rank interval from one joint paired bootstrap; rank_low <= rank <= rank_high
+    contamination: bool | None  # true for declared or possible, false for unlikely, null for unknown
+    contamination_status: ContaminationStatus
+    contamination_basis: str  # what decided the status, in words (a declaration, a cutoff, a release date)
+    rank_low: int  # hull of the simultaneous 95% rank set (Mogstad et al. 2024) and the marginal interval
     rank_high: int
-    tied_with_leader: bool  # the paired interval of the difference to the leader includes 0
+    tied_with_leader: bool  # the simultaneous rank set contains 1
+    marginal_rank_low: int  # percentile interval of the joint bootstrap's replicate ranks (not valid at ties)
+    marginal_rank_high: int
 
 
 class ResultSummary(msgspec.Struct):
@@ -106,6 +109,8 @@ class ResultSummary(msgspec.Struct):
     url: str
     demo: bool
     contamination: bool | None
+    contamination_status: ContaminationStatus
+    contamination_basis: str
     superseded_by: str | None  # addition: lets a listing tell current results from replaced ones
 
 
@@ -136,6 +141,7 @@ class BaselineComparison(msgspec.Struct):
     ci_high: float
     p_value: float
     method: str
+    p_at_floor: bool  # p is the bootstrap's floor 2/(R+1): read "p <= p_value", not an exact value
 
 
 class UnparsedOutput(msgspec.Struct):
@@ -158,6 +164,8 @@ class Result(msgspec.Struct):
     url: str
     demo: bool
     contamination: bool | None
+    contamination_status: ContaminationStatus
+    contamination_basis: str
     metrics: list[Metric]
     config: dict[str, Any]
     versions: Versions
@@ -173,7 +181,6 @@ class Result(msgspec.Struct):
     subgroups: dict[str, list[Subgroup]]
     # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
     breakdowns: dict[str, list[Breakdown]]
-    contamination_basis: str | None = None  # addition: "knowledge_cutoff" | "release_date" | None
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
@@ -235,8 +242,9 @@ class TaskList(msgspec.Struct):
 
 class Leaderboard(msgspec.Struct):
     task: str
-    metric: str
+    metric: str  # the metric ranked by (``?metric=``, default the primary), in its direction
     rows: list[Row]
+    rank_method: str  # how rank_low/rank_high were computed, or that no rank set is available
 
 
 class ResultPage(msgspec.Struct):
@@ -287,6 +295,7 @@ class Compare(msgspec.Struct):
     dropped_replicates: int  # addition: AUROC replicates left out for holding one class only
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
+    p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
 
 
 class Evaluation(msgspec.Struct):

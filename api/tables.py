@@ -27,6 +27,8 @@ from typing import Any
 import msgspec
 
 from api import schemas
+from api.reporting import baseline_at_floor
+from api.rank_sets import RankMap, rank_map
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
@@ -111,17 +113,9 @@ class Tables:
     current: Mapping[tuple[str, str], Published]  # (model slug, task ref) -> the result lookup answers
     total_cost_usd: float
     bodies: BodyCache = field(compare=False)
-    # (task ref, model type or '' for all models, run_id) -> (rank, rank_low, rank_high, tied_with_leader),
-    # from the ``leaderboard_ranks`` table (empty for a file from before it existed)
-    ranks: Mapping[tuple[str, str, str], tuple[int, int, int, bool]] = field(default_factory=dict)
-
-    def rank_interval(self, task: str, model_type: str | None, run_id: str, rank: int) -> tuple[int, int, bool]:
-        """(rank_low, rank_high, tied_with_leader) of a leaderboard row; a row the table does not hold at
-        this rank (a file published before the table, or no predictions) gets [rank, rank], tied only if first."""
-        found = self.ranks.get((task, model_type or "", run_id))
-        if found is None or found[0] != rank:
-            return rank, rank, rank == 1
-        return found[1], found[2], found[3]
+    # (task ref, model type or '' for all models, metric, run_id) -> its rank set, from the
+    # ``leaderboard_ranks`` table (empty for a file from before it existed); ``api.rank_sets`` reads it
+    ranks: RankMap = field(default_factory=dict)
     # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
     versus_baseline: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
 
@@ -224,8 +218,7 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         current=_freeze(current),
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
-        ranks=_freeze({(r.task, r.model_type, r.run_id): (r.rank, r.rank_low, r.rank_high, r.tied_with_leader)
-                       for r in catalogue.ranks}),
+        ranks=_freeze(rank_map(catalogue.ranks)),
         versus_baseline=_freeze(_versus(catalogue)),
     )
 
@@ -234,7 +227,7 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
     """One comparison per run (a run has one baseline: its task's)."""
     return {b.run_id: schemas.BaselineComparison(
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
-        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method,
+        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
 
 

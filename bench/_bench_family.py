@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import urllib.request
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.datasets.base import Materialised
+from pipelines.datasets.base import Dataset, Materialised
 from pipelines.engine.specs import _Spec
-from pipelines.tasks.base import CheckOutcome, Instances, Predicted, predicted_once
+from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
 from warehouse.layout import DataDir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +28,7 @@ SCHEMA = pa.schema([("instance_id", pa.string()), ("prediction", pa.string()), (
                     ("correct", pa.bool_()), ("parse_status", pa.string()), ("raw_output", pa.string())])
 
 
-class BenchDataset:
+class BenchDataset(Dataset):
     slug = NAME
 
     def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialised:
@@ -51,7 +49,7 @@ class BenchExtras(msgspec.Struct, frozen=True):
     correct: int
 
 
-class BenchFamily:
+class BenchFamily(TaskFamily):
     name = NAME
     kind = "choice"
     cluster_column = None  # items are the resampling unit
@@ -59,7 +57,6 @@ class BenchFamily:
     settings_key = "bench"
     settings_type = BenchSettings
     instances_file = "items.parquet"
-    instances_asset = "bench_qa_items"
     predictions_schema = SCHEMA
     instance_check_names = ("row_count_matches_spec",)
     prediction_check_names = ("every_instance_predicted_once",)
@@ -85,23 +82,26 @@ class BenchFamily:
     def expected_ids(self, task, instances: Path) -> set[str]:
         return set(pq.read_table(instances).column("instance_id").to_pylist())
 
-    def predict(self, ev, instances: Path, data: DataDir, log) -> Predicted:
-        from pipelines.backends.base import Usage
-        from pipelines.backends.rule import uniform_choice
+    def problem(self, ev, instances: Path) -> TextChoice:
+        """One prompt per item (the id in it), answered by the model's backend (a rule draws uniformly
+        over the options; an OpenAI-compatible server is asked), read as the last ``: X``."""
+        from pipelines.backends.base import PromptItem
 
         items = pq.read_table(instances)
         ids, labels = items.column("instance_id").to_pylist(), items.column("label").to_pylist()
-        if ev.model.backend == "openai":
-            answers = [_ask(ev.model.settings.base_url, iid) for iid in ids]
-        else:
-            answers = [uniform_choice(ev.model.settings.seed, iid, OPTIONS) for iid in ids]
-        table = pa.table({"instance_id": ids, "prediction": answers, "label": labels,
-                          "correct": [a == b for a, b in zip(answers, labels)], "parse_status": ["ok"] * len(ids),
-                          "raw_output": answers}, schema=SCHEMA)
-        return Predicted(table=table, usage=asdict(Usage()), config={"backend": ev.model.backend})
+
+        def parse(outputs: dict[str, str]) -> pa.Table:
+            raw = [outputs[i] for i in ids]
+            answers = [next((o for o in OPTIONS if f": {o}" in text), "A") for text in raw]
+            return pa.table({"instance_id": ids, "prediction": answers, "label": labels,
+                             "correct": [a == b for a, b in zip(answers, labels)], "parse_status": ["ok"] * len(ids),
+                             "raw_output": raw}, schema=SCHEMA)
+
+        return TextChoice(prompts=[PromptItem(i, f"[id={i}] ?") for i in ids], prompt_hash=NAME, max_new_tokens=16,
+                          temperature=0.0, options=OPTIONS, parse=parse)
 
     def score(self, task, predictions: pa.Table, instances: Path):
-        from pipelines.engine.summary import ScoreSummary
+        from pipelines.core.outcomes import ScoreSummary
         from pipelines.stats.bootstrap import percentile_bootstrap_mean
 
         correct = np.asarray(predictions.column("correct").to_pylist(), dtype=bool)
@@ -113,20 +113,16 @@ class BenchFamily:
         return [predicted_once(predictions, expected)]
 
 
-def _ask(base_url: str, instance_id: str) -> str:
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": f"[id={instance_id}] ?"}]}).encode()
-    req = urllib.request.Request(f"{base_url}/chat/completions", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as reply:
-        text = json.loads(reply.read())["choices"][0]["message"]["content"]
-    return next((o for o in OPTIONS if f": {o}" in text), "A")
+def register():
+    """Run the Dagster layer in this process with the installed plug-ins plus this family and dataset
+    (``pipelines.dagster.plugins.using``), as a separately installed plug-in would be seen."""
+    from pipelines.core.registry import installed_plugins
+    from pipelines.dagster.plugins import using
 
-
-def register() -> None:
-    from pipelines.datasets import registry as datasets
-    from pipelines.tasks import registry as tasks
-
-    tasks.register(BenchFamily())
-    datasets.register(BenchDataset())
+    plugins = installed_plugins()
+    plugins.families.add(BenchFamily())
+    plugins.datasets.add(BenchDataset())
+    return using(plugins)
 
 
 DATASET = f'''slug = "{NAME}"

@@ -141,9 +141,10 @@ def pandas_reference(snapshot_dir: Path, settings, caseids: list[int]):
 
 
 def _settings():
+    from pipelines.core.registry import installed_plugins
     from pipelines.engine.specs import load_specs
 
-    return load_specs().task("vitaldb-ioh@0").ioh
+    return load_specs(None, installed_plugins()).task("vitaldb-ioh@0").ioh
 
 
 def child(payload: dict) -> None:

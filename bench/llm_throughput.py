@@ -37,6 +37,7 @@ from pipelines.backends.base import PromptItem
 from pipelines.backends.tiny_llm import TINY_LLAMA, resolve_model_path
 from pipelines.backends.transformers_backend import TransformersGenerator
 from pipelines.backends.vllm_backend import VllmGenerator
+from pipelines.core.registry import installed_plugins
 from pipelines.engine.specs import load_specs
 from pipelines.tasks.clinicalqa.items import build_prompt
 
@@ -45,7 +46,7 @@ TARGET_OVERHEAD = 0.10
 
 def demo_items(n: int) -> list[PromptItem]:
     """The first n demo ClinicalQA questions as the task's real prompts (cycled past 1,045)."""
-    settings = load_specs().task("clinicalqa@0").choice
+    settings = load_specs(None, installed_plugins()).task("clinicalqa@0").choice
     rows = demo_clinicalqa_rows()
     return [
         PromptItem(f"{rows[i % len(rows)]['question_id']}#{i}", build_prompt(rows[i % len(rows)], settings))

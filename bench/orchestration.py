@@ -53,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.tiny:
         args.n, args.items, args.io_evals, args.io_items = 6, 10, 4, 5
-    fam.register()
-    with tempfile.TemporaryDirectory(prefix="medbench-bench-") as tmp:
+    with fam.register(), tempfile.TemporaryDirectory(prefix="medbench-bench-") as tmp:
         root = Path(tmp)
         specs = fam.write_specs(root / "specs", args.items, args.n)
         first, st1 = _materialise(specs, root / "data", args.jobs)

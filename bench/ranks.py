@@ -69,7 +69,7 @@ def bench_accuracy(models: int, items: int, replicates: int, loop_replicates: in
     t_loop = (time.perf_counter() - start) * replicates / loop_replicates
     if loop_replicates == replicates:
         low, high = rank_bounds(np.array(rows), point)
-        same = np.array_equal(low, ours.rank_low) and np.array_equal(high, ours.rank_high)
+        same = np.array_equal(low, ours.marginal_rank_low) and np.array_equal(high, ours.marginal_rank_high)
     else:
         same = np.array_equal(np.array(rows), replicate_ranks(accuracy_replicate_sums(correct, loop_replicates, SEED)))
     scaled = "" if loop_replicates == replicates else f" (timed on {loop_replicates} replicates, scaled)"
@@ -106,7 +106,7 @@ def bench_auroc(models: int, subjects: int, windows: int, replicates: int, loop_
     t_loop = (time.perf_counter() - start) * replicates / loop_replicates
     if loop_replicates == replicates:
         low, high = rank_bounds(np.array(rows), point)
-        same = np.array_equal(low, ours.rank_low) and np.array_equal(high, ours.rank_high)
+        same = np.array_equal(low, ours.marginal_rank_low) and np.array_equal(high, ours.marginal_rank_high)
     else:
         values = auroc_replicate_values(scores[:, :], labels, subj, loop_replicates, SEED)[kept]
         same = np.array_equal(np.array(rows), replicate_ranks(values))

@@ -33,7 +33,7 @@ from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
 from warehouse.tempfiles import clean_warehouse_temp, publish_lock
-from warehouse.records import ResultRecord
+from warehouse.records import ResultRecord, contamination_of
 from warehouse.schema import (
     CREATE_TABLES,
     PREDICTIONS_RUN_COLUMN,
@@ -179,6 +179,7 @@ def model_row(m: dict[str, Any]) -> ModelRow:
 def result_row(r: ResultRecord, superseded_by: str | None) -> ResultRow:
     task_slug, _, task_version = r.task.partition("@")
     p, v = r.primary, r.versions
+    status, basis = contamination_of(r)
     return ResultRow(
         run_id=r.run_id, task=r.task, task_slug=task_slug, task_version=int(task_version), dataset=r.dataset,
         model_slug=r.model.slug, model_type=r.model.type, tier=r.tier, demo=r.demo, metric_name=p.name,
@@ -187,6 +188,7 @@ def result_row(r: ResultRecord, superseded_by: str | None) -> ResultRow:
         dataset_snapshot=v.dataset_snapshot, task_spec_hash=v.task_spec_hash, model_spec_hash=v.model_spec_hash,
         parser=v.parser, code_revision=v.code_revision, price_table_date=r.price_table_date,
         predictions_sha256=r.predictions_sha256, record=msgspec.json.encode(r).decode(),
+        contamination_status=status, contamination_basis=basis,
     )
 
 

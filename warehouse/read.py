@@ -189,8 +189,13 @@ def _optional_rows(con: duckdb.DuckDBPyConnection, row: type, order: str) -> tup
 
 
 def _ranks(con: duckdb.DuckDBPyConnection) -> tuple[LeaderboardRankRow, ...]:
-    """The rank-interval rows (none in a file from before schema 3)."""
-    return _optional_rows(con, LeaderboardRankRow, "task, model_type, rank")
+    """The rank-interval rows (none in a file from before schema 3, nor from before schema 5, whose
+    rows have no ``metric``: the rows are recomputed at the next publish, and until then served as points)."""
+    found = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+                        [LeaderboardRankRow.__table__, "metric"])
+    if not found.fetchone()[0]:
+        return ()
+    return _optional_rows(con, LeaderboardRankRow, "task, model_type, metric, rank")
 
 
 def read_ranks(data: DataDir) -> tuple[LeaderboardRankRow, ...]:

@@ -8,9 +8,16 @@ names of CONTRACT.md in one place.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import math
+from typing import Any, Literal
 
 import msgspec
+
+ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
+# the ``contamination`` flag existing clients read: true for declared or possible, false for
+# unlikely, null for unknown
+CONTAMINATION_FLAG: dict[str, bool | None] = {"declared": True, "possible": True, "unlikely": False, "unknown": None}
+_LEGACY_STATUS: dict[bool | None, ContaminationStatus] = {True: "possible", False: "unlikely", None: "unknown"}
 
 
 class ModelRef(msgspec.Struct, frozen=True):
@@ -32,8 +39,8 @@ class MetricValue(msgspec.Struct, frozen=True):
     # how [ci_low, ci_high] was computed: "wilson", "bootstrap-percentile" or
     # "cluster-bootstrap-percentile"; None in results written before methods were recorded
     method: str | None = None
-    # which way is better: "higher", "lower" (Brier) or "target" (calibration slope 1, intercept 0:
-    # the closer to ``target`` the better); results written before directions were recorded read "higher"
+    # which way is better, for ranking by this metric: "higher", "lower" (e.g. Brier) or "target"
+    # (closest to ``target`` is best, e.g. calibration slope 1); older records are "higher"
     direction: str = "higher"
     target: float | None = None
 
@@ -54,6 +61,19 @@ class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
     group: str
     n: int
     metric: MetricValue
+
+
+def metric_order_value(m: MetricValue | None) -> float:
+    """The number a leaderboard sorts ascending to rank by ``m`` in its direction: -value (higher),
+    value (lower), |value - target| (target); NaN or missing sorts last. One definition for the
+    publisher's rank rows and the API's order, so the two always agree."""
+    if m is None or math.isnan(m.value):
+        return math.inf
+    if m.direction == "lower":
+        return m.value
+    if m.direction == "target":
+        return abs(m.value - (m.target if m.target is not None else 0.0))
+    return -m.value
 
 
 class Versions(msgspec.Struct, frozen=True):
@@ -93,7 +113,10 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     predictions_sha256: str
     generation_key: str | None = None
     extras: dict[str, Any] = {}
-    contamination_basis: str | None = None  # "knowledge_cutoff" | "release_date" | None (no date, or not recorded)
+    # what decided ``contamination``, in words; results written before statuses hold
+    # "knowledge_cutoff" | "release_date" | None here (``contamination_of`` reads both)
+    contamination_basis: str | None = None
+    contamination_status: ContaminationStatus | None = None  # None: written before statuses
     # {field: [Subgroup]}: score tasks' subgroups (sex, age band), each with intervals; {} when none
     subgroups: dict[str, list[Subgroup]] = {}
     # {field: [Breakdown]}: per-group accuracy (category, purpose, source); per-group intervals, not simultaneous
@@ -103,6 +126,10 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     def primary(self) -> MetricValue:
         return self.metrics[0]
 
+    def metric(self, name: str) -> MetricValue | None:
+        """The metric of this name, or None when the run did not publish it."""
+        return next((m for m in self.metrics if m.name == name), None)
+
 
 def encode_record(record: ResultRecord) -> bytes:
     return msgspec.json.encode(record)
@@ -110,3 +137,20 @@ def encode_record(record: ResultRecord) -> bytes:
 
 def decode_record(data: bytes | str) -> ResultRecord:
     return msgspec.json.decode(data, type=ResultRecord)
+
+
+def contamination_of(r: ResultRecord) -> tuple[ContaminationStatus, str]:
+    """(status, basis in words) of a result, also of one written before statuses were recorded.
+
+    Those held only the flag and which date decided it (``knowledge_cutoff`` | ``release_date``).
+    The rule was the date one of today without declarations (none existed), so the flag maps onto
+    the status exactly; the words name the date from the record's own model."""
+    if r.contamination_status is not None:
+        return r.contamination_status, r.contamination_basis or ""
+    status = _LEGACY_STATUS[r.contamination]
+    when = {"knowledge_cutoff": ("knowledge cutoff", r.model.knowledge_cutoff),
+            "release_date": ("release date", r.model.release_date)}.get(r.contamination_basis or "")
+    if status == "unknown" or when is None or when[1] is None:
+        return status, "no knowledge cutoff or release date is known for the model"
+    side = "before" if status == "unlikely" else "on or after"
+    return status, f"{when[0]} {when[1]} is {side} {r.dataset} went public"

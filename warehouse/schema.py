@@ -20,7 +20,12 @@ import msgspec
 # 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
 #    ``method`` (how the interval was computed); new table ``baseline_comparisons``.
 # 4: ``tasks`` gains ``cluster_column`` (the resampling unit of the task's intervals; NULL: items).
-# 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits).
+# 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits);
+#    ``results`` gains ``contamination_status`` (declared | possible | unlikely | unknown) and
+#    ``contamination_basis`` (what decided it, in words); ``baseline_comparisons`` gains ``p_at_floor``.
+#    ``leaderboard_ranks`` gains ``metric`` (a block per published metric, ranked in its direction)
+#    and ``marginal_rank_low``/``marginal_rank_high``; ``rank_low``/``rank_high`` become the hull of
+#    the simultaneous rank set and the marginal interval.
 SCHEMA_VERSION = 5
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
@@ -128,6 +133,10 @@ class ResultRow(Row, frozen=True, kw_only=True):
     price_table_date: dt.date
     predictions_sha256: str
     record: Json  # the full result as /v1/results/{run_id} serves it
+    # declared | possible | unlikely | unknown, and what decided it in words (``contamination`` is
+    # derived from the status); NULL in files built before schema 5
+    contamination_status: str | None = None
+    contamination_basis: str | None = None
 
 
 class MetricRow(Row, frozen=True, kw_only=True):
@@ -162,6 +171,9 @@ class BaselineComparisonRow(Row, frozen=True, kw_only=True):
     replicates: int
     seed: int
     dropped_replicates: int
+    # p is the bootstrap's floor 2/(R+1) over the R kept replicates (so p <= p_value); NULL in files
+    # built before schema 5
+    p_at_floor: bool | None = None
 
 
 BASELINE_TABLES: tuple[type[Row], ...] = (BaselineComparisonRow,)
@@ -172,17 +184,20 @@ TABLES: tuple[type[Row], ...] = (MetaRow, DatasetRow, TaskRow, ModelRow, ResultR
 
 # --- rank intervals (schema 3): one block of rows per leaderboard (all models, and each model type)
 class LeaderboardRankRow(Row, frozen=True, kw_only=True):
-    """A current result's place on one leaderboard, with its 95% rank interval from the joint bootstrap."""
+    """A current result's place on one leaderboard (one per metric), with its 95% rank set from the joint bootstrap."""
 
     __table__ = "leaderboard_ranks"
-    __key__ = ("task", "model_type", "run_id")
+    __key__ = ("task", "model_type", "metric", "run_id")
     task: str  # slug@version
     model_type: str  # '' = the leaderboard of all models, else that type's leaderboard
+    metric: str  # the metric ranked by, in its direction (the primary is the default leaderboard)
     run_id: str
-    rank: int  # point rank: value descending, then eval_date, then run_id
-    rank_low: int
+    rank: int  # point rank: value in the metric's direction, then eval_date, then run_id
+    rank_low: int  # hull of the simultaneous 95% rank set and the marginal interval
     rank_high: int
-    tied_with_leader: bool
+    marginal_rank_low: int  # percentile interval of the replicate ranks (not valid at ties)
+    marginal_rank_high: int
+    tied_with_leader: bool  # the simultaneous set contains rank 1
     leader_run_id: str
     diff_low: float  # paired 95% interval of (this result - the leader)
     diff_high: float

@@ -21,6 +21,7 @@ from litestar.response.base import ASGIResponse
 
 from api import schemas
 from api.compare import ComparisonError, compare_files
+from api.reporting import comparison_methods
 from api.errors import invalid_parameter, run_not_found
 from api.answers import published
 from api.params import require, run_id_parameter
@@ -68,6 +69,7 @@ def _compute(data: DataDir, first: Published, second: Published, task: TaskEntry
         difference=c.difference, ci_low=c.ci_low, ci_high=c.ci_high, p_value=c.p_value, method=c.method,
         value_a=c.value_a, value_b=c.value_b, replicates=c.replicates, seed=c.seed,
         dropped_replicates=c.dropped_replicates, a_only_correct=c.a_only_correct, b_only_correct=c.b_only_correct,
+        p_at_floor=c.p_at_floor,
     )
 
 
@@ -86,10 +88,9 @@ def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/compare", operation_id="compare", summary="Paired comparison of two results of one task",
         description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
-        "`difference` is metric(a) - metric(b) there, with a 95% paired bootstrap interval (over items for "
-        "accuracy; for AUROC, a cluster bootstrap over the task's cluster column, or items without one) and a two-sided p-value (exact McNemar test "
-        "for accuracy; the bootstrap p-value matching the interval for AUROC). Seed and replicates are the "
-        "task's own bootstrap settings.",
+        "`difference` is metric(a) - metric(b) there, with a 95% paired interval and a two-sided p-value from "
+        "one procedure, named in `method`, so that the interval excludes 0 exactly when p < 0.05. "
+        + comparison_methods() + " Seed and replicates are the task's own bootstrap settings.",
         body=schemas.Compare,
         errors={
             400: "`invalid_parameter`: a or b missing or not a run id, results of different task versions, "

@@ -23,10 +23,13 @@ from api.service import Service
 def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/leaderboard", operation_id="getLeaderboard", summary="Ranked rows for one task",
-        description="The task's current results (one per model), sorted by the primary metric descending, then "
-        "eval_date, then run_id; `rank` is the 1-based position in the returned list.",
+        description="The task's current results (one per model), sorted by `metric` (default the primary) in its "
+        "direction (higher, lower, or closest to its target), then eval_date, then run_id; `rank` is the 1-based "
+        "position in the returned list. `rank_low`/`rank_high`: the hull of the simultaneous 95% rank set (Mogstad "
+        "et al. 2024) and the marginal bootstrap interval (`marginal_rank_low`/`marginal_rank_high`), recomputed "
+        "for the metric ranked by; `rank_method` says how, or that only point ranks are available.",
         body=schemas.Leaderboard,
-        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type", 404: "`task_not_found`"},
+        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type, unknown metric", 404: "`task_not_found`"},
     )
     async def leaderboard(
         request: Request,
@@ -34,10 +37,12 @@ def handlers() -> list[HTTPRouteHandler]:
         task: str = task_parameter(),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
         limit: int = limit_parameter("At most this many rows."),
+        metric: Optional[str] = Parameter(default=None, description="Rank by this published metric, in its "
+                                          "direction (default: the task's primary metric)."),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)
-        prepared = answers.leaderboard(tables, task, model_type, limit, base)
+        prepared = answers.leaderboard(tables, task, model_type, limit, base, metric)
         return respond(request.scope, prepared, version=tables.version)
 
     return leaderboard

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from api import render, schemas
+from api.rank_sets import rank_entry
 from api.tables import Tables, TaskEntry
 
 CSV = "text/csv; charset=utf-8"
@@ -55,7 +56,7 @@ def leaderboard_csv(tables: Tables, task: TaskEntry, model_type: str | None, bas
     writer = csv.writer(out)  # RFC 4180: comma, double quotes where needed, CRLF
     writer.writerow(COLUMNS)
     for rank, p in enumerate(board, start=1):
-        row = render.row(p, base, rank, tables.rank_interval(task.ref, model_type, p.run_id, rank))
+        row = render.row(p, base, rank, rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank))
         writer.writerow([safe_cell(v) for v in _cells(row)])
     return out.getvalue().encode("utf-8")
 

@@ -45,14 +45,22 @@ def usd(value: float | None) -> str:
     return f"${value:,.2f}" if abs(value) >= 0.01 else f"${value:.4f}"
 
 
-def contamination(value: bool | None) -> str:
-    return {True: "possible contamination", False: "no"}.get(value, "unknown")  # type: ignore[arg-type]
+CONTAMINATION_WORDS = {"declared": "declared: trained on this dataset", "possible": "possible contamination",
+                       "unlikely": "unlikely", "unknown": "unknown"}
 
 
-def p_value(value: float) -> str:
-    """``p = 0.0123``, or ``p < 0.0001`` for smaller values."""
+def contamination(status: str) -> str:
+    """A result's contamination status for people (``contamination_status``)."""
+    return CONTAMINATION_WORDS.get(status, status)
+
+
+def p_value(value: float, at_floor: bool = False) -> str:
+    """``p = 0.0123``, or ``p < 0.0001`` for smaller values; a p at its procedure's floor (a
+    bootstrap's 2/(R+1)) is a bound, never an exact value: ``p ≤ 0.0020``."""
     if not math.isfinite(value):
         return "p n/a"
+    if at_floor:
+        return f"p ≤ {value:.4f}"
     if value < 0.0001:
         return "p < 0.0001"
     return f"p = {value:.4f}"

@@ -137,6 +137,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             request, service, tables, "task.html", title=f"{entry.title or entry.ref}", twin=twin, nav="tasks",
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
             model_types=views.MODEL_TYPES, board=views.leaderboard(tables, entry, model_type, base),
+            intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
             csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
         )
@@ -194,7 +195,7 @@ def _handlers() -> list[HTTPRouteHandler]:
     async def about(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         return _page(request, service, tables, "about.html", title="About", twin="/v1/stats", nav="about",
-                     numbers=render.stats(tables, service.reuses.count))
+                     numbers=render.stats(tables, service.reuses.count), tasks=views.about_intervals(tables))
 
     @_page_route("/agents")
     async def agents(request: Request, service: NamedDependency[Service]) -> ASGIResponse:

@@ -21,6 +21,8 @@ from markupsafe import Markup
 
 from api import render, schemas
 from api.params import BLANKS
+from api.reporting import interval_lines
+from api.rank_sets import rank_entry
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
 from pipelines.core import kind as core_kind
@@ -75,7 +77,7 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     rows = []
     for rank, p in enumerate(shown, start=1):
         m = p.record.primary
-        interval = tables.rank_interval(task.ref, model_type, p.run_id, rank)
+        interval = rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank)
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
                              bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
@@ -275,3 +277,25 @@ def compare_picker(tables: Tables, task: TaskEntry | None, a: str | None = None,
     a = a if a in ids else (ids[0] if ids else None)
     b = b if b in ids else next((i for i in ids if i != a), None)
     return Picker(tasks=tasks, task=task, results=results, a=a, b=b)
+
+
+def task_intervals(tables: Tables, task: TaskEntry) -> list[tuple[str, str]]:
+    """(metric, how its interval is made): the spec's bootstrap settings and the methods a published
+    result of the task recorded (``api.reporting``), never words written per task."""
+    results = task_results(tables, task.ref)
+    methods = [(m.name, render.metric(m, p.record).method) for p in results[:1] for m in p.record.metrics]
+    return interval_lines(task.spec, methods)
+
+
+def comparison_method(task: TaskEntry) -> str:
+    """The task's paired comparison (``/v1/compare``, the baseline difference) in words, from its kind."""
+    try:
+        return kind_of(task.kind).comparison_method
+    except KeyError:
+        return f"results of a {task.kind!r} task cannot be compared"
+
+
+def about_intervals(tables: Tables) -> list[dict[str, Any]]:
+    """Each task version with its intervals and paired comparison, for the About page."""
+    return [{"task": t, "intervals": task_intervals(tables, t), "comparison": comparison_method(t)}
+            for t in tables.tasks]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipelines.engine.specs import ModelSpec
+from pipelines.core.specs import ModelSpec
 
 POOLS = ("gpu", "api", "cpu")
 
@@ -30,7 +30,7 @@ def pool_of(model: ModelSpec) -> str:
     if model.backend == "vllm":
         return "gpu"
     if model.backend == "transformers":
-        device = getattr(model.settings, "device", "auto")
+        device = model.settings.device  # TransformersSettings (the backend checked above)
         if device.startswith("cuda") or (device == "auto" and _cuda_visible()):
             return "gpu"
     return "cpu"

@@ -22,7 +22,7 @@ leaks nothing (and tests/unit/pipelines/test_redact_allow_list.py fails until it
 
 ``REDACTED`` is the one marker, also used by the openai backend for a key a server echoes back.
 Only what is *published* is redacted: spec hashes, run ids and generation keys are taken over the
-unredacted spec (``pipelines.engine.canonical``), so redaction changes no id.
+unredacted spec (``pipelines.core.canonical``), so redaction changes no id.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from pipelines.engine.canonical import spec_builtins
+from pipelines.backends.replay_pin import file_sha256
+from pipelines.core.canonical import spec_builtins
 
 REDACTED = "<redacted>"
 
@@ -113,8 +114,6 @@ def _public(struct: msgspec.Struct, shown: dict[str, Any]) -> dict[str, Any]:
         elif name in urls and (value is None or isinstance(value, str)):
             out[key] = value if value is None else redact_url(value)
         elif name in paths and isinstance(value, str):
-            from pipelines.engine.replay_pin import file_sha256
-
             path = Path(getattr(struct, "resolved", "") or value).expanduser()
             out[key] = path.name
             out[f"{key}_sha256"] = file_sha256(path)

@@ -1,97 +1,199 @@
-"""From a model spec to the object that produces its outputs.
+"""The built-in backends: what serves each model spec ``backend`` value, as ``Backend`` plug-ins.
 
-The only place that knows which class serves which ``backend`` value; heavy libraries (torch,
-transformers, vllm) are imported inside the backend modules, so choosing a rule model never
-pays for them.
+Each class declares its ``name`` and ``settings_type`` (which types a model spec's ``[settings]``
+table, ``pipelines.backends.settings``), its pool, what stops it running here, and the problems it
+answers (a ``TextChoice`` through a text generator, a ``FitAndScore`` through a window scorer);
+``pyproject.toml`` registers them in the entry-point group ``medbench.backends``. A backend reads
+its own settings only: the task's token cap and its step length arrive as arguments. Heavy
+libraries (torch, transformers, vllm, sklearn) are imported inside the backend that runs them, so
+choosing a rule model never pays for them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, ClassVar, Sequence
 
-from pipelines.backends.base import TextGenerator
+from pipelines.backends.availability import check_backend, resolve_base_url
+from pipelines.backends.pools import pool_of
+from pipelines.backends.redact import has_userinfo, public_settings
+from pipelines.backends.replay import ReplayGenerator
+from pipelines.backends.replay_pin import pin_replay
+from pipelines.backends.rule import UniformChoiceGenerator
 from pipelines.backends.settings import (
     OpenAISettings,
     ReplaySettings,
+    RuleSettings,
+    SklearnSettings,
     TransformersSettings,
     UniformChoiceRule,
     VllmSettings,
 )
-from pipelines.engine.specs import ModelSpec, TaskSpec
+from pipelines.backends.window_scorers import make_window_scorer
+from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
+from pipelines.core.specs import ModelSpec, SpecError
 from warehouse.layout import DataDir
 
-
-class NotRunnable(RuntimeError):
-    """The model cannot run on this machine (missing extra, no GPU, no API key); says why."""
-
+__all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS", "DEMO_ONLY"]
 
 DEMO_ONLY = ("demo only: a simulated model whose replay outputs answer the generated demo items, "
              "never evaluated on real data")
 
 
-def is_demo_only(model: ModelSpec) -> bool:
-    """A model whose spec says its outputs answer the demo items only (``ReplaySettings.demo_only``)."""
-    return bool(getattr(model.settings, "demo_only", False))
+class _Builtin(Backend):
+    """What every built-in backend shares: results publish its settings through the allow-list."""
+
+    def published(self, settings: Any, *, keep_defaults: bool = True) -> dict[str, Any]:
+        return public_settings(settings, keep_defaults=keep_defaults)
+
+    def pool(self, model: ModelSpec) -> str:
+        return pool_of(model)
 
 
-def not_runnable_reason(model: ModelSpec, data: DataDir | None = None) -> str | None:
-    """Why ``model`` cannot run here (on ``data``, when given), or None when it can."""
-    if data is not None and is_demo_only(model) and data.kind() != "demo":
-        return DEMO_ONLY
-    if model.backend in ("rule", "sklearn", "replay"):
-        return None
-    from pipelines.backends.availability import check_backend
-
-    return check_backend(model.backend, model.settings)
+class _WindowScoring(_Builtin):
+    def window_scorer(self, model: ModelSpec, step_seconds: int) -> WindowScorer:
+        return make_window_scorer(model.settings, step_seconds)
 
 
-def max_new_tokens(model: ModelSpec, task: TaskSpec) -> int:
-    """The task's cap, lowered by the model spec's own ``max_new_tokens`` where it sets one."""
-    assert task.choice is not None
-    own = getattr(model.settings, "max_new_tokens", None)  # language-model settings only
-    return min(task.choice.max_new_tokens if own is None else own, task.choice.max_new_tokens)
+class RuleBackend(_WindowScoring):
+    """Rules that need no training: a seeded uniform choice (text tasks) or a window rule."""
 
+    name: ClassVar[str] = "rule"
+    settings_type: ClassVar[Any] = RuleSettings
 
-def text_generator(model: ModelSpec, task: TaskSpec, data: DataDir) -> TextGenerator:
-    reason = not_runnable_reason(model, data)
-    if reason:
-        raise NotRunnable(f"{model.slug}: {reason}")
-    s = model.settings
-    if model.backend == "rule":
+    def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
+                       options: Sequence[str]) -> TextGenerator:
+        s = model.settings
         if not isinstance(s, UniformChoiceRule):
             raise NotRunnable(f"{model.slug}: rule {type(s).__struct_config__.tag!r} does not answer choice tasks")
-        from pipelines.backends.rule import UniformChoiceGenerator
+        return UniformChoiceGenerator.from_settings(s, options)
 
-        return UniformChoiceGenerator.from_settings(s)
-    if isinstance(s, ReplaySettings):
-        from pipelines.backends.replay import ReplayGenerator
 
+class SklearnBackend(_WindowScoring):
+    """scikit-learn estimators on window features, fitted on train and tuned on validation."""
+
+    name: ClassVar[str] = "sklearn"
+    settings_type: ClassVar[Any] = SklearnSettings
+
+    def fit_seed(self, model: ModelSpec) -> int | None:
+        return model.settings.seed
+
+
+class ReplayBackend(_Builtin):
+    """Outputs read back from a JSONL file; the file's content is the model's revision."""
+
+    name: ClassVar[str] = "replay"
+    settings_type: ClassVar[Any] = ReplaySettings
+
+    def check_spec(self, path: Path, spec: ModelSpec) -> ModelSpec:
+        return pin_replay(path, spec, SpecError)
+
+    def demo_only(self, model: ModelSpec) -> bool:
+        return model.settings.demo_only
+
+    def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
+        """A ``demo_only`` replay (the simulated panel) answers the generated demo items only."""
+        if data is not None and self.demo_only(model) and data.kind() != "demo":
+            return DEMO_ONLY
+        return None
+
+    def watched_files(self, model: ModelSpec) -> list[Path]:
+        return [Path(model.settings.resolved)]
+
+    def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
+                       options: Sequence[str]) -> TextGenerator:
+        if reason := self.not_runnable_reason(model, data):
+            raise NotRunnable(f"{model.slug}: {reason}")
+        s = model.settings
         return ReplayGenerator(Path(s.resolved or s.outputs).expanduser())
-    tokens = max_new_tokens(model, task)
-    if isinstance(s, TransformersSettings):
+
+
+class _LanguageModel(_Builtin):
+    """A language model: machine requirements, and its own ``max_new_tokens`` lowering the task's cap."""
+
+    def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
+        return check_backend(self.name, model.settings)
+
+    def max_new_tokens(self, model: ModelSpec, cap: int) -> int:
+        own = model.settings.max_new_tokens
+        return min(cap if own is None else own, cap)
+
+    def _checked(self, model: ModelSpec) -> None:
+        reason = self.not_runnable_reason(model)
+        if reason:
+            raise NotRunnable(f"{model.slug}: {reason}")
+
+
+class TransformersBackend(_LanguageModel):
+    name: ClassVar[str] = "transformers"
+    settings_type: ClassVar[Any] = TransformersSettings
+
+    def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
+                       options: Sequence[str]) -> TextGenerator:
+        self._checked(model)
         from pipelines.backends.transformers_backend import TransformersGenerator
 
+        s = model.settings
         return TransformersGenerator(
-            model_path=resolve_model_path(s.model, s, data), max_new_tokens=tokens, batch_size=s.batch_size,
+            model_path=resolve_model_path(s.model, s, data), max_new_tokens=max_new_tokens, batch_size=s.batch_size,
             device=s.device, dtype=s.dtype, revision=_hub_revision(model, s.model), num_threads=s.num_threads,
             chat_template_kwargs=s.chat_template_kwargs,
         )
-    if isinstance(s, VllmSettings):
+
+
+class VllmBackend(_LanguageModel):
+    name: ClassVar[str] = "vllm"
+    settings_type: ClassVar[Any] = VllmSettings
+
+    def devices(self, model: ModelSpec) -> int:
+        return model.settings.engine.devices
+
+    def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
+                       options: Sequence[str]) -> TextGenerator:
+        self._checked(model)
         from pipelines.backends.vllm_backend import VllmGenerator
 
-        return VllmGenerator(model=resolve_model_path(s.model, s, data), max_new_tokens=tokens,
+        s = model.settings
+        return VllmGenerator(model=resolve_model_path(s.model, s, data), max_new_tokens=max_new_tokens,
                              chunk_size=s.chunk_size, engine_kwargs=s.engine.kwargs(),
                              revision=_hub_revision(model, s.model), chat_template_kwargs=s.chat_template_kwargs)
-    if isinstance(s, OpenAISettings):
-        from pipelines.backends.availability import resolve_base_url
+
+
+class OpenAIBackend(_LanguageModel):
+    name: ClassVar[str] = "openai"
+    settings_type: ClassVar[Any] = OpenAISettings
+
+    def check_spec(self, path: Path, spec: ModelSpec) -> ModelSpec:
+        if has_userinfo(spec.settings.base_url or ""):
+            raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
+                            "them and name the key's environment variable in `settings.api_key_env`")
+        return spec
+
+    def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
+                       options: Sequence[str]) -> TextGenerator:
+        self._checked(model)
         from pipelines.backends.openai_backend import OpenAIChatGenerator
 
+        s = model.settings
         return OpenAIChatGenerator(
-            base_url=resolve_base_url(s), model=model.provider_model_id if s.model is None else s.model, max_new_tokens=tokens,
-            api_key_env=s.api_key_env, concurrency=s.concurrency, timeout_s=s.timeout_s, max_retries=s.max_retries,
-            checkpoint_every=s.checkpoint_every, extra_body=s.extra_body,
+            base_url=resolve_base_url(s), model=model.provider_model_id if s.model is None else s.model,
+            max_new_tokens=max_new_tokens, api_key_env=s.api_key_env, concurrency=s.concurrency,
+            timeout_s=s.timeout_s, max_retries=s.max_retries, checkpoint_every=s.checkpoint_every,
+            extra_body=s.extra_body,
         )
-    raise NotRunnable(f"{model.slug}: backend {model.backend!r} does not answer choice tasks")
+
+
+BUILTIN_BACKENDS: tuple[type[Backend], ...] = (
+    RuleBackend, SklearnBackend, ReplayBackend, TransformersBackend, OpenAIBackend, VllmBackend)
+"""The classes ``pyproject.toml`` registers under ``medbench.backends`` (listed for the docs and tests)."""
+
+
+_BY_NAME = {cls.name: cls for cls in BUILTIN_BACKENDS}
+
+
+def not_runnable_reason(model: ModelSpec, data: DataDir | None = None) -> str | None:
+    """Why ``model`` (of a built-in backend) cannot run here (on ``data``, when given), or None."""
+    return _BY_NAME[model.backend]().not_runnable_reason(model, data)
 
 
 def _hub_revision(model: ModelSpec, name: str) -> str | None:
@@ -104,11 +206,3 @@ def resolve_model_path(name: str, settings: TransformersSettings | VllmSettings,
     from pipelines.backends.tiny_llm import resolve_model_path as resolve
 
     return resolve(name, data.models, seed=settings.seed)
-
-
-def window_scorer(model: ModelSpec, task: TaskSpec):
-    if model.backend not in ("rule", "sklearn"):
-        raise NotRunnable(f"{model.slug}: backend {model.backend!r} does not score windows")
-    from pipelines.tasks.vitaldb_ioh.baselines import make_window_scorer
-
-    return make_window_scorer(model.settings, task.ioh)

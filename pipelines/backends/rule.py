@@ -17,7 +17,8 @@ from pipelines.backends.base import PromptItem, Usage
 from pipelines.backends.settings import UniformChoiceRule, settings_for
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.engine.progress import Progress
-from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS
+
+DEFAULT_OPTIONS: tuple[str, ...] = ("A", "B", "C", "D", "E")  # the letters a uniform_choice rule draws from
 
 CHUNK = 500
 

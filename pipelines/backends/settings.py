@@ -8,7 +8,7 @@ the settings are a tagged union keyed by the field that says which (``rule``, ``
 each kind accepts exactly its own keys.
 
 Defaults are today's behaviour; a field equal to its default is left out of the spec hash and of
-the generation key (``pipelines.engine.canonical``), while results publish every key, defaults
+the generation key (``pipelines.core.canonical``), while results publish every key, defaults
 included, as ``config.backend_settings``; tests/unit/pipelines/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
 backend that runs them.
 """
@@ -16,11 +16,12 @@ backend that runs them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import msgspec
 
-from pipelines.engine.canonical import SpecStruct, spec_builtins
+from pipelines.backends.redact import public_settings
+from pipelines.core.canonical import SpecStruct, spec_builtins
 
 
 class _Settings(SpecStruct):
@@ -69,7 +70,7 @@ RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule
 
 
 class _WindowModel(_Settings):
-    """Window features of the trained models (pipelines.tasks.vitaldb_ioh.baselines.FeatureSpec).
+    """Window features of the trained models (pipelines.backends.window_scorers.FeatureSpec).
 
     ``seed`` is the fit seed (the estimator's ``random_state``) of a task whose ``[ioh]`` says
     ``fit_seed = "model"`` (vitaldb-ioh@0); under ``fit_seed = "task"`` (or without a seed here) the
@@ -229,9 +230,6 @@ class OpenAISettings(_Settings):
     free_form_fields: ClassVar[frozenset[str]] = frozenset({"extra_body"})
 
 
-BackendName = Literal["rule", "sklearn", "replay", "transformers", "openai", "vllm"]
-BackendSettings = RuleSettings | SklearnSettings | ReplaySettings | TransformersSettings | VllmSettings | OpenAISettings
-
 MODEL_SETTINGS: dict[str, Any] = {
     "rule": RuleSettings,
     "sklearn": SklearnSettings,
@@ -240,7 +238,8 @@ MODEL_SETTINGS: dict[str, Any] = {
     "openai": OpenAISettings,
     "vllm": VllmSettings,
 }
-"""backend -> the type its ``[settings]`` table decodes into."""
+"""backend -> the type its ``[settings]`` table decodes into (each built-in ``Backend`` of
+``pipelines.backends.registry`` declares the same type as its ``settings_type``)."""
 
 
 def settings_for(backend: str, settings: Any) -> Any:
@@ -261,8 +260,6 @@ def published(settings: Any) -> dict[str, Any]:
     result says exactly what ran even after a later code version changes a default; only the
     fields each Struct declares public are shown as they are, URLs lose their secrets, local paths
     become file names, and free-form values become ``<redacted>`` (``pipelines.backends.redact``)."""
-    from pipelines.backends.redact import public_settings
-
     return public_settings(settings, keep_defaults=True)
 
 

@@ -63,7 +63,8 @@ def result(r: dict[str, Any], bibtex: bool = True) -> str:
         f"  run {r['run_id']}  {r['url']}",
         f"  {_metric(r['metric'])}  n={r['n']}" + (f"  parse_rate={_num(r['parse_rate'], 3)}" if r["parse_rate"] is not None else ""),
         f"  tier {r['tier']}, evaluated {r['eval_date']}, cost ${r['cost_usd']:.4f}, contamination "
-        + {True: "possible", False: "no", None: "unknown"}[r["contamination"]],
+        + (r.get("contamination_status") or {True: "possible", False: "no", None: "unknown"}[r["contamination"]])
+        + (f" ({r['contamination_basis']})" if r.get("contamination_basis") else ""),
     ]
     if r.get("superseded_by"):
         lines.append(f"  superseded by {r['superseded_by']}")
@@ -106,7 +107,7 @@ def comparison(c: dict[str, Any], a: dict[str, Any] | None = None, b: dict[str, 
         f"  a  {who(c['a'], a)}  {_num(c.get('value_a'))}",
         f"  b  {who(c['b'], b)}  {_num(c.get('value_b'))}",
         (f"  difference (a - b) {c['difference']:+.4f}  95% CI [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]  "
-         f"p = {c['p_value']:.4g}"),
+         + (f"p <= {c['p_value']:.4g}" if c.get("p_at_floor") else f"p = {c['p_value']:.4g}")),
     ]
     if c.get("a_only_correct") is not None:
         lines.append(f"  discordant pairs: a right / b wrong {c['a_only_correct']}, a wrong / b right {c['b_only_correct']}")

@@ -91,7 +91,7 @@ def _already(args: argparse.Namespace, result: dict[str, Any], source: str) -> i
 
 def _resolve(args: argparse.Namespace):
     """(specs, task, model) from the local specs, or an exit code for a usage error."""
-    from pipelines.engine.specs import load_specs
+    from pipelines.dagster.plugins import specs as load_specs
 
     specs = load_specs()
     try:

@@ -138,7 +138,7 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
     import pyarrow.parquet as pq
 
     from pipelines.engine import reproduction
-    from pipelines.engine.specs import load_specs
+    from pipelines.dagster.plugins import specs as load_specs
 
     report: dict[str, Any] = {"run_id": args.run_id, "task": result["task"], "model": result["model"]["slug"],
                               "demo": result["demo"], "identical": False, "differences": []}

@@ -36,8 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pipelines.backends.replay import ReplayError
     from pipelines.engine.snapshots import NotMaterialised, current_snapshot
-    from pipelines.engine.specs import load_specs
-    from pipelines.tasks.registry import family
+    from pipelines.dagster.plugins import specs as load_specs
     from warehouse.layout import DataDir
 
     specs = load_specs()
@@ -45,10 +44,9 @@ def run(args: argparse.Namespace) -> int:
         task = specs.task(args.task)
     except KeyError as exc:
         return _fail(2, str(exc.args[0]))
-    fam = family(task.family)
-    score_replay = getattr(fam, "score_replay", None)
-    if score_replay is None:
-        readers = sorted(t.ref for t in specs.tasks.values() if hasattr(family(t.family), "score_replay"))
+    fam = specs.family_of(task)
+    if not fam.scores_replays:
+        readers = sorted(t.ref for t in specs.tasks.values() if specs.family_of(t).scores_replays)
         return _fail(2, f"medbench score scores tasks answered in text ({', '.join(readers) or 'none here'}); "
                         f"{task.ref} is a {task.kind} task")
     data = DataDir()
@@ -63,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             "first (add --demo for the demo data)",
         )
     try:
-        score = score_replay(task, snapshot.path, args.outputs)
+        score = fam.score_replay(task, snapshot.path, args.outputs)
     except ReplayError as exc:
         return _fail(1, str(exc))
     rows = score.rows

@@ -51,6 +51,7 @@ class Comparison:
     dropped_replicates: int
     a_only_correct: int | None  # accuracy kinds: discordant pairs A right / B wrong
     b_only_correct: int | None  # ... and A wrong / B right
+    p_at_floor: bool = False  # p is its procedure's smallest reportable value (a bootstrap's 2/(R+1)): p <= it
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class BaselineDifference:
     p_value: float
     method: str
     dropped_replicates: int
+    p_at_floor: bool = False  # as in Comparison
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class Kind(Protocol):
     picture: ClassVar[str]               # the result-page picture the site draws (``api.site.views.PICTURES``)
     parses_replies: ClassVar[bool]       # replies are parsed into answers, so a parse rate exists
     legacy_method: ClassVar[str]         # interval method of a metric published before methods were recorded
+    comparison_method: ClassVar[str]     # its paired test and interval in words (site, About page, OpenAPI)
 
     def compare(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
                 seed: int) -> Comparison:

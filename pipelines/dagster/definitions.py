@@ -1,6 +1,7 @@
 """The Dagster code location: ``dagster dev -w workspace.yaml`` loads ``defs`` from here.
 
-The assets are made per dataset and per task family from the task registry (``engine_calls``),
+The assets are made per dataset and per task family of the process's plug-ins (``plugins.py``:
+the installed entry points; this module is a composition root), through ``engine_calls``,
 with code versions from the specs as loaded when the code location loads (reload it in the UI
 after editing a spec). Jobs: ``materialize_inputs`` (every snapshot and instances asset),
 ``evaluate_<family>`` (one family's partitioned predictions and metrics; one job per family since
@@ -26,7 +27,8 @@ from pipelines.dagster.evaluate_all import evaluate_all_job
 from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor, publish_sensor
-from pipelines.engine.specs import Specs, load_specs
+from pipelines.dagster.plugins import specs as load_specs
+from pipelines.engine.specs import Specs
 
 
 @dataclass
@@ -51,7 +53,7 @@ def build(specs: Specs) -> Built:
     instances, predictions and metrics, then the published warehouse over all metrics."""
     out = Built()
     # Only families whose dataset these specs define (a scratch specs directory may hold one family).
-    families = {n: f for n, f in engine.families().items() if f.dataset in specs.datasets}
+    families = {n: f for n, f in engine.families(specs).items() if f.dataset in specs.datasets}
     for dataset in sorted({f.dataset for f in families.values()}):
         out.assets.append(snapshot_asset(dataset, specs))
     metrics_assets = []

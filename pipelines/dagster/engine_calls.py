@@ -1,7 +1,7 @@
 """Every call the Dagster layer makes into the engine and the task families, in one module.
 
 Why: the assets stay thin and name no task. They reach the engine (``pipelines/engine``) and the
-task families (``pipelines/tasks``, through their registry) only through the functions below, so
+task families (``pipelines/tasks``, through the specs' plug-ins) only through the functions below, so
 the Dagster layer's whole dependency on the engine can be read in one place.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from pipelines.engine import evaluate as _evaluate
 from pipelines.engine import inputs as _inputs
 from pipelines.engine.specs import Specs, TaskSpec, spec_hash
-from pipelines.tasks.base import CheckOutcome, Instances
+from pipelines.core.outcomes import CheckOutcome, Instances
 from warehouse.layout import DataDir
 
 Log = Callable[[str], None]
@@ -33,11 +33,9 @@ Materialised = _inputs.Materialised
 # --------------------------------------------------------------------------- families
 
 
-def families() -> dict:
-    """The registered task families by name (``pipelines.tasks.registry.families()``)."""
-    from pipelines.tasks.registry import families as registered
-
-    return registered()
+def families(specs: Specs) -> dict:
+    """The task families of the specs' plug-ins, by name."""
+    return specs.plugins.families.as_dict()
 
 
 def family_of(task: TaskSpec) -> str:
@@ -69,7 +67,7 @@ def check_names(asset: str, family) -> list[tuple[str, str]]:
     declaration (``instance_check_names`` / ``prediction_check_names``); the family computes the
     verdicts, and describes each check in ``check_descriptions``."""
     names = family.instance_check_names if asset == "instances" else family.prediction_check_names
-    descriptions = getattr(family, "check_descriptions", {})
+    descriptions = family.check_descriptions
     return [(name, descriptions.get(name, name.replace("_", " "))) for name in names]
 
 
@@ -83,7 +81,8 @@ def materialise_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Lo
 
 def instances_path(specs: Specs, data: DataDir, task_ref: str) -> Path:
     """The instances file of a task version under the current snapshot of its dataset."""
-    return _inputs.task_instances_path(data, specs.task(task_ref))
+    task = specs.task(task_ref)
+    return _inputs.task_instances_path(data, task, specs.family_of(task))
 
 
 def materialise_instances(specs: Specs, data: DataDir, task_ref: str,
@@ -96,7 +95,7 @@ def instance_checks(specs: Specs, data: DataDir, task_ref: str) -> list[CheckOut
     """The family's checks on a task version's stored instances file (reads it; rebuilds nothing),
     so that a check re-run alone from the UI judges what is on disk."""
     task = specs.task(task_ref)
-    return families()[task.family].instance_checks(task, instances_path(specs, data, task.ref))
+    return specs.family_of(task).instance_checks(task, instances_path(specs, data, task.ref))
 
 
 # --------------------------------------------------------------------------- evaluations

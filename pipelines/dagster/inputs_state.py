@@ -24,7 +24,7 @@ def _latest_tags(instance: dg.DagsterInstance, asset: str) -> dict:
 
 
 def current(instance: dg.DagsterInstance, specs, data, families) -> bool:
-    registered = engine.families()
+    registered = engine.families(specs)
     for fa in families:
         family = _family_for(registered, fa)
         if family is None:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from pipelines.dagster.plan import Planned, plan_selection, render_plan, total_cost
 from pipelines.dagster.report import Outcome, Report, failure
-from pipelines.engine.specs import ModelSpec, Specs, TaskSpec, load_specs
+from pipelines.dagster.plugins import specs as load_specs
+from pipelines.engine.specs import ModelSpec, Specs, TaskSpec
 from warehouse.layout import DataDir, DataKindError
 
 __all__ = ["MaterializeError", "Outcome", "Report", "materialize_selection", "dry_run_selection"]

@@ -50,7 +50,7 @@ def partitions_def(family_name: str) -> dg.DynamicPartitionsDefinition:
 
 def family_keys(specs: Specs) -> dict[str, list[str]]:
     """Partition keys by partitions definition name, for every registered family (empty lists too)."""
-    keys: dict[str, list[str]] = {partitions_name(f): [] for f in engine.families()}
+    keys: dict[str, list[str]] = {partitions_name(f): [] for f in engine.families(specs)}
     for task, model in specs.evaluations():
         keys[partitions_name(engine.family_of(task))].append(engine.partition_key(task.ref, model.slug))
     return keys

@@ -35,14 +35,13 @@ class Planned:
     cost_usd: float | None = 0.0  # None: no price known for the model
 
 
-def items_of(task: TaskSpec, instances_path) -> int | None:
+def items_of(task: TaskSpec, instances_path, family) -> int | None:
     """The instance count: the built instances file's rows, else the spec's ``n_items``."""
     if instances_path is not None and instances_path.exists():
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(instances_path).metadata.num_rows
-    settings = getattr(task, "settings", None)
-    return getattr(settings, "n_items", None)
+    return family.planned_items(task)
 
 
 def estimate_usd(specs: Specs, task: TaskSpec, model: ModelSpec, items: int | None, pool: str) -> float | None:
@@ -52,10 +51,9 @@ def estimate_usd(specs: Specs, task: TaskSpec, model: ModelSpec, items: int | No
         return 0.0
     if items is None:
         return None
-    choice = getattr(task, "choice", None)
-    new_tokens = getattr(model.settings, "max_new_tokens", None) or (choice.max_new_tokens if choice else 1)
-    if choice is not None:
-        new_tokens = min(new_tokens, choice.max_new_tokens)
+    cap = specs.family_of(task).token_cap(task)
+    backend = specs.backend_of(model)
+    new_tokens = backend.max_new_tokens(model, cap) if cap is not None else 1
     prices = specs.prices
     if basis == "tokens":
         table = prices.tokens.get(model.price.key)
@@ -66,16 +64,13 @@ def estimate_usd(specs: Specs, task: TaskSpec, model: ModelSpec, items: int | No
     rate = prices.device_hours.get(model.price.key)
     if rate is None:
         return None
-    engine = getattr(model.settings, "engine", None)
-    devices = engine.devices if engine is not None else 1
+    devices = backend.devices(model)
     seconds = items * new_tokens / DECODE_TOKENS_PER_S.get(pool, DECODE_TOKENS_PER_S["cpu"])
     return seconds * devices * rate / 3600.0
 
 
 def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], force: bool) -> list[Planned]:
     """Each pair classified; a pair whose dataset has no current snapshot yet is ``run`` without a run id."""
-    from pipelines.backends.pools import pool_of
-    from pipelines.backends.registry import not_runnable_reason
     from pipelines.engine.evaluate import existing_result, partition_key, plan
     from pipelines.engine.inputs import task_instances_path
     from pipelines.engine.snapshots import NotMaterialised
@@ -83,14 +78,15 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
     out: list[Planned] = []
     items_cache: dict[str, int | None] = {}
     for task, model in pairs:
-        key, pool = partition_key(task.ref, model.slug), pool_of(model)
+        backend, family = specs.backend_of(model), specs.family_of(task)
+        key, pool = partition_key(task.ref, model.slug), backend.pool(model)
         try:
             run_id = plan(specs, data, task.ref, model.slug).run_id
-            instances = task_instances_path(data, task)
+            instances = task_instances_path(data, task, family)
         except NotMaterialised:
             run_id, instances = "", None
         done = bool(run_id) and existing_result(data, run_id) is not None
-        reason = not_runnable_reason(model, data)
+        reason = backend.not_runnable_reason(model, data)
         if done and not force:
             status = "reuse"
         else:
@@ -98,7 +94,7 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
         items, cost = None, 0.0
         if status == "run":
             if task.ref not in items_cache:
-                items_cache[task.ref] = items_of(task, instances)
+                items_cache[task.ref] = items_of(task, instances, family)
             items = items_cache[task.ref]
             cost = estimate_usd(specs, task, model, items, pool)
         out.append(Planned(key, task, model, status, run_id, pool, reason or "", items, cost))

@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from pipelines.dagster.plugins import plugins
 from pipelines.engine.specs import Specs
 from pipelines.engine.specs_cache import cached_specs
 from warehouse.layout import DataDir
@@ -25,4 +26,4 @@ class MedbenchResource(dg.ConfigurableResource):
 
     def specs(self) -> Specs:
         """The specs as now on disk; decoded once per process while no spec file changes."""
-        return cached_specs(self.specs_dir or None)
+        return cached_specs(self.specs_dir or None, plugins())

@@ -33,17 +33,17 @@ from pipelines.dagster.limits import POOL_TAG
 def pool_for_partition(partition_key: str) -> str | None:
     """The pool a run of this evaluation partition takes a slot in, or None when no model spec
     matches the key (not an evaluation partition, or a key added by hand)."""
-    from pipelines.backends.pools import pool_of
+    from pipelines.dagster.plugins import plugins
     from pipelines.engine.specs import SpecError, load_model_spec
 
     _, sep, slug = partition_key.partition("|")
     if not sep:
         return None
     try:
-        model = load_model_spec(slug)
-    except SpecError:
+        model = load_model_spec(slug, None, plugins())
+    except (SpecError, KeyError):
         return None  # an invalid spec: the run fails at start with the spec's own error
-    return pool_of(model) if model is not None else None
+    return plugins().backends.get(model.backend).pool(model) if model is not None else None
 
 
 class PoolTaggingRunCoordinator(QueuedRunCoordinator):

@@ -1,2 +1,2 @@
 """One folder per dataset (real loader and mirror reader, demo generator, ``dataset.py``), behind the
-``Dataset`` protocol (``base.py``) and registered in ``registry.py``."""
+``Dataset`` protocol (``base.py``), each registered in the entry-point group ``medbench.datasets``."""

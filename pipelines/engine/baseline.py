@@ -21,7 +21,6 @@ import numpy as np
 from pipelines.core.kind import read_aligned
 from pipelines.engine.specs import Specs
 from pipelines.kinds import kind as kind_of
-from pipelines.tasks.registry import family
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord
 
@@ -30,9 +29,8 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
     """One row per (result, its task's baseline run), the baseline's own result left out."""
     rows: list[dict[str, Any]] = []
     for ref, task in sorted(specs.tasks.items()):
-        fam = family(task.family)
-        chooser = getattr(fam, "baseline_model", None)
-        baseline_slug = chooser(task) if chooser else None
+        fam = specs.family_of(task)
+        baseline_slug = fam.baseline_model(task)
         if not baseline_slug:
             continue
         strategy, cluster = kind_of(task.kind), fam.cluster_column
@@ -58,5 +56,6 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
                 "metric": d.metric, "difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
                 "p_value": d.p_value, "method": d.method, "replicates": task.bootstrap.replicates,
                 "seed": task.bootstrap.seed, "dropped_replicates": d.dropped_replicates,
+                "p_at_floor": d.p_at_floor,
             })
     return rows

@@ -1,8 +1,9 @@
 """One evaluation (a task version x a model), from task instances to a published-ready result.
 
-Task-agnostic: plan -> predict -> score, each step delegated to the task's family
-(``pipelines.tasks.registry.family(task.family)``). Two steps mirror the two partitioned assets:
-``make_predictions`` has the family run the model (or reuse stored raw outputs) and writes the
+Task-agnostic: plan -> predict -> score, each step delegated to the task's family, which ``plan``
+takes from the specs' plug-ins (``Specs.plugins``) and hands on in the ``Evaluation``. Two steps
+mirror the two partitioned assets: ``make_predictions`` has the generic solver of the family's
+problem run the model (or reuse stored raw outputs, ``pipelines.engine.solvers``) and writes the
 per-item predictions Parquet and ``run.json``; ``compute_metrics`` has the family turn the
 predictions into metrics with seeded bootstrap CIs and typed extras, and writes ``result.json``
 last, which is what marks a run as finished. Rule one applies here too: a run whose
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -25,47 +25,25 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.core.evaluation import Evaluation, partition_key, split_partition_key
+from pipelines.core.outcomes import CheckOutcome, Usage
 from pipelines.engine.costs import cost_usd
 from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.identity import code_revision, library_versions, run_id
 from pipelines.engine.inputs import task_instances_path
 from pipelines.engine.locks import evaluation_lock, newer, written_since
-from pipelines.backends.base import Usage
-from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, TaskSpec, spec_hash
-from pipelines.tasks.base import CheckOutcome, TaskFamily
-from pipelines.tasks.registry import family
+from pipelines.engine.solvers import solve
+from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
-from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions, decode_record, encode_record
+from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, ResultRecord, UsageRecord,
+                               Versions, decode_record, encode_record)
 
 Log = Callable[[str], None]
 TIER = "baseline"
 
-
-@dataclass(frozen=True)
-class Evaluation:
-    task: TaskSpec
-    model: ModelSpec
-    dataset: DatasetSpec
-    snapshot_id: str
-    run_id: str
-
-    @property
-    def partition_key(self) -> str:
-        return partition_key(self.task.ref, self.model.slug)
-
-    @property
-    def family(self) -> TaskFamily:
-        return family(self.task.family)
-
-
-def partition_key(task_ref: str, model_slug: str) -> str:
-    return f"{task_ref}|{model_slug}"
-
-
-def split_partition_key(key: str) -> tuple[str, str]:
-    task_ref, _, model_slug = key.partition("|")
-    return task_ref, model_slug
+__all__ = ["Evaluation", "partition_key", "split_partition_key", "plan", "existing_result", "make_predictions",
+           "prediction_checks", "compute_metrics"]
 
 
 def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str) -> Evaluation:
@@ -74,7 +52,8 @@ def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str) -> Evaluat
     if task.ref not in model.tasks:
         raise ValueError(f"{model.slug} is not evaluated on {task.ref} (its spec lists {model.tasks})")
     snap = current_snapshot(data, task.dataset)
-    return Evaluation(task, model, specs.dataset_of(task), snap.snapshot_id, run_id(model, task, snap.snapshot_id))
+    return Evaluation(task, model, specs.dataset_of(task), snap.snapshot_id, run_id(model, task, snap.snapshot_id),
+                      specs.family_of(task), specs.backend_of(model))
 
 
 def existing_result(data: DataDir, run: str) -> ResultRecord | None:
@@ -119,7 +98,7 @@ def make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
 
 
 def _make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
-    predicted = ev.family.predict(ev, task_instances_path(data, ev.task), data, log)
+    predicted = solve(ev, task_instances_path(data, ev.task, ev.family), data, log)
     if not predicted.table.schema.equals(ev.family.predictions_schema):
         raise ValueError(f"{ev.partition_key}: family {ev.task.family!r} predicted a table with schema "
                          f"{predicted.table.schema}, not its predictions_schema {ev.family.predictions_schema}")
@@ -132,7 +111,7 @@ def _make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
 
 def prediction_checks(ev: Evaluation, data: DataDir) -> list[CheckOutcome]:
     """The family's checks on this evaluation's predictions (every instance once, finite scores, parse rate)."""
-    instances = task_instances_path(data, ev.task)
+    instances = task_instances_path(data, ev.task, ev.family)
     predictions = pq.read_table(data.predictions_path(ev.run_id))
     return ev.family.prediction_checks(ev.task, predictions, ev.family.expected_ids(ev.task, instances))
 
@@ -163,7 +142,7 @@ def _stored_info(data: DataDir, run: str) -> RunInfo:
 def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> ResultRecord:
     info = msgspec.json.decode(_run_info_path(data, ev.run_id).read_bytes(), type=RunInfo)
     predictions = pq.read_table(data.predictions_path(ev.run_id))
-    summary = ev.family.score(ev.task, predictions, task_instances_path(data, ev.task))
+    summary = ev.family.score(ev.task, predictions, task_instances_path(data, ev.task, ev.family))
     parser = ev.family.parser_version(ev.task)
     usage = Usage(**info.usage)
     record = ResultRecord(
@@ -171,7 +150,8 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> R
         demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost_usd(ev.model, usage, specs.prices),
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
-        contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model),
+        contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model, ev.dataset),
+        contamination_status=contamination_verdict(ev.model, ev.dataset)[0],
         config=info.config,
         versions=Versions(task_spec_hash=spec_hash(ev.task), model_spec_hash=spec_hash(ev.model),
                           dataset_snapshot=ev.snapshot_id, parser=parser, code_revision=code_revision(),
@@ -194,18 +174,45 @@ def model_ref(model: ModelSpec) -> ModelRef:
                     release_date=model.release_date, knowledge_cutoff=model.knowledge_cutoff)
 
 
-def contamination_basis(model: ModelSpec) -> str | None:
-    """Which date the contamination flag was decided on: ``knowledge_cutoff`` (preferred) or
-    ``release_date`` (a weaker basis: a model released after the dataset may have been trained
-    before it), None when the spec has neither."""
+def declares(model: ModelSpec, dataset: DatasetSpec) -> str | None:
+    """The model's ``training_data`` entry naming ``dataset``, if any: its slug, DOI (bare or as a
+    doi.org link), name or source location (a Hugging Face id), compared without case."""
+    names = {dataset.slug, dataset.doi, dataset.name, dataset.source.location}
+    wanted = {n.strip().casefold() for n in names if n}
+    for entry in model.training_data:
+        bare = entry.strip().casefold().removeprefix("https://doi.org/").removeprefix("doi:")
+        if bare in wanted:
+            return entry
+    return None
+
+
+def contamination_verdict(model: ModelSpec, dataset: DatasetSpec) -> tuple[ContaminationStatus, str]:
+    """(status, basis in words). An authors' declaration of training on the dataset decides first
+    (``declared``). Else the knowledge cutoff, which must be the model's own training data's,
+    fine-tuning included (a base model's cutoff says nothing of later fine-tuning data, so specs
+    never carry one): on/after the date the data went public is ``possible``, before is
+    ``unlikely``. Else the release date: a model released before the data went public cannot have
+    trained on it (``unlikely``); one released on/after may have (``possible``). Else ``unknown``."""
+    public = f"{dataset.slug} went public ({dataset.public_since})"
+    entry = declares(model, dataset)
+    if entry is not None:
+        return "declared", f"the model's authors declare training on {dataset.slug} (training_data: {entry!r})"
     if model.knowledge_cutoff is not None:
-        return "knowledge_cutoff"
-    return "release_date" if model.release_date is not None else None
+        if model.knowledge_cutoff >= dataset.public_since:
+            return "possible", f"knowledge cutoff {model.knowledge_cutoff} is on or after {public}"
+        return "unlikely", f"knowledge cutoff {model.knowledge_cutoff} is before {public}"
+    if model.release_date is not None:
+        if model.release_date < dataset.public_since:
+            return "unlikely", f"no knowledge cutoff is stated; released {model.release_date}, before {public}"
+        return "possible", f"no knowledge cutoff is stated; released {model.release_date}, on or after {public}"
+    return "unknown", "no training data declared, and no knowledge cutoff or release date is known for the model"
+
+
+def contamination_basis(model: ModelSpec, dataset: DatasetSpec) -> str:
+    """What decided the contamination status, in words (``contamination_verdict``)."""
+    return contamination_verdict(model, dataset)[1]
 
 
 def contamination(model: ModelSpec, dataset: DatasetSpec) -> bool | None:
-    """True when the model's knowledge cutoff (else its release date) is on/after the dataset went public."""
-    when = model.knowledge_cutoff or model.release_date
-    if when is None:
-        return None
-    return when >= dataset.public_since
+    """The flag existing clients read: true for declared or possible, false for unlikely, None for unknown."""
+    return CONTAMINATION_FLAG[contamination_verdict(model, dataset)[0]]

@@ -1,9 +1,9 @@
 """Dataset snapshots and task instances, as plain functions the Dagster assets call.
 
-``materialise_snapshot`` asks the dataset (``pipelines.datasets.registry``) for a content-addressed
+``materialise_snapshot`` asks the dataset (of the specs' plug-ins) for a content-addressed
 snapshot in the data directory (from its real source, a local mirror, or generated demo files in
 the real formats) and moves the dataset's ``CURRENT`` pointer; ``materialise_instances`` asks the
-task's family (``pipelines.tasks.registry``) to build one task version's instances from that
+task's family (likewise) to build one task version's instances from that
 snapshot and returns the family's instance checks. Rerunning on unchanged input is a no-op that
 keeps every id stable. Nothing here names a dataset or a task.
 """
@@ -14,17 +14,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.datasets.base import Materialised, is_demo
-from pipelines.datasets.registry import dataset
+from pipelines.core.outcomes import CheckOutcome, Instances, Materialised
+from pipelines.core.protocols import TaskFamily
 from pipelines.engine.snapshots import current_snapshot, instances_location, set_current_snapshot
-from pipelines.engine.specs import SpecError, Specs, TaskSpec, load_specs
-from pipelines.tasks.base import CheckOutcome, Instances
-from pipelines.tasks.registry import family
+from pipelines.engine.specs import SpecError, Specs, TaskSpec
 from warehouse.layout import DataDir
 
 Log = Callable[[str], None]
 
-__all__ = ["Materialised", "is_demo", "materialise_snapshot", "snapshot_options", "materialise_instances",
+__all__ = ["Materialised", "materialise_snapshot", "snapshot_options", "materialise_instances",
            "instances_path", "task_instances_path"]
 
 
@@ -40,7 +38,7 @@ def snapshot_options(specs: Specs, dataset_slug: str) -> dict[str, Any]:
             latest[task.slug] = task
     options: dict[str, Any] = {}
     for task in sorted(latest.values(), key=lambda t: t.ref):
-        for key, value in family(task.family).snapshot_options(task).items():
+        for key, value in specs.family_of(task).snapshot_options(task).items():
             if key in options and options[key] != value:
                 raise SpecError(f"tasks reading dataset {dataset_slug!r} disagree on its snapshot's {key!r} "
                                 f"({options[key]!r} and {value!r}, from {task.ref})")
@@ -51,7 +49,7 @@ def snapshot_options(specs: Specs, dataset_slug: str) -> dict[str, Any]:
 def materialise_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialised:
     """Make the dataset's snapshot in ``data`` and point its ``CURRENT`` at it."""
     spec = specs.datasets[dataset_slug]
-    made = dataset(dataset_slug).materialise(spec, data, snapshot_options(specs, dataset_slug), log)
+    made = specs.plugins.datasets.get(dataset_slug).materialise(spec, data, snapshot_options(specs, dataset_slug), log)
     set_current_snapshot(data, dataset_slug, Path(made.path))
     return made
 
@@ -59,21 +57,22 @@ def materialise_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Lo
 # --------------------------------------------------------------------------- instances
 
 
-def task_instances_path(data: DataDir, task: TaskSpec) -> Path:
-    """Where the instances of ``task`` built from its dataset's current snapshot live."""
+def task_instances_path(data: DataDir, task: TaskSpec, family: TaskFamily) -> Path:
+    """Where the instances of ``task`` (of ``family``) built from its dataset's current snapshot live."""
     snap = current_snapshot(data, task.dataset)
-    return instances_location(data, task.ref, snap.snapshot_id, family(task.family).instances_file)
+    return instances_location(data, task.ref, snap.snapshot_id, family.instances_file)
 
 
-def instances_path(data: DataDir, task_ref: str, specs: Specs | None = None) -> Path:
-    """``task_instances_path`` by task ref (``slug@version`` or ``slug``); specs default to MEDBENCH_SPECS."""
-    return task_instances_path(data, (specs or load_specs()).task(task_ref))
+def instances_path(data: DataDir, task_ref: str, specs: Specs) -> Path:
+    """``task_instances_path`` by task ref (``slug@version`` or ``slug``)."""
+    task = specs.task(task_ref)
+    return task_instances_path(data, task, specs.family_of(task))
 
 
 def materialise_instances(specs: Specs, data: DataDir, task_ref: str, log: Log) -> tuple[Instances, list[CheckOutcome]]:
     """Build the instances of one task version from its dataset's current snapshot; run its checks."""
     task = specs.task(task_ref)
-    fam = family(task.family)
+    fam = specs.family_of(task)
     snap = current_snapshot(data, task.dataset)
     out = instances_location(data, task.ref, snap.snapshot_id, fam.instances_file)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ from pipelines.engine.ranking import rank_rows
 from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
-from pipelines.tasks.registry import family
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.read import read_ranks
@@ -56,35 +55,33 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     tasks = [
         {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
          "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
-         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": family(t.family).cluster_column,
-         **_flow(data, t)}
+         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": specs.family_of(t).cluster_column,
+         **_flow(data, specs, t)}
         for t in specs.tasks.values()
     ]
     models = [
         {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
          "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
-         "spec_hash": spec_hash(m), "spec": _published_spec(m)}
+         "spec_hash": spec_hash(m), "spec": _published_spec(m, specs.backend_of(m))}
         for m in specs.models.values()
-        if demo or not getattr(m.settings, "demo_only", False)  # simulated models: demo data only
+        if demo or not specs.backend_of(m).demo_only(m)  # simulated models: demo data only
     ]
     results = finished_results(data)
     models += orphan_models(specs, results)
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
-                   prediction_schemas=[family(t.family).predictions_schema for t in specs.tasks.values()])
+                   prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()])
 
 
-def _flow(data: DataDir, task) -> dict:
+def _flow(data: DataDir, specs: Specs, task) -> dict:
     """``{"participant_flow": ...}`` for a family that reports one and whose instances are built, else {}
     (absent, so the catalog of a task without one keeps its content hash)."""
     from pipelines.engine.inputs import task_instances_path
 
-    reporter = getattr(family(task.family), "participant_flow", None)
-    if reporter is None:
-        return {}
+    family = specs.family_of(task)
     try:
-        flow = reporter(task, task_instances_path(data, task))
+        flow = family.participant_flow(task, task_instances_path(data, task, family))
     except NotMaterialised:
         return {}
     return {"participant_flow": flow} if flow is not None else {}
@@ -121,9 +118,7 @@ def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
     return version, changed, len(catalog.results)
 
 
-def _published_spec(model) -> dict:
+def _published_spec(model, backend) -> dict:
     """The model spec as hashed, its settings through the same redaction as ``config.backend_settings``
-    (``pipelines.backends.redact.public_settings``): only declared-public settings as they are."""
-    from pipelines.backends.redact import public_settings
-
-    return {**spec_builtins(model), "settings": public_settings(model.settings, keep_defaults=False)}
+    (its backend's ``published``): only declared-public settings as they are, defaults omitted."""
+    return {**spec_builtins(model), "settings": backend.published(model.settings, keep_defaults=False)}

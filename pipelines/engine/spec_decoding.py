@@ -14,12 +14,10 @@ from typing import Any
 
 import msgspec
 
+from pipelines.core.specs import SpecError
+
 MAX_DEPTH = 32  # arrays and tables below the top level of a spec file; the checkout's deepest spec nests 2
 _TOML_TYPES = (dt.datetime, dt.date, dt.time)  # values TOML itself decodes, kept as they are
-
-
-class SpecError(ValueError):
-    """A spec file is malformed; the message names the file and the offending key."""
 
 
 def _read(path: Path) -> bytes:

@@ -1,149 +1,37 @@
-"""Spec files (TOML under ``specs/``) decoded into frozen msgspec Structs.
+"""Reading a specs directory (TOML under ``specs/``) into the spec Structs, validated together.
 
-Specs are data, not code: they are the single source of truth for what is evaluated and how.
-Decoding is strict (an unknown or missing key is an error that names the file and the key) so a
-typo can never silently change what a score means; a model's ``[settings]`` table is typed by its
-``backend`` (``pipelines.backends.settings``), so the same holds there. The spec hash is the sha256
-of the canonical JSON of the decoded spec with default values omitted (``pipelines.engine.canonical``):
-it enters every run id, so any change to a spec makes new results, while adding an optional field
-later does not re-key (and re-pay for) existing ones.
+The Structs, their strict decoding and their hash are the core's (``pipelines.core.specs``,
+re-exported here); what this module adds is the directory and the plug-ins: a task file names its
+``family``, and the family (from the ``Plugins`` the loader is handed, so one registered by a test
+or an installed distribution works too) supplies the type of its settings table; a model file
+names its ``backend``, whose declared ``settings_type`` types its ``[settings]`` table (the same
+strictness: a misspelt key is an error that names the file and the key). The loader checks that a
+task's ``dataset`` and ``kind`` are its family's, and has each backend check (and complete) its
+models' specs (a replay model is pinned to its outputs file's content).
 
 The specs directory is ``MEDBENCH_SPECS`` (default: the checkout's ``specs/``), so tests, benches
-and deployments can use their own. A task file names its ``family``; the family (looked up in
-``pipelines.tasks.registry``, so one registered at runtime works too) supplies the type of its
-settings table, and the loader checks that the task's ``dataset`` and ``kind`` are the family's.
+and deployments can use their own.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, get_args
 
 import msgspec
 
-from pipelines.backends.settings import MODEL_SETTINGS, BackendName, BackendSettings
-from pipelines.backends.redact import has_userinfo
-from pipelines.engine.replay_pin import pin_replay
-from pipelines.engine.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
-from pipelines.engine.spec_decoding import SpecError, _decode, _explain, _read  # noqa: F401 (re-exported)
+from pipelines.core.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
+from pipelines.core.registry import Plugins
+from pipelines.core.specs import (  # noqa: F401 (re-exported: the loader's callers name them from here)
+    BootstrapSpec, DatasetSpec, IntervalsSpec, ModelSpec, PriceSpec, PriceTable, SourceSpec, SpecError, TaskSpec,
+    _Spec, model_spec_type, spec_hash, task_spec_type,
+)
+from pipelines.engine.spec_decoding import _decode
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
-
-
-class _Spec(SpecStruct):
-    """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
-
-
-# --------------------------------------------------------------------------- datasets
-
-
-class SourceSpec(_Spec):
-    kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
-    location: str
-    split: str
-    revision: str
-
-
-class DatasetSpec(_Spec):
-    slug: str
-    name: str
-    license: str
-    license_url: str
-    citation: str
-    doi: str
-    public_since: dt.date
-    description: str
-    source: SourceSpec
-
-
-# --------------------------------------------------------------------------- tasks
-
-
-class BootstrapSpec(_Spec):
-    replicates: int
-    seed: int
-    unit: Literal["item", "subject"]
-
-
-class IntervalsSpec(_Spec):
-    """How a task's 95% intervals are computed (``[intervals]``), part of the spec hash.
-
-    A changed interval method changes published numbers, so it is a spec change (new run ids, the
-    old results superseded), never a code change under old run ids. The defaults are the methods
-    of the results published before this table existed, so their specs keep their meaning:
-    ``proportion``: a single proportion (accuracy, parse rate, accuracy by category) by a percentile
-    bootstrap over items, or by the Wilson score interval (honest at 0/n and n/n);
-    ``prevalence``: the cluster-bootstrap prevalence interval over the replicates that hold both
-    classes only, or over all replicates (prevalence is defined in one-class replicates too).
-    """
-
-    proportion: Literal["bootstrap-percentile", "wilson"] = "bootstrap-percentile"
-    prevalence: Literal["two-class-replicates", "all-replicates"] = "two-class-replicates"
-
-
-class TaskSpec(_Spec):
-    """One task version (``specs/tasks/<slug>/<version>.toml``), whatever its family.
-
-    ``family`` names the task family (``pipelines.tasks.registry``) that builds, predicts and
-    scores it. The family's settings live in the table named by its ``settings_key`` (``[choice]``,
-    ``[ioh]``, ...) and are decoded strictly with its ``settings_type``: the loader decodes each
-    file with a subclass of this Struct made for the family (``task_spec_type``), which adds that
-    one field, so ``task.settings`` (generically) and ``task.<settings_key>`` (e.g. ``task.choice``)
-    give the typed table, and the spec's JSON (and so its hash) keeps the table under its key.
-
-    ``kind`` stays in the file (the warehouse and the API read it) but is not free: it must equal
-    the family's declared kind (``choice`` or ``score``); the loader refuses a file where it does
-    not, naming the key.
-    """
-
-    slug: str
-    version: int
-    family: str
-    dataset: str
-    kind: Literal["choice", "score"]
-    title: str
-    description: str
-    primary_metric: str
-    preview: bool
-    metrics: list[str]
-    bootstrap: BootstrapSpec
-    intervals: IntervalsSpec = IntervalsSpec()
-
-    settings_key: ClassVar[str] = ""
-
-    @property
-    def ref(self) -> str:
-        """The public name of this task version, ``slug@version``."""
-        return f"{self.slug}@{self.version}"
-
-    @property
-    def settings(self) -> Any:
-        """The family's typed settings table (the field named by the family's ``settings_key``)."""
-        if not self.settings_key:
-            raise AttributeError(f"{self.ref}: a bare TaskSpec has no settings; decode it with task_spec_type(family)")
-        return getattr(self, self.settings_key)
-
-
-_TASK_TYPES: dict[tuple[str, str, type], type[TaskSpec]] = {}
-
-
-def task_spec_type(family: Any) -> type[TaskSpec]:
-    """The TaskSpec subclass of one family: the common fields plus ``<settings_key>: <settings_type>``."""
-    key = (family.name, family.settings_key, family.settings_type)
-    typ = _TASK_TYPES.get(key)
-    if typ is None:
-        typ = msgspec.defstruct(
-            f"TaskSpec[{family.name}]", [(family.settings_key, family.settings_type)], bases=(TaskSpec,),
-            kw_only=True, namespace={"settings_key": family.settings_key}, module=__name__,
-        )
-        _TASK_TYPES[key] = typ
-        globals()[typ.__qualname__] = typ  # so that pickle (Dagster's multiprocess executor) finds the class
-    return typ
 
 
 class _TaskHead(msgspec.Struct):
@@ -152,95 +40,42 @@ class _TaskHead(msgspec.Struct):
     family: str
 
 
-# --------------------------------------------------------------------------- models
-
-
-class PriceSpec(_Spec):
-    basis: Literal["free", "tokens", "device_hours"]
-    key: str = ""
-
-
-class ModelSpec(_Spec):
-    """A model spec; decoded as the subclass of its backend (``MODEL_SPECS``), whose ``settings``
-    field has that backend's settings type."""
-
-    slug: str
-    name: str
-    type: Literal["llm", "ml", "rule"]
-    provider: str
-    provider_model_id: str
-    revision: str
-    description: str
-    backend: BackendName
-    tasks: list[str]
-    price: PriceSpec
-    settings: BackendSettings
-    release_date: dt.date | None = None
-    knowledge_cutoff: dt.date | None = None
-
-
-def _model_spec_type(backend: str, settings_type: Any) -> type[ModelSpec]:
-    """ModelSpec with ``backend`` fixed and ``settings`` typed; the table may be left out only
-    when every settings key has a default."""
-    try:
-        default = settings_type()
-    except TypeError:  # a union, or a required key
-        settings_field: tuple = ("settings", settings_type)
-    else:
-        settings_field = ("settings", settings_type, default)
-    return msgspec.defstruct(f"ModelSpec[{backend}]", [("backend", Literal[backend]), settings_field],
-                             bases=(ModelSpec,), module=__name__)
-
-
-MODEL_SPECS: dict[str, type[ModelSpec]] = {b: _model_spec_type(b, t) for b, t in MODEL_SETTINGS.items()}
-"""backend -> the ModelSpec subclass a model file with that backend decodes into."""
-
-
 class _ModelHead(msgspec.Struct):
     """Phase one of decoding a model file: its backend only (every other key is checked in phase two)."""
 
-    backend: BackendName
-
-
-class PriceTable(_Spec):
-    date: dt.date
-    device_hours: dict[str, float] = {}
-    tokens: dict[str, dict[str, float]] = {}
-
-
-# --------------------------------------------------------------------------- hashing
-
-
-def spec_hash(spec: msgspec.Struct) -> str:
-    """sha256 of the canonical JSON of the decoded spec (default values omitted, keys sorted)."""
-    return hashlib.sha256(canonical_json(spec)).hexdigest()
+    backend: str
 
 
 # --------------------------------------------------------------------------- loading
 
 
-def _decode_model(path: Path) -> ModelSpec:
+def _decode_model(path: Path, plugins: Plugins) -> ModelSpec:
     """Two phases: ``backend`` first, then the whole file as that backend's ModelSpec, so the
-    ``[settings]`` table is checked key by key against the backend's own settings Struct."""
+    ``[settings]`` table is checked key by key against the backend's own settings Struct; then the
+    backend checks (and completes) the decoded spec."""
+    head = _decode(path, _ModelHead)
+    if head.backend not in plugins.backends:
+        raise SpecError(f"{path}: key `backend`: invalid value {head.backend!r} "
+                        f"(one of: {', '.join(plugins.backends.names())})")
+    backend = plugins.backends.get(head.backend)
     try:
-        head = _decode(path, _ModelHead)
-        return _decode(path, MODEL_SPECS[head.backend])
+        spec = _decode(path, model_spec_type(backend.name, backend.settings_type))
     except SpecError as exc:
-        for key, allowed in _MODEL_CHOICES.items():
-            if f"key `{key}`: invalid value" in str(exc):
+        for key, allowed in _tag_choices(backend.settings_type).items():
+            if f"key `settings.{key}`: invalid value" in str(exc):
                 raise SpecError(f"{exc} (one of: {', '.join(allowed)})") from None
         raise
+    return backend.check_spec(path, spec)
 
 
-def _tags(union: Any) -> list[str]:
-    return [t.__struct_config__.tag for t in union.__args__]
-
-
-_MODEL_CHOICES = {
-    "backend": list(MODEL_SETTINGS),
-    "settings.rule": _tags(MODEL_SETTINGS["rule"]),
-    "settings.estimator": _tags(MODEL_SETTINGS["sklearn"]),
-}
+def _tag_choices(settings_type: Any) -> dict[str, list[str]]:
+    """{tag field: tags} of a tagged union of settings Structs (the ``rule`` of a rule backend)."""
+    out: dict[str, list[str]] = {}
+    for member in get_args(settings_type):  # a Union's members; a plain Struct has none
+        config = member.__struct_config__
+        if config.tag_field is not None:
+            out.setdefault(config.tag_field, []).append(config.tag)
+    return out
 
 
 def specs_root(root: Path | str | None = None) -> Path:
@@ -251,8 +86,9 @@ def specs_root(root: Path | str | None = None) -> Path:
 class Specs:
     """All specs of one specs directory, validated together (cross-references included)."""
 
-    def __init__(self, root: Path | str | None = None):
+    def __init__(self, root: Path | str | None, plugins: Plugins):
         self.root = specs_root(root)
+        self.plugins = plugins
         self.datasets: dict[str, DatasetSpec] = {}
         self.tasks: dict[str, TaskSpec] = {}
         self.models: dict[str, ModelSpec] = {}
@@ -261,20 +97,15 @@ class Specs:
             _expect(path, "slug", spec.slug, path.stem)
             self.datasets[spec.slug] = spec
         for path in sorted((self.root / "tasks").glob("*/*.toml")):
-            spec = _decode_task(path)
+            spec = _decode_task(path, plugins)
             _expect(path, "slug", spec.slug, path.parent.name)
             _expect(path, "version", str(spec.version), path.stem)
-            _check_task(path, spec, self.datasets)
+            _check_task(path, spec, self.datasets, plugins)
             self.tasks[spec.ref] = spec
         for path in sorted((self.root / "models").glob("*/*.toml")):
-            spec = _decode_model(path)
+            spec = _decode_model(path, plugins)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
-            if spec.backend == "openai" and has_userinfo(spec.settings.base_url or ""):
-                raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
-                                "them and name the key's environment variable in `settings.api_key_env`")
-            if spec.backend == "replay":  # its outputs file is its revision (pipelines.engine.replay_pin)
-                spec = pin_replay(path, spec, SpecError)
             for ref in spec.tasks:
                 if ref not in self.tasks:
                     raise SpecError(f"{path}: key `tasks` names unknown task {ref!r}; known: {sorted(self.tasks)}")
@@ -303,6 +134,14 @@ class Specs:
             raise KeyError(f"model id {ref!r} is ambiguous: {', '.join(sorted(m.slug for m in hits))}")
         raise KeyError(f"unknown model {ref!r}; known: {', '.join(sorted(self.models))}")
 
+    def family_of(self, task: TaskSpec) -> Any:
+        """The task's family (a ``TaskFamily`` of these specs' plug-ins)."""
+        return self.plugins.families.get(task.family)
+
+    def backend_of(self, model: ModelSpec) -> Any:
+        """The model's backend (a ``Backend`` of these specs' plug-ins)."""
+        return self.plugins.backends.get(model.backend)
+
     def dataset_of(self, task: TaskSpec) -> DatasetSpec:
         return self.datasets[task.dataset]
 
@@ -324,21 +163,17 @@ def _expect(path: Path, key: str, got: str, want: str) -> None:
         raise SpecError(f"{path}: key `{key}` is {got!r} but the file's place says {want!r}")
 
 
-def _decode_task(path: Path) -> TaskSpec:
-    from pipelines.tasks.registry import family
-
+def _decode_task(path: Path, plugins: Plugins) -> TaskSpec:
     head = _decode(path, _TaskHead)
     try:
-        fam = family(head.family)
+        fam = plugins.families.get(head.family)
     except KeyError as exc:
         raise SpecError(f"{path}: key `family`: {exc.args[0]}") from None
     return _decode(path, task_spec_type(fam))
 
 
-def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec]) -> None:
-    from pipelines.tasks.registry import family
-
-    fam = family(spec.family)
+def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec], plugins: Plugins) -> None:
+    fam = plugins.families.get(spec.family)
     if spec.dataset not in datasets:
         raise SpecError(f"{path}: key `dataset` names unknown dataset {spec.dataset!r}")
     if spec.dataset != fam.dataset:
@@ -355,11 +190,13 @@ def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec]) ->
         raise SpecError(f"{path}: key `{fam.settings_key}`: {exc}") from None
 
 
-def load_specs(root: Path | str | None = None) -> Specs:
-    return Specs(root)
+def load_specs(root: Path | str | None, plugins: Plugins) -> Specs:
+    """Every spec of the directory ``root`` (None: ``MEDBENCH_SPECS`` or the checkout's), decoded and
+    cross-checked with the families and backends of ``plugins``."""
+    return Specs(root, plugins)
 
 
-def load_model_spec(slug: str, root: Path | str | None = None) -> ModelSpec | None:
+def load_model_spec(slug: str, root: Path | str | None, plugins: Plugins) -> ModelSpec | None:
     """One model's spec file alone (``models/<provider>/<name>.toml``), or None when there is none.
 
     Why: a process that needs one fact of one model (the run coordinator tagging a run with its
@@ -368,4 +205,4 @@ def load_model_spec(slug: str, root: Path | str | None = None) -> ModelSpec | No
     path = base / f"{slug}.toml"
     if "/" not in slug or ".." in slug.split("/") or not path.is_file():
         return None
-    return _decode_model(path)
+    return _decode_model(path, plugins)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from pipelines.core.registry import Plugins
 from pipelines.engine.specs import Specs, specs_root
 
 _lock = threading.Lock()
-_cache: dict[Path, tuple[tuple, tuple, Specs]] = {}
+_cache: dict[tuple[Path, int], tuple[tuple, tuple, Specs]] = {}
 
 
 def _stat(path: Path) -> tuple:
@@ -33,19 +34,20 @@ def _spec_files(root: Path) -> tuple:
 
 
 def _outputs_files(specs: Specs) -> tuple:
-    return tuple(_stat(Path(m.settings.resolved)) for m in specs.models.values() if m.backend == "replay")
+    return tuple(_stat(path) for m in specs.models.values() for path in specs.backend_of(m).watched_files(m))
 
 
-def cached_specs(root: Path | str | None = None) -> Specs:
-    """``load_specs(root)``, reused while its files are unchanged (shared: treat it as read-only)."""
+def cached_specs(root: Path | str | None, plugins: Plugins) -> Specs:
+    """``load_specs(root, plugins)``, reused while its files are unchanged (shared: treat it as read-only)."""
     given = specs_root(root)
-    key = given.resolve()
-    files = _spec_files(key)
+    folder = given.resolve()
+    key = (folder, id(plugins))
+    files = _spec_files(folder)
     with _lock:
         hit = _cache.get(key)
     if hit is not None and hit[0] == files and hit[1] == _outputs_files(hit[2]):
         return hit[2]
-    specs = Specs(given)
+    specs = Specs(given, plugins)
     with _lock:
         _cache[key] = (files, _outputs_files(specs), specs)
     return specs

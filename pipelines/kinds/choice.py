@@ -65,6 +65,8 @@ class Choice:
     picture = "category_bars"
     parses_replies = True
     legacy_method = "bootstrap-percentile"
+    comparison_method = ("accuracy difference: " + METHOD + "; the interval excludes 0 exactly when p < 0.05, and an "
+                         "exact test has no p-value floor")
 
     def compare(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
                 seed: int) -> Comparison:

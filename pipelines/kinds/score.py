@@ -7,10 +7,11 @@
 - Pairing: replicate r takes the clusters ``default_rng(seed).integers(0, C, size=(R, C))[r]`` (with
   repetition) and all their items, for *both* results at once, and records AUROC(A) - AUROC(B) on
   that resample. A replicate holding one class only has no AUROC; it is left out and counted. The
-  interval is the 2.5th and 97.5th percentiles of the kept differences; the p-value is the
-  two-sided bootstrap p-value matching it, ``min(1, 2 * min((1 + #{d <= 0}), (1 + #{d >= 0})) /
-  (1 + R))`` over the R kept differences, whose floor is 2 / (R + 1) (Davison and Hinkley): a p at
-  the floor reads "p <= 2/(R+1)", not an exact value.
+  interval is the 2.5th and 97.5th percentiles of the kept differences; the p-value is that
+  interval inverted (``pipelines.stats.paired_auroc.percentile_test``: the smallest two-sided level
+  at which the percentile interval of the same differences excludes 0), so p < 0.05 exactly when
+  the interval excludes 0. Its floor is 2 / (R + 1) over the R kept differences (Davison and
+  Hinkley): a p at the floor carries ``p_at_floor`` and reads "p <= 2/(R+1)", not an exact value.
 - Rank intervals: the same draws for every result of a leaderboard block at once
   (``pipelines.stats.ranks``), the tie with the leader by the paired percentile interval.
 """
@@ -55,9 +56,9 @@ def paired_auroc(scores_a, scores_b, labels, clusters, replicates: int, seed: in
         raise ComparisonError("every bootstrap replicate held one class only")
     return Comparison(
         metric="auroc", n_shared=len(y), value_a=d.value_a, value_b=d.value_b, difference=d.difference,
-        ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value,
+        ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value, p_at_floor=d.p_at_floor,
         method=f"paired cluster bootstrap over {d.n_clusters} {unit} ({replicates} replicates, seed {seed}); "
-        "two-sided bootstrap p-value",
+        "percentile interval, p-value from inverting it",
         replicates=replicates, seed=seed, dropped_replicates=d.dropped,
         a_only_correct=None, b_only_correct=None,
     )
@@ -71,6 +72,10 @@ class Score:
     picture = "roc_curve"
     parses_replies = False
     legacy_method = "cluster-bootstrap-percentile"
+    comparison_method = ("AUROC difference: paired cluster bootstrap over the task's cluster column (items without "
+                         "one), with the task's replicates and seed; percentile interval, and the p-value inverts it "
+                         "(p < 0.05 exactly when the interval excludes 0), at least 2/(R+1) over the R kept "
+                         "replicates (p_at_floor: p is at most that)")
 
     def compare(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
                 seed: int) -> Comparison:
@@ -89,7 +94,8 @@ class Score:
         if d is None:
             return None
         return BaselineDifference(metric="auroc", difference=d.difference, ci_low=d.ci_low, ci_high=d.ci_high,
-                                  p_value=d.p_value, method=BASELINE_METHOD, dropped_replicates=d.dropped)
+                                  p_value=d.p_value, method=BASELINE_METHOD, dropped_replicates=d.dropped,
+                                  p_at_floor=d.p_at_floor)
 
     def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
                        seed: int) -> RankBlock:

@@ -15,17 +15,23 @@ scores every model on that one resample (a joint paired bootstrap):
   (``replicate_aurocs``), the very numbers ``/v1/compare`` differences. A replicate whose windows
   hold one class only has no AUROC for any model: it is left out and counted (``n_dropped``).
 
-In each replicate a model's rank is 1 + the number of models strictly better in that replicate
-(ties share the better rank). The interval is [2.5th percentile (``method="lower"``), 97.5th
-percentile (``method="higher"``)] of a model's replicate ranks, so both ends are ranks that
-occurred, widened if needed to contain the model's point rank (the leaderboard order given by the
-caller: value descending, then eval date, then run id).
+Two rank statements come from the same replicates:
 
-``tied_with_leader``: the paired 95% interval of (model - leader) includes 0, the same interval a
-pair comparison gives: for accuracy the exact conditional interval dual to the exact McNemar test
+- The marginal interval (``marginal_rank_low``/``marginal_rank_high``): in each replicate a model's
+  rank is 1 + the number of models strictly better in that replicate (ties share the better rank);
+  the interval is [2.5th percentile (``method="lower"``), 97.5th percentile (``method="higher"``)]
+  of a model's replicate ranks, widened if needed to contain the model's point rank (the
+  leaderboard order given by the caller: value descending, then eval date, then run id). It is
+  inconsistent at ties (Hall & Miller 2009), so it is kept for reference only.
+- The simultaneous 95% rank set (``set_low``/``set_high``, ``pipelines.stats.rank_sets``, Mogstad
+  et al. 2024, step-down): all models' sets cover their true ranks jointly, ties included.
+
+``rank_low``/``rank_high`` are the hull of the two, so they are never narrower than either.
+``tied_with_leader``: the model's simultaneous set contains rank 1 (the leader's always does).
+``diff_low``/``diff_high`` stay the paired 95% interval of (model - leader) a pair comparison gives:
+for accuracy the exact conditional interval dual to the exact McNemar test
 (``pipelines.stats.paired.paired_accuracy``), for AUROC the percentile interval (linear) of the
-kept replicate differences of the paired cluster bootstrap, with the task's own seed and
-replicates. The leader is tied with itself.
+kept replicate differences of the paired cluster bootstrap, with the task's own seed and replicates.
 """
 
 from __future__ import annotations
@@ -35,26 +41,44 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.stats.auroc import (
+    auroc,
     cluster_pair_counts,
     replicate_aurocs,
     resample_cluster_counts,
 )
 from pipelines.stats.bootstrap import DEFAULT_MAX_CHUNK_VALUES
 from pipelines.stats.paired import paired_accuracy_many
+from pipelines.stats.rank_sets import simultaneous_rank_sets
 
 _COMPARE_ELEMENTS = 8_000_000  # replicates x models x models per block of the rank comparison
 
 
 @dataclass(frozen=True)
 class RankIntervals:
-    rank_low: np.ndarray  # int64 [M]
+    rank_low: np.ndarray  # int64 [M]: hull of the simultaneous set and the marginal interval
     rank_high: np.ndarray  # int64 [M]
-    tied_with_leader: np.ndarray  # bool [M]
+    tied_with_leader: np.ndarray  # bool [M]: the simultaneous set contains 1
     leader: int  # index of the model with point rank 1
     diff_low: np.ndarray  # float64 [M]: paired 95% interval of (model - leader)
     diff_high: np.ndarray
     n_replicates: int
     n_dropped: int  # replicates left out (one class only; always 0 for accuracy)
+    marginal_rank_low: np.ndarray  # int64 [M]: percentile interval of the replicate ranks
+    marginal_rank_high: np.ndarray
+    set_low: np.ndarray  # int64 [M]: simultaneous 95% rank set
+    set_high: np.ndarray
+
+
+def _combine(estimates: np.ndarray, values: np.ndarray, point: np.ndarray, leader: int, diff_low, diff_high,
+             replicates: int, dropped: int) -> RankIntervals:
+    """Marginal intervals and simultaneous sets from the same (kept) replicates ``values`` [R, M]."""
+    low, high = rank_bounds(replicate_ranks(values), point)
+    sets = simultaneous_rank_sets(estimates, values)
+    tied = sets.low == 1
+    tied[leader] = True
+    return RankIntervals(np.minimum(low, sets.low), np.maximum(high, sets.high), tied, leader,
+                         np.asarray(diff_low, np.float64), np.asarray(diff_high, np.float64), int(replicates),
+                         int(dropped), low, high, sets.low, sets.high)
 
 
 def replicate_ranks(values: np.ndarray) -> np.ndarray:
@@ -110,15 +134,12 @@ def accuracy_rank_intervals(correct, replicates: int, seed: int, point_ranks) ->
         raise ValueError(f"correct must be a non-empty [models, items] array, got shape {c.shape}")
     m, n = c.shape
     p = _check_point_ranks(point_ranks, m)
-    ranks = replicate_ranks(accuracy_replicate_sums(c, replicates, seed))
-    low, high = rank_bounds(ranks, p)
+    sums = accuracy_replicate_sums(c, replicates, seed)
     leader = int(np.flatnonzero(p == 1)[0])
     b = (c & ~c[leader]).sum(axis=1)  # items only the model got right
     d = (~c & c[leader]).sum(axis=1)  # items only the leader got right
     diff_low, diff_high, _ = paired_accuracy_many(b, d, n)
-    tied = (diff_low <= 0) & (diff_high >= 0)
-    tied[leader] = True
-    return RankIntervals(low, high, tied, leader, diff_low, diff_high, int(replicates), 0)
+    return _combine(c.sum(axis=1).astype(np.float64), sums, p, leader, diff_low, diff_high, replicates, 0)
 
 
 def auroc_replicate_values(scores, labels, subjects, replicates: int, seed: int) -> np.ndarray:
@@ -146,14 +167,11 @@ def auroc_rank_intervals(scores, labels, subjects, replicates: int, seed: int, p
     p = _check_point_ranks(point_ranks, m)
     values = auroc_replicate_values(s, y, subjects, replicates, seed)
     kept = np.isfinite(values).all(axis=1)
-    low, high = rank_bounds(replicate_ranks(values[kept]), p)
     leader = int(np.flatnonzero(p == 1)[0])
     diffs = values[kept] - values[kept][:, [leader]]
     if len(diffs):
         diff_low, diff_high = np.percentile(diffs, [2.5, 97.5], axis=0)
     else:
         diff_low = diff_high = np.full(m, np.nan)
-    tied = (diff_low <= 0) & (diff_high >= 0)
-    tied[leader] = True
-    return RankIntervals(low, high, tied, leader, np.asarray(diff_low, np.float64), np.asarray(diff_high, np.float64),
-                         int(replicates), int((~kept).sum()))
+    estimates = np.array([auroc(s[k], y) for k in range(m)])
+    return _combine(estimates, values[kept], p, leader, diff_low, diff_high, replicates, int((~kept).sum()))

@@ -64,6 +64,13 @@ def schemathesis(server: Running, tmp_path: Path, seed: int, max_examples: int, 
         "--max-examples", str(max_examples), "--seed", str(seed), "--workers", "1",
         "--generation-database", "none", "--no-color", "--request-timeout", "30",
     ]
+    # ``/v1/leaderboard?metric=`` names a metric the task publishes, which no schema can enumerate
+    # (it depends on the data): an unknown one is CONTRACT's 400 ``invalid_parameter`` for a request
+    # the schema accepts, so that status is expected of schema-valid data there (everywhere else the
+    # defaults hold); the other checks still run on it.
+    (tmp_path / "schemathesis.toml").write_text(
+        '[[operations]]\ninclude-name = "GET /v1/leaderboard"\n'
+        'checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]\n')
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=timeout_s)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"schemathesis seed {seed} (replay: {FUZZ_SEED_ENV}={seed})\n{output}"

@@ -16,7 +16,8 @@ from support.site_data import BETTER, WORSE
 from warehouse.layout import DataDir
 
 COMPARE = {"a": "str", "b": "str", "task": "str", "metric": "str", "n_shared": "int", "difference": "float",
-           "ci_low": "float", "ci_high": "float", "p_value": "float", "method": "str"}
+           "ci_low": "float", "ci_high": "float", "p_value": "float", "method": "str",
+           "p_at_floor": "bool"}  # CONTRACT.md: paired comparisons gain p_at_floor
 ADDITIONS = {"value_a", "value_b", "replicates", "seed", "dropped_replicates", "a_only_correct", "b_only_correct"}
 
 
@@ -48,6 +49,7 @@ def test_clearly_better_result_on_the_published_files(client: TestClient, site_d
     assert (body["replicates"], body["seed"]) == (100, 1)
     assert body["b_only_correct"] == 0 and body["a_only_correct"] > 0
     assert "McNemar" in body["method"]
+    assert body["p_at_floor"] is False  # an exact test has no bootstrap floor, however small p is
 
 
 def test_order_flips_the_sign(client: TestClient) -> None:

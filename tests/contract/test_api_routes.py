@@ -81,7 +81,7 @@ def test_task_detail_latest_and_by_version(client: TestClient) -> None:
 
 def test_leaderboard_rows_order_and_ranks(client: TestClient) -> None:
     body = ok(client, "/v1/leaderboard?task=clinicalqa@0")
-    assert list(body) == ["task", "metric", "rows"]
+    assert list(body) == ["task", "metric", "rows", "rank_method"]  # rank_method: an addition
     assert body["task"] == "clinicalqa@0" and body["metric"] == "accuracy"
     for row in body["rows"]:
         assert_shape(row, ROW)

@@ -86,6 +86,12 @@ async def check_session(session: ClientSession, base: str, counted_here: bool = 
 
     board = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "limit": 1})
     assert board.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&limit=1").json()
+    by_parse = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "metric": "parse_rate"})
+    assert by_parse.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&metric=parse_rate").json()
+    assert by_parse.structured_content["metric"] == "parse_rate"
+    failed = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "metric": "no_such_metric"})
+    assert failed.is_error and failed.structured_content["error"] == "invalid_parameter"
+    assert "'metric'" in failed.structured_content["message"] and "parse_rate" in failed.structured_content["message"]
     models = await session.call_tool("find_models", {"q": "MEDGEMMA"})
     assert models.structured_content == httpx.get(f"{base}/v1/models", params={"q": "MEDGEMMA"}).json()
     assert models.structured_content["total"] >= 1

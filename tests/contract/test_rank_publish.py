@@ -43,9 +43,14 @@ def test_rank_table_blocks_and_intervals(tmp_path: Path) -> None:
     block = blocks[("clinicalqa@0", "")]
     correct = np.stack([pq.read_table(data.predictions_path(r.run_id)).column("correct").to_numpy() for r in block])
     want = accuracy_rank_intervals(correct, 100, 1, np.arange(1, len(block) + 1))
-    got = sorted((r for r in rows if (r.task, r.model_type) == ("clinicalqa@0", "")), key=lambda r: r.rank)
+    got = sorted((r for r in rows if (r.task, r.model_type, r.metric) == ("clinicalqa@0", "", "accuracy")),
+                 key=lambda r: r.rank)
     assert [r.run_id for r in got] == [r.run_id for r in block]
     assert [r.rank_low for r in got] == want.rank_low.tolist() and [r.rank_high for r in got] == want.rank_high.tolist()
+    assert [r.marginal_rank_low for r in got] == want.marginal_rank_low.tolist()
+    assert [r.marginal_rank_high for r in got] == want.marginal_rank_high.tolist()
+    for r in rows:  # the hull of the simultaneous set and the marginal interval
+        assert r.rank_low <= r.marginal_rank_low <= r.rank <= r.marginal_rank_high <= r.rank_high
     assert [r.tied_with_leader for r in got] == want.tied_with_leader.tolist() and got[0].tied_with_leader
 
 
@@ -64,7 +69,7 @@ def test_unchanged_blocks_are_reused_and_changed_ones_recomputed(tmp_path: Path)
 
 def test_api_and_site_serve_the_table(tmp_path: Path) -> None:
     data, _ = _published(tmp_path)
-    stored = {(r.model_type, r.run_id): r for r in read_ranks(data) if r.task == "clinicalqa@0"}
+    stored = {(r.model_type, r.run_id): r for r in read_ranks(data) if (r.task, r.metric) == ("clinicalqa@0", "accuracy")}
     with TestClient(create_app(data.root), base_url="http://testserver.local") as client:
         for model_type in (None, "llm"):
             q = "" if model_type is None else f"&model_type={model_type}"
@@ -73,6 +78,7 @@ def test_api_and_site_serve_the_table(tmp_path: Path) -> None:
                 s = stored[(model_type or "", row["run_id"])]
                 assert (row["rank"], row["rank_low"], row["rank_high"], row["tied_with_leader"]) == (
                     s.rank, s.rank_low, s.rank_high, s.tied_with_leader)
+                assert (row["marginal_rank_low"], row["marginal_rank_high"]) == (s.marginal_rank_low, s.marginal_rank_high)
             limited = client.get(f"/v1/leaderboard?task=clinicalqa@0{q}&limit=1").json()["rows"]
             assert limited == rows[:1]
         html = client.get("/tasks/clinicalqa?version=0").text

@@ -10,10 +10,14 @@ import dagster as dg
 import pytest
 
 from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, defs
-from pipelines.dagster.partitions import evaluation_keys, family_keys, sync_evaluation_partitions
+from pipelines.dagster.assets.inputs import instances_asset_name, snapshot_asset_name
+from pipelines.dagster.partitions import (
+    evaluation_keys, family_keys, metrics_asset_name, partitions_name, predictions_asset_name,
+    sync_evaluation_partitions,
+)
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import evaluation_partitions_sensor
-from pipelines.engine.specs import load_specs
+from support.plugins import builtin_plugins, specs as load_specs
 from support.paths import REPO
 
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
@@ -28,11 +32,52 @@ def test_definitions_validate(tmp_path):
     assert "Validation successful" in proc.stdout + proc.stderr
 
 
-def test_assets_are_named_for_their_data():
+REGISTERED = builtin_plugins().families.as_dict()  # whatever is installed: a plug-in family is checked alike
+# The code location makes assets for the families whose dataset the specs define (definitions.build).
+FAMILIES = {name: f for name, f in REGISTERED.items() if f.dataset in load_specs().datasets}
+# The built-ins' names, pinned: a family's assets are derived from its name, dataset and instances file.
+BUILTIN_ASSETS = {
+    "clinicalqa": {"clinicalqa_snapshot", "clinicalqa_items", "clinicalqa_predictions", "clinicalqa_metrics"},
+    "vitaldb-ioh": {"vitaldb_snapshot", "vitaldb_ioh_windows", "vitaldb_ioh_predictions", "vitaldb_ioh_metrics"},
+}
+BUILTIN_CHECKS = {
+    "clinicalqa": {"clinicalqa_items:row_count_matches_spec", "clinicalqa_predictions:every_instance_predicted_once",
+                   "clinicalqa_metrics:parse_rate_reasonable"},  # choice families only: a score task has no parse rate
+    "vitaldb-ioh": {"vitaldb_ioh_windows:subjects_in_one_split", "vitaldb_ioh_windows:label_prevalence_in_range",
+                    "vitaldb_ioh_windows:both_classes_in_test", "vitaldb_ioh_predictions:every_instance_predicted_once",
+                    "vitaldb_ioh_predictions:scores_finite"},
+}
+
+
+def family_assets(family) -> set[str]:
+    return {snapshot_asset_name(family.dataset), instances_asset_name(family), predictions_asset_name(family),
+            metrics_asset_name(family)}
+
+
+def family_checks(family) -> set[str]:
+    instances, predictions = instances_asset_name(family), predictions_asset_name(family)
+    out = {f"{instances}:{name}" for name in family.instance_check_names}
+    out |= {f"{predictions}:{name}" for name in family.prediction_check_names}
+    if family.kind == "choice":
+        out.add(f"{metrics_asset_name(family)}:parse_rate_reasonable")
+    return out
+
+
+def test_builtin_families_are_registered():
+    assert set(BUILTIN_ASSETS) <= set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_assets_are_named_for_their_data(name):
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"clinicalqa_snapshot", "vitaldb_snapshot", "clinicalqa_items", "vitaldb_ioh_windows",
-                    "clinicalqa_predictions", "clinicalqa_metrics", "vitaldb_ioh_predictions",
-                    "vitaldb_ioh_metrics", "published_warehouse"}
+    assert family_assets(FAMILIES[name]) <= keys
+    if name in BUILTIN_ASSETS:
+        assert family_assets(FAMILIES[name]) == BUILTIN_ASSETS[name]
+
+
+def test_every_asset_belongs_to_a_family_or_is_the_warehouse():
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert keys == set().union(*(family_assets(f) for f in FAMILIES.values())) | {"published_warehouse"}
 
 
 def _parents(graph, name: str) -> set[str]:
@@ -47,7 +92,8 @@ def test_lineage_is_per_family():
     assert _parents(graph, "clinicalqa_predictions") == {"clinicalqa_items"}
     assert _parents(graph, "vitaldb_ioh_predictions") == {"vitaldb_ioh_windows"}
     assert _parents(graph, "clinicalqa_metrics") == {"clinicalqa_predictions"}
-    assert _parents(graph, "published_warehouse") == {"clinicalqa_metrics", "vitaldb_ioh_metrics"}
+    assert _parents(graph, "published_warehouse") == {metrics_asset_name(f) for f in FAMILIES.values()}
+    assert {"clinicalqa_metrics", "vitaldb_ioh_metrics"} <= _parents(graph, "published_warehouse")
     parts = {name: graph.get(dg.AssetKey(name)).partitions_def for name in
              ("clinicalqa_predictions", "clinicalqa_metrics", "vitaldb_ioh_predictions", "vitaldb_ioh_metrics")}
     assert {p.name for p in parts.values()} == {"clinicalqa_evaluations", "vitaldb_ioh_evaluations"}
@@ -59,19 +105,20 @@ def test_lineage_is_per_family():
     assert versions["clinicalqa_snapshot"] and versions["vitaldb_snapshot"]
 
 
-def test_checks_are_declared_with_descriptions():
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_checks_are_declared_with_descriptions(name):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.asset_check_keys}
-    assert keys == {
-        "clinicalqa_items:row_count_matches_spec",
-        "vitaldb_ioh_windows:subjects_in_one_split", "vitaldb_ioh_windows:label_prevalence_in_range",
-        "vitaldb_ioh_windows:both_classes_in_test",
-        "clinicalqa_predictions:every_instance_predicted_once",
-        "vitaldb_ioh_predictions:every_instance_predicted_once", "vitaldb_ioh_predictions:scores_finite",
-        "clinicalqa_metrics:parse_rate_reasonable",  # choice families only: a score task has no parse rate
-    }
+    assert family_checks(FAMILIES[name]) <= keys
+    if name in BUILTIN_CHECKS:
+        assert family_checks(FAMILIES[name]) == BUILTIN_CHECKS[name]
     specs = [spec for checks in CHECKS for spec in checks.check_specs]
     assert specs and all(spec.description for spec in specs)
+
+
+def test_every_check_is_a_family_s():
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().asset_check_keys}
+    assert keys == set().union(*(family_checks(f) for f in FAMILIES.values()))
 
 
 def test_partitions_are_the_valid_pairs():
@@ -80,7 +127,8 @@ def test_partitions_are_the_valid_pairs():
     assert "vitaldb-ioh@0|medbench/neg-last-map" in keys
     assert "clinicalqa@0|medbench/neg-last-map" not in keys
     by_def = family_keys(load_specs())
-    assert set(by_def) == {"clinicalqa_evaluations", "vitaldb_ioh_evaluations"}
+    assert set(by_def) == {partitions_name(name) for name in REGISTERED}
+    assert {"clinicalqa_evaluations", "vitaldb_ioh_evaluations"} <= set(by_def)
     assert all(k.startswith("clinicalqa@") for k in by_def["clinicalqa_evaluations"])
     assert all(k.startswith("vitaldb-ioh@") for k in by_def["vitaldb_ioh_evaluations"])
 

@@ -14,7 +14,7 @@ from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, JOBS, build, de
 from pipelines.dagster.partitions import sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.engine.release import build_catalog
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 
 from support.paths import REPO  # noqa: E402

@@ -13,7 +13,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from pipelines.datasets.clinicalqa.simulated import PANEL
 from pipelines.datasets.clinicalqa.simulated_styles import NEEDS
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 
 pytestmark = pytest.mark.slow
 
@@ -41,12 +41,15 @@ def test_the_clinicalqa_demo_board_has_at_least_eight_rows(rows: list[dict]) -> 
 
 def test_the_exactly_tied_pair_is_one_tie_group(rows: list[dict]) -> None:
     """The twins lead: the same value and interval, both tied with the leader, and the same replicate
-    ranks (ties share the better rank in every replicate), so the second's interval is the first's
-    widened to hold its own point rank (1-1 and 1-2)."""
+    ranks (ties share the better rank in every replicate), so the second's marginal interval is the
+    first's widened to hold its own point rank (1-1 and 1-2); their simultaneous sets are one set
+    (identical predictions are never told apart), so the hulls agree the same way."""
     twins = [r for r in rows if r["model"]["slug"] in TWINS]
     assert len(twins) == 2
     a, b = twins
     assert a["metric"] == b["metric"] and (a["rank"], b["rank"]) == (1, 2)
+    assert a["marginal_rank_low"] == b["marginal_rank_low"] == 1
+    assert b["marginal_rank_high"] == max(a["marginal_rank_high"], b["rank"])
     assert a["rank_low"] == b["rank_low"] == 1 and b["rank_high"] == max(a["rank_high"], b["rank"])
     assert a["tied_with_leader"] and b["tied_with_leader"]
     assert not all(r["tied_with_leader"] for r in rows)

@@ -13,9 +13,9 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
-from pipelines.engine.evaluate import contamination_basis
+from pipelines.engine.evaluate import contamination_verdict
 from pipelines.engine.identity import run_id
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from support.ioh_data import check_versus_baseline
 from support.ties import ties_against_compare
 from warehouse.layout import DataDir
@@ -69,10 +69,11 @@ def test_result_pages_count_the_one_class_replicates(client: TestClient) -> None
         assert f"{dropped} of {drawn} bootstrap replicates" in page
 
 
-def test_contamination_basis_is_the_model_spec_s(client: TestClient) -> None:
+def test_contamination_status_and_basis_are_the_model_spec_s(client: TestClient) -> None:
     for item in client.get("/v1/results?limit=1000").json()["results"]:
         body = client.get(f"/v1/results/{item['run_id']}").json()
-        assert body["contamination_basis"] == contamination_basis(SPECS.models[body["model"]["slug"]])
+        model, dataset = SPECS.models[body["model"]["slug"]], SPECS.datasets[body["dataset"]]
+        assert (body["contamination_status"], body["contamination_basis"]) == contamination_verdict(model, dataset)
 
 
 def test_ties_with_the_leader_agree_with_compare(client: TestClient) -> None:

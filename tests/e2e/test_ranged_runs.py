@@ -19,7 +19,7 @@ from pipelines.dagster.assets.ranged import PARENT_TAG
 from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, defs
 from pipelines.dagster.partitions import sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.records import decode_record
 

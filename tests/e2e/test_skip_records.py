@@ -16,7 +16,7 @@ from support.commands import run_medbench
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS
 from pipelines.dagster.partitions import asset_prefix
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 
 VLLM = "clinicalqa@0|google/medgemma-27b-text-it"
 

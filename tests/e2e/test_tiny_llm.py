@@ -16,7 +16,7 @@ from pipelines.backends.tiny_llm import (
     tiny_llm_revision,
 )
 from pipelines.backends.transformers_backend import TransformersGenerator
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,11 +24,11 @@ import pyarrow.parquet as pq
 import pytest
 from litestar.testing import TestClient
 
-from pipelines.datasets import registry as dataset_registry
-from pipelines.datasets.base import Materialised
-from pipelines.engine.specs import _Spec, load_specs
-from pipelines.tasks import registry as task_registry
-from pipelines.tasks.base import CheckOutcome, Instances, Predicted, predicted_once
+from pipelines.core.registry import Plugins
+from pipelines.datasets.base import Dataset, Materialised
+from pipelines.engine.specs import _Spec
+from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
+from support.plugins import specs, with_plugins
 from warehouse.layout import DataDir
 from support.paths import REPO
 
@@ -56,7 +55,7 @@ def toy_rows(n: int) -> list[dict[str, Any]]:
     return rows
 
 
-class ToyDataset:
+class ToyDataset(Dataset):
     slug = "toy-sums"
 
     def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialised:
@@ -83,7 +82,7 @@ class ToyExtras(msgspec.Struct, frozen=True):
     options: int
 
 
-class ToySums:
+class ToySums(TaskFamily):
     name = "toy-sums"
     kind = "choice"
     cluster_column = None  # independent items: no cluster to resample
@@ -91,7 +90,6 @@ class ToySums:
     settings_key = "toy"
     settings_type = ToySettings
     instances_file = "items.parquet"
-    instances_asset = "toy_sums_items"
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("row_count_matches_spec",)
     prediction_check_names = ("every_instance_predicted_once",)
@@ -120,23 +118,27 @@ class ToySums:
     def expected_ids(self, task, instances: Path) -> set[str]:
         return set(pq.read_table(instances).column("instance_id").to_pylist())
 
-    def predict(self, ev, instances: Path, data: DataDir, log) -> Predicted:
-        from pipelines.backends.base import Usage
-        from pipelines.backends.rule import uniform_choice
+    def problem(self, ev, instances: Path) -> TextChoice:
+        """Each question as a prompt; the rule model's seeded uniform draw over the options is the answer."""
+        from pipelines.backends.base import PromptItem
 
-        settings = msgspec.to_builtins(ev.model.settings)
-        assert settings["rule"] == "uniform_choice"
         items = pq.read_table(instances)
         ids, labels = items.column("instance_id").to_pylist(), items.column("label").to_pylist()
-        answers = [uniform_choice(settings["seed"], iid, ev.task.settings.options) for iid in ids]
-        table = pa.table({"instance_id": ids, "prediction": answers, "label": labels,
-                          "correct": [a == b for a, b in zip(answers, labels)], "parse_status": ["ok"] * len(ids),
-                          "raw_output": answers}, schema=PREDICTIONS_SCHEMA)
-        return Predicted(table=table, usage=asdict(Usage()), config={"backend": ev.model.backend,
-                                                                    "rule": settings["rule"]})
+        prompts = [PromptItem(i, q) for i, q in zip(ids, items.column("question").to_pylist())]
+
+        def parse(outputs: dict[str, str]) -> pa.Table:
+            raw = [outputs[i] for i in ids]
+            answers = [r.rpartition(":")[2].strip() for r in raw]
+            return pa.table({"instance_id": ids, "prediction": answers, "label": labels,
+                             "correct": [a == b for a, b in zip(answers, labels)],
+                             "parse_status": ["ok" if a in ev.task.settings.options else "unparsed" for a in answers],
+                             "raw_output": raw}, schema=PREDICTIONS_SCHEMA)
+
+        return TextChoice(prompts=prompts, prompt_hash="toy-sums", max_new_tokens=8, temperature=0.0,
+                          options=ev.task.settings.options, parse=parse)
 
     def score(self, task, predictions: pa.Table, instances: Path):
-        from pipelines.engine.summary import ScoreSummary
+        from pipelines.core.outcomes import ScoreSummary
         from pipelines.stats.bootstrap import percentile_bootstrap_mean
 
         correct = np.asarray(predictions.column("correct").to_pylist(), dtype=bool)
@@ -222,18 +224,21 @@ def write_specs(root: Path, task_toml: str = TASK_TOML) -> Path:
 
 
 @pytest.fixture
-def toy_registered() -> Iterator[None]:
-    task_registry.register(ToySums())
-    dataset_registry.register(ToyDataset())
-    try:
-        yield
-    finally:
-        task_registry.unregister(ToySums.name)
-        dataset_registry.unregister(ToyDataset.slug)
+def toy_registered() -> Iterator[Plugins]:
+    """The installed plug-ins plus the toy family and dataset, in a bundle of this test's own, which
+    the Dagster layer runs with (``pipelines.dagster.plugins.using``) while the test lasts."""
+    from pipelines.dagster.plugins import using
+
+    with using(with_plugins(families=[ToySums()], datasets=[ToyDataset()])) as plugins:
+        yield plugins
+
+
+def load_specs(root: Path, plugins: Plugins) -> Any:
+    return specs(root, plugins)
 
 
 @pytest.fixture
-def toy_published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_registered: None) -> tuple[Path, str]:
+def toy_published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_registered: Plugins) -> tuple[Path, str]:
     from pipelines.dagster.orchestrate import materialize_selection
 
     specs = write_specs(tmp_path / "specs")
@@ -251,26 +256,26 @@ def toy_published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_registere
 # --------------------------------------------------------------------------- the proof
 
 
-def test_the_loader_takes_a_family_registered_at_runtime(tmp_path: Path, toy_registered: None) -> None:
-    specs = load_specs(write_specs(tmp_path / "specs"))
+def test_the_loader_takes_a_family_registered_at_runtime(tmp_path: Path, toy_registered: Plugins) -> None:
+    specs = load_specs(write_specs(tmp_path / "specs"), toy_registered)
     task = specs.task("toy-sums")
     assert task.family == "toy-sums" and task.ref == "toy-sums@0" and task.dataset == "toy-sums"
     assert task.settings == ToySettings(n_items=N_ITEMS, options=OPTIONS) and task.toy is task.settings
     assert msgspec.to_builtins(task)["toy"] == {"n_items": N_ITEMS, "options": OPTIONS}
 
 
-def test_unknown_family_and_settings_keys_are_spec_errors(tmp_path: Path, toy_registered: None) -> None:
+def test_unknown_family_and_settings_keys_are_spec_errors(tmp_path: Path, toy_registered: Plugins) -> None:
     from pipelines.engine.specs import SpecError
 
     bad = write_specs(tmp_path / "a", TASK_TOML.replace('family = "toy-sums"', 'family = "toy-sum"'))
     with pytest.raises(SpecError, match=r"0\.toml: key `family`: unknown task family 'toy-sum'"):
-        load_specs(bad)
+        load_specs(bad, toy_registered)
     typo = write_specs(tmp_path / "b", TASK_TOML + "n_itmes = 3\n")
     with pytest.raises(SpecError, match=r"0\.toml: unknown key `toy\.n_itmes`"):
-        load_specs(typo)
+        load_specs(typo, toy_registered)
     kind = write_specs(tmp_path / "c", TASK_TOML.replace('kind = "choice"', 'kind = "score"'))
     with pytest.raises(SpecError, match=r"key `kind` is 'score' but family 'toy-sums' is of kind 'choice'"):
-        load_specs(kind)
+        load_specs(kind, toy_registered)
 
 
 def test_a_toy_family_is_materialised_and_served_like_the_real_tasks(toy_published: tuple[Path, str]) -> None:

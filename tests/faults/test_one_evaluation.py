@@ -29,7 +29,7 @@ TASK, MODEL = "clinicalqa@0", "medbench/random"
 def _fresh_copy(demo_data: Path, tmp_path: Path) -> tuple[Path, str]:
     """The demo data directory without the random model's run and its stored outputs."""
     from pipelines.engine.evaluate import plan
-    from pipelines.engine.specs import load_specs
+    from support.plugins import specs as load_specs
     from warehouse.layout import DataDir
 
     data = tmp_path / "data"

@@ -193,12 +193,15 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 # ---- shapes transcribed from CONTRACT.md -----------------------------------------------------
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
-METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str",
-          "direction": "str", "target": "float?"}
+METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
+          "target": "float?"}
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
-       "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool"}
-SUMMARY = {k: v for k, v in ROW.items() if k not in ("rank", "rank_low", "rank_high", "tied_with_leader")}
+       "contamination_status": "str", "contamination_basis": "str",
+       "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool", "marginal_rank_low": "int",
+       "marginal_rank_high": "int"}
+SUMMARY = {k: v for k, v in ROW.items()
+           if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high")}
 RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
     "versions": {"task_spec_hash": "str", "model_spec_hash": "str", "dataset_snapshot": "str", "parser": "str?",
@@ -218,7 +221,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "contamination_basis", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
+    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},

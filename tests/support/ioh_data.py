@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import types
 from pathlib import Path
 
 import msgspec
@@ -24,12 +25,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.engine.baseline import baseline_comparison_rows
-from pipelines.engine.evaluate import contamination, contamination_basis
-from pipelines.engine.specs import load_specs, spec_builtins, spec_hash
+from pipelines.engine.evaluate import contamination, contamination_verdict
+from pipelines.engine.specs import spec_builtins, spec_hash
 from pipelines.stats.calibration import Recalibration
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from support.api_data import RUN_IDS, catalog, run_id
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 from warehouse.records import MetricValue, ModelRef, ResultRecord
@@ -76,10 +78,15 @@ def write_ioh_predictions(path: Path, separation: float, noise_seed: int, positi
         "subjectid": pa.array(subjects, pa.int32()), "t": pa.array(t, pa.int32()),
     })
     # the scores are not probabilities (like a rule's): map them by a logistic recalibration fitted
-    # on a validation draw of the same kind, as the family's predict does on the validation split
+    # on a validation draw of the same kind, as the family does on the validation split (``probabilities``)
     val = rng.normal(size=4 * len(labels))
     val_labels = (np.arange(len(val)) % 3 == 0).astype(np.int8)
-    recal = Recalibration.fit(val + separation * val_labels, val_labels)
+    val = val + separation * val_labels
+    if val[val_labels == 0].max() < val[val_labels == 1].min():
+        # classes this far apart are separable, where a logistic fit has no finite maximum: a few
+        # flipped validation labels (as real validation windows have) keep the map finite
+        val_labels[::7] ^= 1
+    recal = Recalibration.fit(val, val_labels)
     table = table.replace_schema_metadata(probability_metadata(False, recal))
     pq.write_table(table, path)
     return table
@@ -124,8 +131,10 @@ def ioh_catalog(data: DataDir, positive_subjects: int = SUBJECTS):
         elif r.model.slug in MODEL_DATES:
             released, cutoff = MODEL_DATES[r.model.slug]
             model = msgspec.structs.replace(r.model, release_date=released, knowledge_cutoff=cutoff)
-            r = msgspec.structs.replace(r, model=model, contamination=contamination(model, cqa),
-                                        contamination_basis=contamination_basis(model))
+            dates = types.SimpleNamespace(release_date=released, knowledge_cutoff=cutoff, training_data=[])
+            status, basis = contamination_verdict(dates, cqa)  # type: ignore[arg-type]
+            r = msgspec.structs.replace(r, model=model, contamination=contamination(dates, cqa),  # type: ignore[arg-type]
+                                        contamination_basis=basis, contamination_status=status)
         records.append(r)
     # the task row as a release publishes it, so /v1/compare uses the spec's own bootstrap settings
     tasks = [t if (t["slug"], t["version"]) != (task.slug, task.version) else

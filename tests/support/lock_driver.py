@@ -25,12 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-at", type=float, default=0.0, help="time.time() to start at (a barrier)")
     args = parser.parse_args(argv)
 
-    import pipelines.backends.registry as registry
+    from pipelines.backends.registry import BUILTIN_BACKENDS
     from pipelines.engine.evaluate import compute_metrics, make_predictions, plan
-    from pipelines.engine.specs import load_specs
+    from support.plugins import specs as load_specs
     from warehouse.layout import DataDir
-
-    real = registry.text_generator
 
     class Slow:
         def __init__(self, inner):
@@ -45,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(args.delay)
             return self.inner.generate(items, store, log)
 
-    registry.text_generator = lambda *a, **k: Slow(real(*a, **k))
+    def slowed(real):
+        return lambda self, *a, **k: Slow(real(self, *a, **k))
+
+    for backend in BUILTIN_BACKENDS:  # whichever backend the model has, its generator is slowed
+        backend.text_generator = slowed(backend.text_generator)
     data = DataDir(Path(args.data))
     specs = load_specs()
     ev = plan(specs, data, args.task, args.model)

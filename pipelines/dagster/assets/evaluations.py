@@ -18,7 +18,6 @@ import warnings
 
 import dagster as dg
 
-from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
@@ -108,7 +107,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
         if reused:
             context.log.info(f"{ev.partition_key}: run {ev.run_id} already evaluated; reusing it (rule one)")
         else:
-            if reason := not_runnable_reason(ev.model, data):
+            if reason := ev.backend.not_runnable_reason(ev.model, data):
                 yield from _skip(context, ev, reason)
                 return
             if config.regenerate:
@@ -131,7 +130,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
         record = engine.existing_result(data, ev.run_id)
         reused = record is not None and not config.recompute
         if not reused:
-            if not data.predictions_path(ev.run_id).exists() and (reason := not_runnable_reason(ev.model, data)):
+            if not data.predictions_path(ev.run_id).exists() and (reason := ev.backend.not_runnable_reason(ev.model, data)):
                 yield from _skip(context, ev, reason)
                 return
             record = engine.compute_metrics(ev, specs_now, data, context.log.info)
@@ -144,7 +143,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
     def prediction_outcomes(partition_key: str, medbench: MedbenchResource) -> list[CheckOutcome]:
         ev, data = _plan(partition_key, medbench), medbench.data()
         if not data.predictions_path(ev.run_id).exists():  # not evaluated (or skipped): a warning, not red
-            if reason := not_runnable_reason(ev.model, data):
+            if reason := ev.backend.not_runnable_reason(ev.model, data):
                 return [skipped_outcome(n, partition_key, ev.model.slug, ev.run_id, reason) for n, _ in names]
             return [CheckOutcome(n, False, f"no predictions for run {ev.run_id}: not materialised yet",
                                  {"run_id": ev.run_id}, "warn") for n, _ in names]
@@ -180,9 +179,8 @@ def _parse_rate(partition_key: str, medbench: MedbenchResource) -> CheckOutcome:
     low rate's verdict quotes the model spec's description: a model built to show noise (random
     weights) says so there, and the maintainer reading the warning should not need to look it up."""
     ev = _plan(partition_key, medbench)
-    data = medbench.data()
-    record = engine.existing_result(data, ev.run_id)
-    if record is None and (reason := not_runnable_reason(ev.model, data)):
+    record = engine.existing_result(medbench.data(), ev.run_id)
+    if record is None and (reason := ev.backend.not_runnable_reason(ev.model, data)):
         return skipped_outcome("parse_rate_reasonable", partition_key, ev.model.slug, ev.run_id, reason)
     if record is None or record.parse_rate is None:
         what = "no result.json" if record is None else "no parse rate in result.json"

@@ -1,7 +1,7 @@
 """Asset factories for the inputs: one snapshot asset per dataset, one instances asset per task
 family, each with its own checks.
 
-Why factories: the families come from the task registry, so adding a family adds its assets here
+Why factories: the families come from the specs' plug-ins, so adding a family adds its assets here
 without editing this module, and lineage is exact (a family's instances depend only on its own
 dataset's snapshot). Staleness in the UI means something: a snapshot's ``DataVersion`` is its
 content-addressed snapshot id and its ``code_version`` the dataset spec's hash; an instances

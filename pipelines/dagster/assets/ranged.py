@@ -28,8 +28,6 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
 
-from pipelines.backends.pools import pool_of
-from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.limits import POOL_TAG, Limits, read_limits
 from pipelines.dagster.partitions import evaluation_job_name, metrics_asset_name, predictions_asset_name
@@ -73,7 +71,7 @@ def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, 
         record = None if config.recompute else engine.existing_result(data, ev.run_id)
         if record is not None:
             reused.append((ev, record))
-        elif reason := not_runnable_reason(ev.model, data):
+        elif reason := ev.backend.not_runnable_reason(ev.model, data):
             skipped.append((ev, reason))
         else:
             work.append(ev)
@@ -225,10 +223,10 @@ def _queue(context: dg.AssetExecutionContext, job, work: list, config, family) -
     code_origin = parent.job_code_origin._replace(job_name=job.name)
     for ev in work:
         run = instance.create_run_for_job(
-            job_def=job, run_config=_run_config(family, config), tags=_child_tags(context, ev, pool_of(ev.model)),
+            job_def=job, run_config=_run_config(family, config), tags=_child_tags(context, ev, ev.backend.pool(ev.model)),
             status=DagsterRunStatus.NOT_STARTED, remote_job_origin=origin, job_code_origin=code_origin)
         instance.submit_run(run.run_id, workspace=None)
-        context.log.info(f"{ev.partition_key}: queued run {run.run_id} ({job.name}, pool {pool_of(ev.model)})")
+        context.log.info(f"{ev.partition_key}: queued run {run.run_id} ({job.name}, pool {ev.backend.pool(ev.model)})")
 
 
 def _evaluation_job(context: dg.AssetExecutionContext, family):
@@ -265,7 +263,7 @@ def _run_here(context: dg.AssetExecutionContext, job, work: list, config, family
         return Outcome(p.partition, "ran" if result.success else "failed", p.run_id,
                        "" if result.success else failure(result))
 
-    planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, pool_of(ev.model)) for ev in work]
+    planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, ev.backend.pool(ev.model)) for ev in work]
     outcomes, interrupted = run_bounded(planned, limits.max_runs, limits, launch, log=context.log.info,
                                         on_interrupt=lambda tokens: fail_in_flight(
                                             instance, tokens, context.log.info,

@@ -12,20 +12,20 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipelines.datasets.base import Log, Materialised, is_demo
-from pipelines.engine.specs import DatasetSpec
+from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.datasets.clinicalqa.common import CLINICALQA_SOURCE_ENV
+from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
+from pipelines.datasets.clinicalqa.source import load_clinicalqa_snapshot
+from pipelines.core.specs import DatasetSpec
 from warehouse.layout import DataDir
 from warehouse.files import atomic_path
 
-CLINICALQA_SOURCE_ENV = "MEDBENCH_CLINICALQA_SOURCE"
 DEMO_SEED = 11
 
 
 def clinicalqa_source(data: DataDir) -> str | None:
     """Demo: the generated JSONL. Real: MEDBENCH_CLINICALQA_SOURCE, else None (= the hub)."""
     if is_demo(data):
-        from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
-
         path = data.raw / "demo" / "clinicalqa.jsonl"
         if not path.exists():
             with atomic_path(path) as tmp:
@@ -34,12 +34,10 @@ def clinicalqa_source(data: DataDir) -> str | None:
     return os.environ.get(CLINICALQA_SOURCE_ENV) or None
 
 
-class ClinicalQADataset:
+class ClinicalQADataset(Dataset):
     slug = "clinicalqa"
 
     def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
-        from pipelines.datasets.clinicalqa.source import load_clinicalqa_snapshot
-
         source = clinicalqa_source(data)
         snap = load_clinicalqa_snapshot(spec, expected_rows=int(options["expected_rows"]),
                                         out_dir=data.snapshots(self.slug), source=source,

@@ -16,7 +16,8 @@ import random
 from pathlib import Path
 
 from pipelines.datasets.clinicalqa.vignettes import VIGNETTES, Vignette
-from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS as LETTERS
+
+LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")  # the answer letters of the real dataset
 
 DEMO_SOURCE = "medbench-demo (synthetic)"
 

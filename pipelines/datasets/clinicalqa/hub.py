@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.datasets.clinicalqa.dataset import CLINICALQA_SOURCE_ENV
-from pipelines.datasets.clinicalqa.source import ClinicalqaDataError, ClinicalqaDownloadError
+from pipelines.datasets.clinicalqa.common import CLINICALQA_SOURCE_ENV, ClinicalqaDataError, ClinicalqaDownloadError
 from pipelines.engine.retry import Again, Backoff, retry_on_exception
-from pipelines.engine.specs import DatasetSpec
+from pipelines.core.specs import DatasetSpec
 
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 

@@ -23,10 +23,14 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.datasets.clinicalqa.dataset import CLINICALQA_SOURCE_ENV
-from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS as ANSWER_LETTERS
-from pipelines.engine.specs import DatasetSpec
+from pipelines.datasets.clinicalqa.common import (  # noqa: F401 (the loader's errors, named from here too)
+    CLINICALQA_SOURCE_ENV, ClinicalqaDataError, ClinicalqaDownloadError,
+)
+from pipelines.datasets.clinicalqa.hub import download_split
+from pipelines.core.specs import DatasetSpec
 from warehouse.files import atomic_path, atomic_write_bytes
+
+ANSWER_LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")  # the dataset's answer column holds one of these
 
 OPTION_KEYS: tuple[str, ...] = tuple(f"option_{letter}" for letter in ANSWER_LETTERS)
 TEXT_FIELDS: tuple[str, ...] = (
@@ -72,14 +76,6 @@ _COMMIT_LIKE = re.compile(r"[0-9a-f]{7,40}")
 Log = Callable[[str], None]
 
 
-class ClinicalqaDataError(ValueError):
-    """The source rows do not form a valid ClinicalQA table; the message names rows and fields."""
-
-
-class ClinicalqaDownloadError(RuntimeError):
-    """The Hub could not be listed or downloaded from (after retries); says how to use a local copy."""
-
-
 @dataclass(frozen=True)
 class ClinicalqaSnapshot:
     snapshot_id: str
@@ -117,7 +113,6 @@ def load_clinicalqa_snapshot(
         reused = _reuse_pinned_download(spec, out_dir, expected_rows, log)
         if reused is not None:
             return reused
-        from pipelines.datasets.clinicalqa.hub import download_split
 
         rows = _parquet_rows(download_split(spec, cache_dir, log))
     table_rows = _normalise_rows(rows, expected_rows)

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipelines.datasets.base import Log, Materialised, is_demo
-from pipelines.engine.specs import DatasetSpec
+from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.core.specs import DatasetSpec
 from warehouse.layout import DataDir
 from warehouse.files import atomic_directory
 
@@ -35,7 +35,7 @@ def vitaldb_source(data: DataDir) -> str:
     return os.environ.get(VITALDB_SOURCE_ENV) or VITALDB_DEFAULT_URL
 
 
-class VitalDbDataset:
+class VitalDbDataset(Dataset):
     slug = "vitaldb"
 
     def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:

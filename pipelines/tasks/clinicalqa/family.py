@@ -2,7 +2,8 @@
 
 Dataset ``clinicalqa`` (one snapshot row per question); instances ``items.parquet`` (one prompt per
 question, ``items.py``); models are text generators (``pipelines.backends``) whose raw outputs are
-stored under a generation key and parsed by the versioned answer parser (``parsing/``); the score
+stored under a generation key and parsed by the versioned answer parser (``parsing/``): the family
+declares a ``TextChoice`` and the engine's text-choice solver runs it on any text backend; the score
 is accuracy and parse rate with percentile-bootstrap intervals, plus accuracy by category
 (``score.py``). Warehouse kind ``choice``.
 """
@@ -11,23 +12,25 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.backends.settings import hashed, published
-from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, ReplayScore, predicted_once
-from pipelines.tasks.clinicalqa.score import PREDICTIONS_SCHEMA
+from pipelines.backends.replay import read_replay
+from pipelines.core.evaluation import Evaluation
+from pipelines.core.specs import TaskSpec
+from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
+from pipelines.tasks.base import (
+    CheckOutcome, Instances, Log, ReplayScore, ScoreSummary, TaskFamily, TextChoice, predicted_once,
+)
+from pipelines.tasks.clinicalqa.items import BREAKDOWN_FIELDS, items_table, prompt_items, template_hash
+from pipelines.tasks.clinicalqa.score import (
+    PREDICTIONS_SCHEMA, breakdowns, predictions_table, score_choice, summarise_choice,
+)
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from warehouse.files import atomic_path
-
-if TYPE_CHECKING:
-    from pipelines.engine.evaluate import Evaluation
-    from pipelines.engine.specs import TaskSpec
-    from pipelines.engine.summary import ScoreSummary
-    from warehouse.layout import DataDir
 
 
 class CategoryAccuracy(msgspec.Struct, frozen=True):
@@ -52,7 +55,7 @@ class ClinicalQAExtras(msgspec.Struct, frozen=True):
     unparsed_sample: list[UnparsedOutput] = []
 
 
-class ClinicalQA:
+class ClinicalQA(TaskFamily):
     name = "clinicalqa"
     kind = "choice"
     cluster_column = None  # the questions are independent: intervals resample items
@@ -60,10 +63,10 @@ class ClinicalQA:
     settings_key = "choice"
     settings_type = ChoiceSettings
     instances_file = "items.parquet"
-    instances_asset = "clinicalqa_items"
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("row_count_matches_spec",)
     prediction_check_names = ("every_instance_predicted_once",)
+    scores_replays = True
     check_descriptions = {
         "row_count_matches_spec": "The instances file has as many items as the task spec's n_items.",
         "every_instance_predicted_once": ("Every instance id the task defines appears in the predictions "
@@ -83,12 +86,15 @@ class ClinicalQA:
     def parser_version(self, task: TaskSpec) -> str | None:
         return task.settings.parser
 
+    def planned_items(self, task: TaskSpec) -> int | None:
+        return task.settings.n_items
+
+    def token_cap(self, task: TaskSpec) -> int | None:
+        return task.settings.max_new_tokens
+
     # -- instances ---------------------------------------------------------------------
 
     def build_instances(self, task: TaskSpec, snapshot: Path, out: Path, log: Log) -> Instances:
-        from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
-        from pipelines.tasks.clinicalqa.items import items_table
-
         table = items_table(read_clinicalqa_snapshot(snapshot), task.settings)
         with atomic_path(out) as tmp:
             pq.write_table(table, tmp)
@@ -106,43 +112,18 @@ class ClinicalQA:
 
     # -- predict and score -------------------------------------------------------------
 
-    def predict(self, ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted:
-        from pipelines.backends.registry import max_new_tokens, text_generator
-        from pipelines.engine.generations import GenerationStore, generation_key
-        from pipelines.tasks.clinicalqa.items import prompt_items, template_hash
-        from pipelines.tasks.clinicalqa.score import predictions_table
-
+    def problem(self, ev: Evaluation, instances: Path) -> TextChoice:
+        """One prompt per item, answered in text and parsed by the spec's parser version."""
         settings: ChoiceSettings = ev.task.settings
         items = pq.read_table(instances)
-        decoding = {"max_new_tokens": max_new_tokens(ev.model, ev.task), "temperature": settings.temperature}
-        key = generation_key({
-            "model": ev.model.slug, "revision": ev.model.revision, "backend": ev.model.backend,
-            "settings": hashed(ev.model.settings), "prompt_hash": template_hash(settings), "decoding": decoding,
-            "snapshot": ev.snapshot_id,
-        })
-        store = GenerationStore(data.generations(key))
-        already = len(store.load())
-        if already:
-            log(f"{ev.partition_key}: {already}/{len(items)} outputs already stored under generation {key}; resuming")
-        generator = text_generator(ev.model, ev.task, data)
-        usage = generator.generate(prompt_items(items), store, log)
-        outputs = {iid: g.output for iid, g in store.load().items()}
-        table = predictions_table(items, outputs, settings.options, settings.parser)
-        config = {
-            "decoding": decoding, "prompt_hash": template_hash(settings), "parser": settings.parser,
-            "backend": ev.model.backend, "backend_settings": published(ev.model.settings),
-            "bootstrap": msgspec.to_builtins(ev.task.bootstrap),
-            "intervals": msgspec.to_builtins(ev.task.intervals),
-        }
-        return Predicted(table=table, usage=asdict(usage), config=config, generation_key=key)
+        return TextChoice(
+            prompts=prompt_items(items), prompt_hash=template_hash(settings), max_new_tokens=settings.max_new_tokens,
+            temperature=settings.temperature, options=settings.options,
+            parse=lambda outputs: predictions_table(items, outputs, settings.options, settings.parser),
+            config={"parser": settings.parser},
+        )
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
-        from pipelines.engine.summary import ScoreSummary
-        from pipelines.tasks.clinicalqa.score import summarise_choice
-
-        from pipelines.tasks.clinicalqa.items import BREAKDOWN_FIELDS
-        from pipelines.tasks.clinicalqa.score import breakdowns
-
         present = [f for f in BREAKDOWN_FIELDS if f in pq.read_schema(instances).names]  # older items: category only
         items = pq.read_table(instances, columns=["instance_id", *present])
         row_of = {iid: k for k, iid in enumerate(items.column("instance_id").to_pylist())}
@@ -163,11 +144,6 @@ class ClinicalQA:
 
     def score_replay(self, task: TaskSpec, snapshot: Path, outputs: Path) -> ReplayScore:
         """Score a replay file (JSONL of instance_id, output) against the snapshot's gold letters."""
-        from pipelines.backends.replay import read_replay
-        from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
-        from pipelines.tasks.clinicalqa.items import items_table
-        from pipelines.tasks.clinicalqa.score import score_choice
-
         items = items_table(read_clinicalqa_snapshot(snapshot), task.settings)
         replayed = read_replay(outputs, items.column("instance_id").to_pylist())
         score = score_choice(items, replayed, task.settings, task.bootstrap, task.intervals)

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
-from pipelines.backends.base import PromptItem
+from pipelines.core.outcomes import PromptItem
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 
 UNCATEGORISED = "Uncategorized"

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS, ParseStatus
 from pipelines.tasks.clinicalqa.parsing.versions import DEFAULT_VERSION, parse_answer
-from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.kinds.choice import Choice
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.engine.specs import _Spec
+from pipelines.core.specs import _Spec
 
 
 class ChoiceSettings(_Spec):

@@ -2,18 +2,18 @@
 
 Dataset ``vitaldb`` (cases, track list, Solar8000/ART_MBP readings); instances ``windows.parquet``
 (cohort, 2-second grid, windows, labels and the subject split: ``cohort.py``, ``grid.py``,
-``windows.py``, ``split.py``, ``instances.py``); models are window scorers (``baselines.py``: rules
-and scikit-learn models fitted on the train split); the score is AUROC over the test windows with a
+``windows.py``, ``split.py``, ``instances.py``); the family declares a ``FitAndScore`` of MAP windows,
+which any window-scoring backend answers (``pipelines.backends.window_scorers``: rules and
+scikit-learn models fitted on the train split; a rule's score is recalibrated to a probability on
+the validation split, ``probabilities``); the score is AUROC over the test windows with a
 cluster-bootstrap interval over test subjects, plus AUPRC, prevalence and the ROC points the site
 draws (``score.py``). Warehouse kind ``score``.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -21,17 +21,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.backends.settings import published
+from pipelines.core.evaluation import Evaluation
+from pipelines.core.specs import TaskSpec
 from pipelines.kinds.score import Score
+from pipelines.stats.calibration import Recalibration
+from pipelines.tasks.base import (
+    CheckOutcome, FitAndScore, Instances, Log, ScoreSummary, TaskFamily, predicted_once, scores_finite,
+)
+from pipelines.tasks.vitaldb_ioh.grid import check_settings
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, read_windows
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
-from pipelines.tasks.base import CheckOutcome, Instances, Log, Predicted, predicted_once, scores_finite
+from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
-
-if TYPE_CHECKING:
-    from pipelines.engine.evaluate import Evaluation
-    from pipelines.engine.specs import TaskSpec
-    from pipelines.engine.summary import ScoreSummary
-    from warehouse.layout import DataDir
 
 PREVALENCE_RANGE = (0.005, 0.6)
 # the score kind's columns (instance_id, score, label), then the family's own
@@ -45,7 +46,7 @@ def fit_seed(ev: Evaluation) -> tuple[int, str]:
     set one) when it is given; otherwise, and under the default ``"task"`` that earlier results
     were fitted with, the task's bootstrap seed.
     """
-    own = getattr(ev.model.settings, "seed", None)
+    own = ev.backend.fit_seed(ev.model)
     if ev.task.settings.fit_seed == "model" and own is not None:
         return int(own), "model"
     return int(ev.task.bootstrap.seed), "task"
@@ -64,7 +65,25 @@ def test_attributes(instances: Path, predictions: pa.Table) -> dict[str, list]:
     return {"sex": [sex[k] for k in rows], "age": [age[k] for k in rows]}
 
 
-class VitalDbIoh:
+def probabilities(partition_key: str, val_labels: np.ndarray):
+    """The ``FitAndScore.finish`` of this family: a scorer whose score is no probability (a rule) is
+    mapped to one by a logistic recalibration fitted on the validation split only, stored in the
+    predictions' metadata (``reporting.probability_metadata``) and recorded in the result's config."""
+
+    def finish(val_scores: np.ndarray, probabilistic: bool, log: Log) -> tuple[dict[bytes, bytes], dict[str, Any]]:
+        recalibration = None
+        if not probabilistic:
+            recalibration = Recalibration.fit(val_scores, val_labels)
+            log(f"{partition_key}: logistic recalibration on {recalibration.n} validation windows: "
+                f"a = {recalibration.a:.4g}, b = {recalibration.b:.4g}")
+        config = {"probabilities": {"probabilistic": probabilistic,
+                                    "recalibration": recalibration.as_dict() if recalibration else None}}
+        return probability_metadata(probabilistic, recalibration), config
+
+    return finish
+
+
+class VitalDbIoh(TaskFamily):
     name = "vitaldb-ioh"
     kind = "score"
     cluster_column = "subjectid"  # windows of one patient are not independent: intervals resample subjects
@@ -72,7 +91,6 @@ class VitalDbIoh:
     settings_key = "ioh"
     settings_type = IohSettings
     instances_file = "windows.parquet"
-    instances_asset = "vitaldb_ioh_windows"
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("subjects_in_one_split", "label_prevalence_in_range", "both_classes_in_test")
     prediction_check_names = ("every_instance_predicted_once", "scores_finite")
@@ -88,8 +106,6 @@ class VitalDbIoh:
     # -- spec --------------------------------------------------------------------------
 
     def check_settings(self, task: TaskSpec) -> None:
-        from pipelines.tasks.vitaldb_ioh.grid import check_settings
-
         check_settings(task.settings)
 
     def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
@@ -101,8 +117,6 @@ class VitalDbIoh:
     # -- instances ---------------------------------------------------------------------
 
     def build_instances(self, task: TaskSpec, snapshot: Path, out: Path, log: Log) -> Instances:
-        from pipelines.tasks.vitaldb_ioh.instances import build_windows
-
         summary = build_windows(snapshot, task.settings, out, log=log)
         return Instances(out, summary.n_windows, summary.as_dict())
 
@@ -128,57 +142,36 @@ class VitalDbIoh:
 
     # -- predict and score -------------------------------------------------------------
 
-    def predict(self, ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted:
-        from pipelines.backends.base import Usage
-        from pipelines.backends.registry import window_scorer
-        from pipelines.tasks.vitaldb_ioh.instances import read_windows
-
-        started = time.monotonic()
-        scorer = window_scorer(ev.model, ev.task)
+    def problem(self, ev: Evaluation, instances: Path) -> FitAndScore:
+        """MAP windows of the train and validation splits to fit on, the test split's to score."""
         train_meta, train_x = read_windows(instances, split="train")
         val_meta, val_x = read_windows(instances, split="validation")
         test_meta, test_x = read_windows(instances, split="test")
-        log(f"{ev.partition_key}: fitting on {len(train_meta)} train / {len(val_meta)} validation windows")
         seed, seed_from = fit_seed(ev)
-        scorer.fit(train_x, train_meta["label"].to_numpy(), val_x, val_meta["label"].to_numpy(), seed=seed)
-        scores = np.asarray(scorer.score(test_x), dtype=np.float64)
-        log(f"{ev.partition_key}: scored {len(scores)} test windows")
-        recalibration = None
-        if not scorer.probabilistic:  # map the rule's score to a probability, on validation only
-            from pipelines.stats.calibration import Recalibration
 
-            recalibration = Recalibration.fit(scorer.score(val_x), val_meta["label"].to_numpy())
-            log(f"{ev.partition_key}: logistic recalibration on {recalibration.n} validation windows: "
-                f"a = {recalibration.a:.4g}, b = {recalibration.b:.4g}")
-        table = pa.table({
-            "instance_id": pa.array(test_meta["instance_id"].to_list(), pa.string()),
-            "score": pa.array(scores, pa.float64()),
-            "label": pa.array(test_meta["label"].to_numpy().astype(np.int8), pa.int8()),
-            "caseid": pa.array(test_meta["caseid"].to_numpy(), pa.int32()),
-            "subjectid": pa.array(test_meta["subjectid"].to_numpy(), pa.int32()),
-            "t": pa.array(test_meta["t"].to_numpy(), pa.int32()),
-        }).replace_schema_metadata(probability_metadata(scorer.probabilistic, recalibration))
-        wall = time.monotonic() - started
-        usage = Usage(wall_seconds=wall, device_seconds=wall)
-        config = {"backend": ev.model.backend, "backend_settings": published(ev.model.settings),
-                  "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "fit_seed": seed,
-                  "fit_seed_from": seed_from,
-                  "fitted": scorer.describe(),
-                  "probabilities": {"probabilistic": scorer.probabilistic,
-                                    "recalibration": recalibration.as_dict() if recalibration else None}}
-        return Predicted(table=table, usage=asdict(usage), config=config, generation_key=None)
+        def table(scores: np.ndarray) -> pa.Table:
+            return pa.table({
+                "instance_id": pa.array(test_meta["instance_id"].to_list(), pa.string()),
+                "score": pa.array(scores, pa.float64()),
+                "label": pa.array(test_meta["label"].to_numpy().astype(np.int8), pa.int8()),
+                "caseid": pa.array(test_meta["caseid"].to_numpy(), pa.int32()),
+                "subjectid": pa.array(test_meta["subjectid"].to_numpy(), pa.int32()),
+                "t": pa.array(test_meta["t"].to_numpy(), pa.int32()),
+            })
+
+        return FitAndScore(
+            train=(train_x, train_meta["label"].to_numpy()), validation=(val_x, val_meta["label"].to_numpy()),
+            test=test_x, step_seconds=ev.task.settings.bin_seconds, table=table, seed=seed,
+            config={"fit_seed": seed, "fit_seed_from": seed_from},
+            finish=probabilities(ev.partition_key, val_meta["label"].to_numpy()),
+        )
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
-        from pipelines.tasks.vitaldb_ioh.score import score_metrics
-
-        reporting = task.settings.reporting
-        return score_metrics(predictions, task.bootstrap, task.intervals, reporting,
+        return score_metrics(predictions, task.bootstrap, task.intervals, task.settings.reporting,
                              test_attributes(instances, predictions))
 
     def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
         """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not built)."""
-        from pipelines.tasks.vitaldb_ioh.instances import flow_path
-
         path = flow_path(instances)
         return msgspec.json.decode(path.read_bytes()) if path.exists() else None
 

@@ -1,9 +1,9 @@
 """vitaldb-ioh's clinical report (TRIPOD+AI): which probabilities the calibration metrics read, and
 the subgroups by sex and age band.
 
-Probabilities: a scorer declares ``probabilistic`` (``baselines.WindowScorer``). A probabilistic
+Probabilities: a scorer declares ``probabilistic`` (``pipelines.core.protocols.WindowScorer``). A probabilistic
 scorer's scores are taken as they are; any other's are mapped by ``p = sigmoid(a + b * score)``
-fitted on the validation split when the model is run (``family.predict``). The map travels with
+fitted on the validation split when the model is run (``family.probabilities``). The map travels with
 the predictions it applies to, in the Parquet file's key-value metadata under
 ``medbench.probabilities`` (the file's columns are pinned, and the test windows alone cannot
 refit it), and in the result's ``config.probabilities``.

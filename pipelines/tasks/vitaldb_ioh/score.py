@@ -13,8 +13,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from pipelines.engine.summary import ScoreSummary
-from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from pipelines.core.outcomes import ScoreSummary
+from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
 from pipelines.stats.clinical import MetricRow, clinical_report
 from pipelines.tasks.vitaldb_ioh.reporting import RECALIBRATED, age_band, probabilities_of, subgroup_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pipelines.engine.specs import _Spec
+from pipelines.core.specs import _Spec
 
 
 class IohReporting(_Spec):

@@ -24,6 +24,7 @@ from api.compare import (
     paired_accuracy,
     paired_auroc,
 )
+from support.pvalues import reference_p
 
 # --------------------------------------------------------------------------- McNemar
 
@@ -106,7 +107,7 @@ def _loop_auroc(scores_a, scores_b, labels, subjects, replicates: int, seed: int
         diffs.append(roc_auc_score(labels[rows], scores_a[rows]) - roc_auc_score(labels[rows], scores_b[rows]))
     d = np.asarray(diffs)
     low, high = np.percentile(d, [2.5, 97.5])
-    p = min(1.0, 2 * min((1 + (d <= 0).sum()) / (1 + len(d)), (1 + (d >= 0).sum()) / (1 + len(d))))
+    p = reference_p(d)[0]  # the percentile interval inverted, by bisection on np.percentile
     return d, float(low), float(high), float(p)
 
 

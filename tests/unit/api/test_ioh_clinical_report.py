@@ -13,9 +13,9 @@ import pytest
 from litestar.testing import TestClient
 from support.api_data import RUN_IDS
 from support.ioh_data import BASELINE, FLOW, OTHER, publish_ioh
+from support.plugins import specs as load_specs
 
 from api.app import create_app
-from pipelines.engine.specs import load_specs
 
 TASK = load_specs().task("vitaldb-ioh@0")
 REPORTING = TASK.ioh.reporting

@@ -23,7 +23,7 @@ from support.ioh_data import (
 )
 
 from api.app import create_app
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 
@@ -100,19 +100,26 @@ def test_the_baseline_itself_has_no_comparison(client: TestClient) -> None:
         assert client.get(f"/v1/results/{RUN_IDS[label]}").json()["versus_baseline"] is None
 
 
-@pytest.mark.parametrize("label,flag,basis,shown", [
-    ("medgemma-cqa0", True, "knowledge_cutoff", "possible contamination (by the model's knowledge cutoff)"),
-    ("gptoss-cqa0", True, "release_date", "possible contamination (by the model's release date)"),
-    ("hf-gptoss-cqa0", False, "knowledge_cutoff", "no (by the model's knowledge cutoff)"),
-    ("random-cqa0", None, None, "unknown"),
+PUBLIC = "clinicalqa went public (2025-04-04)"
+
+
+@pytest.mark.parametrize("label,flag,status,basis,shown", [
+    ("medgemma-cqa0", True, "possible", f"knowledge cutoff 2025-06-01 is on or after {PUBLIC}", "possible contamination"),
+    ("gptoss-cqa0", True, "possible", f"no knowledge cutoff is stated; released 2025-08-05, on or after {PUBLIC}",
+     "possible contamination"),
+    ("hf-gptoss-cqa0", False, "unlikely", f"knowledge cutoff 2024-01-01 is before {PUBLIC}", "unlikely"),
+    ("random-cqa0", None, "unknown", "no training data declared, and no knowledge cutoff or release date is known "
+     "for the model", "unknown"),
 ])
-def test_contamination_says_possible_and_its_basis(client: TestClient, label: str, flag, basis, shown: str) -> None:
+def test_contamination_says_its_status_and_basis(client: TestClient, label: str, flag, status, basis, shown) -> None:
     run = run_id(label)
     body = client.get(f"/v1/results/{run}").json()
-    assert (body["contamination"], body["contamination_basis"]) == (flag, basis)
+    assert (body["contamination"], body["contamination_status"], body["contamination_basis"]) == (flag, status, basis)
     m = re.search(r'<dd id="contamination">(.*?)</dd>', client.get(f"/r/{run}").text, re.S)
-    assert m is not None and html.unescape(m.group(1)).strip() == shown
+    assert m is not None and " ".join(html.unescape(re.sub(r"<[^>]+>", "", m.group(1))).split()) == f"{shown} ({basis})"
     board = client.get("/tasks/clinicalqa?version=0").text
     row = re.search(rf'<tr data-run-id="{run}"[^>]*>(.*?)</tr>', board, re.S)
     if row is not None:  # current results only (an older run is not on the board)
-        assert html.unescape(shown.split(" (")[0]) in html.unescape(row.group(1))
+        cell = re.search(r'<td class="contamination contamination-(\w+)" title="([^"]*)">(.*?)</td>', row.group(1), re.S)
+        assert cell is not None and cell.group(1) == status and html.unescape(cell.group(2)) == basis
+        assert ("⚠" in cell.group(3)) == (status in ("declared", "possible")) and shown in html.unescape(cell.group(3))

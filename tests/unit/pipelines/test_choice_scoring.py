@@ -23,7 +23,8 @@ from pipelines.datasets.clinicalqa.source import (
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.engine.specs import BootstrapSpec, IntervalsSpec, load_specs
+from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from support.plugins import specs as load_specs
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.tasks.clinicalqa.items import items_table, prompt_items
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from pipelines.backends.base import PromptItem
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.tasks.clinicalqa.items import (
     UNCATEGORISED,

@@ -29,7 +29,7 @@ from pipelines.datasets.clinicalqa.source import (
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from support.paths import SAMPLES as SHARED_SAMPLES, REPO as REPO_ROOT
 
 SAMPLE = SHARED_SAMPLES / "clinicalqa-sample.jsonl"
@@ -296,10 +296,11 @@ from pathlib import Path
 import msgspec
 import huggingface_hub  # imported before HF_ENDPOINT names the hub: the loader must read it at call time
 from pipelines.datasets.clinicalqa.source import ClinicalqaDownloadError, load_clinicalqa_snapshot
+from pipelines.core.registry import installed_plugins
 from pipelines.engine.specs import load_specs
 hub_url, rows, out_dir, cache_dir, revision = sys.argv[1:6]
 os.environ["HF_ENDPOINT"] = hub_url
-spec = load_specs().datasets["clinicalqa"]
+spec = load_specs(None, installed_plugins()).datasets["clinicalqa"]
 spec = msgspec.structs.replace(spec, source=msgspec.structs.replace(spec.source, revision=revision))
 try:
     snap = load_clinicalqa_snapshot(spec, int(rows), Path(out_dir), cache_dir=Path(cache_dir),

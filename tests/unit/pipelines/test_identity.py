@@ -6,7 +6,8 @@ import json
 import msgspec
 
 from pipelines.engine.identity import code_revision, library_versions, run_id
-from pipelines.engine.specs import load_specs, spec_builtins, spec_hash
+from pipelines.engine.specs import spec_builtins, spec_hash
+from support.plugins import specs as load_specs
 
 
 def test_run_id_formula():

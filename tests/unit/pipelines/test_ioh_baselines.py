@@ -6,7 +6,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from pipelines.tasks.vitaldb_ioh.baselines import (
+from pipelines.backends.window_scorers import (
     FeatureSpec,
     LinearExtrapolation,
     NegLastMap,
@@ -14,7 +14,7 @@ from pipelines.tasks.vitaldb_ioh.baselines import (
     make_window_scorer,
     window_features,
 )
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from pipelines.stats.auroc import auroc
 from pipelines.tasks.vitaldb_ioh.instances import read_windows
 from support.ioh_data import demo_windows
@@ -94,7 +94,7 @@ def test_factory_reads_every_medbench_spec():
     ]:
         spec = SPECS.models[slug]
         assert "vitaldb-ioh@0" in spec.tasks
-        scorer = make_window_scorer(spec.settings, S)
+        scorer = make_window_scorer(spec.settings, S.bin_seconds)
         assert scorer.describe()
     with pytest.raises(ValueError):
         make_window_scorer({"rule": "nope"})
@@ -111,7 +111,7 @@ def demo(tmp_path_factory):
 
 def _fit_score(settings, demo, seed: int) -> tuple[np.ndarray, object]:
     (tr, xtr), (va, xva), (_, xte) = demo["train"], demo["validation"], demo["test"]
-    scorer = make_window_scorer(settings, S)
+    scorer = make_window_scorer(settings, S.bin_seconds)
     scorer.fit(xtr, tr["label"].to_numpy(), xva, va["label"].to_numpy(), seed=seed)
     return scorer.score(xte), scorer
 
@@ -121,7 +121,7 @@ def test_map_alone_is_well_above_chance_on_the_demo(demo):
     y = meta["label"].to_numpy()
     assert 0 < y.sum() < len(y)
     assert auroc(NegLastMap().score(x), y) > 0.75
-    rule = make_window_scorer(SPECS.models["medbench/linear-extrapolation"].settings, S)
+    rule = make_window_scorer(SPECS.models["medbench/linear-extrapolation"].settings, S.bin_seconds)
     assert auroc(rule.score(x), y) > 0.75
 
 
@@ -151,14 +151,14 @@ def test_trained_models_are_deterministic_with_the_seed(demo):
 
 def test_validation_with_one_class_keeps_the_first_candidate(demo):
     (tr, xtr), (va, xva) = demo["train"], demo["validation"]
-    scorer = make_window_scorer({"estimator": "logistic_regression", "C": [0.5, 2.0]}, S)
+    scorer = make_window_scorer({"estimator": "logistic_regression", "C": [0.5, 2.0]}, S.bin_seconds)
     negatives = va["label"].to_numpy() == 0
     scorer.fit(xtr, tr["label"].to_numpy(), xva[negatives], np.zeros(int(negatives.sum())), seed=1)
     assert scorer.describe()["chosen"]["C"] == 0.5
 
 
 def test_features_in_blocks_equal_features_at_once(monkeypatch):
-    import pipelines.tasks.vitaldb_ioh.baselines as baselines
+    import pipelines.backends.window_scorers as baselines
 
     rng = np.random.default_rng(2)
     x = rng.normal(75, 8, (103, 150)).astype(np.float32)

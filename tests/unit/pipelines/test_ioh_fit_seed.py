@@ -17,9 +17,9 @@ from support.ioh_data import demo_windows
 
 from pipelines.engine.evaluate import Evaluation
 from pipelines.engine.identity import run_id
-from pipelines.engine.specs import load_specs
-from pipelines.tasks.vitaldb_ioh import baselines
-from pipelines.tasks.vitaldb_ioh.family import VitalDbIoh
+from support.plugins import specs as load_specs
+from pipelines.backends import window_scorers as baselines
+from pipelines.engine.solvers import solve
 
 SPECS = load_specs()
 TASK = SPECS.task("vitaldb-ioh@0")
@@ -42,7 +42,7 @@ def model(slug: str, seed: int):
 
 def evaluation(spec) -> Evaluation:
     return Evaluation(task=TASK, model=spec, dataset=SPECS.datasets["vitaldb"], snapshot_id="snap",
-                      run_id=run_id(spec, TASK, "snap"))
+                      run_id=run_id(spec, TASK, "snap"), family=SPECS.family_of(TASK), backend=SPECS.backend_of(spec))
 
 
 def fitted(ev: Evaluation, windows: Path, monkeypatch) -> tuple[object, list]:
@@ -55,7 +55,7 @@ def fitted(ev: Evaluation, windows: Path, monkeypatch) -> tuple[object, list]:
         seen.append((seed, estimator.random_state))
 
     monkeypatch.setattr(baselines.SklearnWindowModel, "fit", spy)
-    return VitalDbIoh().predict(ev, windows, data=None, log=lambda _: None), seen
+    return solve(ev, windows, data=None, log=lambda _: None), seen
 
 
 def test_the_task_fits_with_the_model_seed():

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from pipelines.engine.specs import BootstrapSpec, IntervalsSpec, load_specs
+from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
+from support.plugins import specs as load_specs
 from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_draws
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 

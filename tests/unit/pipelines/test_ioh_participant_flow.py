@@ -8,10 +8,10 @@ from pathlib import Path
 import msgspec
 import pandas as pd
 import pytest
+from support.plugins import specs as load_specs
 
 from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
 from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
-from pipelines.engine.specs import load_specs
 from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path
 
 TASK = load_specs().task("vitaldb-ioh@0")

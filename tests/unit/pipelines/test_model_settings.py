@@ -19,7 +19,8 @@ from pipelines.backends.settings import (
     published,
     settings_for,
 )
-from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError, load_specs
+from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError
+from support.plugins import specs as load_specs
 
 OPENAI_MODEL = """slug = "medbench/served"
 name = "A served model"
@@ -75,7 +76,7 @@ BAD = [
      "key `settings.engine.max_model_len`: expected `int | null`, got `str`"),
     ("medbench/served", "max_new_tokens = 512", "max_new_tokens = 512\ntemprature = 0",
      "unknown key `settings.temprature` (remove it or fix its spelling)"),
-    ("medbench/served", 'backend = "openai"', 'backend = "openia"', "key `backend`: invalid value 'openia' (one of: rule, sklearn, replay, transformers, openai, vllm)"),
+    ("medbench/served", 'backend = "openai"', 'backend = "openia"', "key `backend`: invalid value 'openia' (one of: openai, replay, rule, sklearn, transformers, vllm)"),
     ("medbench/served", 'backend = "openai"\n', "", "missing required key `backend`"),
     ("medbench/served", 'backend = "openai"', 'backend = "replay"', "unknown key `settings.base_url_env`"),
 ]

@@ -15,7 +15,8 @@ from pipelines.backends.openai_backend import OpenAIChatGenerator
 from pipelines.backends.redact import redact_url
 from pipelines.backends.settings import OpenAISettings, published
 from pipelines.engine.release import _published_spec
-from pipelines.engine.specs import SpecError, Specs
+from pipelines.engine.specs import SpecError
+from support.plugins import builtin_plugins, specs as load_specs
 from support.model_specs import specs_with_served
 
 SECRETS = ("hunter2", "s3cr3t", "tok123", "sigval", "pw0rd")
@@ -57,13 +58,13 @@ def _spec_root(tmp_path: Path, base_url: str) -> Path:
 
 def test_a_spec_with_url_credentials_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"served\.toml: key `settings\.base_url` holds credentials") as info:
-        Specs(_spec_root(tmp_path, "https://me:hunter2@h.example/v1"))
+        load_specs(_spec_root(tmp_path, "https://me:hunter2@h.example/v1"))
     assert "hunter2" not in str(info.value)
 
 
 def test_the_published_model_spec_is_redacted(tmp_path: Path) -> None:
-    model = Specs(_spec_root(tmp_path, "https://h.example/v1?token=tok123")).model("acme/served")
-    shown = json.dumps(_published_spec(model))
+    model = load_specs(_spec_root(tmp_path, "https://h.example/v1?token=tok123")).model("acme/served")
+    shown = json.dumps(_published_spec(model, builtin_plugins().backends.get(model.backend)))
     assert "tok123" not in shown and "h.example" in shown
 
 

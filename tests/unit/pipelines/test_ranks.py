@@ -1,4 +1,8 @@
-"""Rank intervals reproduced by brute force: an explicit loop over the same draws, ranks counted naively."""
+"""Rank intervals reproduced by brute force: an explicit loop over the same draws, ranks counted naively.
+
+The loops reproduce the marginal interval (``marginal_rank_*``) and the paired interval to the leader
+(``diff_*``); ``rank_low``/``rank_high`` are its hull with the simultaneous set, and
+``tied_with_leader`` is that set containing 1 (``test_rank_sets``)."""
 
 from __future__ import annotations
 
@@ -85,8 +89,11 @@ def test_accuracy_matches_brute_force(case_seed):
     point = _point_ranks(correct.mean(axis=1).tolist())
     got = accuracy_rank_intervals(correct, 300, 7, point)
     low, high, tied = brute_accuracy(correct, 300, 7, point)
-    assert got.rank_low.tolist() == low and got.rank_high.tolist() == high
-    assert got.tied_with_leader.tolist() == tied
+    assert got.marginal_rank_low.tolist() == low and got.marginal_rank_high.tolist() == high
+    assert np.all(got.rank_low <= got.marginal_rank_low) and np.all(got.rank_high >= got.marginal_rank_high)
+    paired_tie = (got.diff_low <= 0) & (got.diff_high >= 0)
+    paired_tie[got.leader] = True
+    assert paired_tie.tolist() == tied
     assert all(lo <= p <= hi for lo, p, hi in zip(low, point, high))
 
 
@@ -105,8 +112,10 @@ def test_auroc_matches_brute_force(case_seed):
     point = _point_ranks([auroc(s, labels) for s in scores])
     got = auroc_rank_intervals(scores, labels, subj, 200, 5, point)
     low, high, tied, dropped = brute_auroc(scores, labels, subj, 200, 5, point)
-    assert got.rank_low.tolist() == low and got.rank_high.tolist() == high
-    assert got.tied_with_leader.tolist() == tied
+    assert got.marginal_rank_low.tolist() == low and got.marginal_rank_high.tolist() == high
+    paired_tie = (got.diff_low <= 0) & (got.diff_high >= 0)
+    paired_tie[got.leader] = True
+    assert paired_tie.tolist() == tied
     assert got.n_dropped == dropped
 
 
@@ -119,7 +128,7 @@ def test_auroc_tie_agrees_with_compare():
     for k in range(len(scores)):
         cmp = paired_auroc(scores[k], scores[got.leader], labels, subj, 200, 5)
         assert (got.diff_low[k], got.diff_high[k]) == pytest.approx((cmp.ci_low, cmp.ci_high), abs=1e-12)
-        assert got.tied_with_leader[k] == (k == got.leader or cmp.ci_low <= 0 <= cmp.ci_high)
+    assert got.tied_with_leader.tolist() == (got.set_low == 1).tolist()
 
 
 def test_one_model():
@@ -131,7 +140,8 @@ def test_identical_models_are_tied():
     row = _accuracy_case(4, m=1, n=80)[0]
     got = accuracy_rank_intervals(np.stack([row, row]), 100, 1, [1, 2])
     assert got.tied_with_leader.tolist() == [True, True]
-    assert got.rank_low.tolist() == [1, 1] and got.rank_high.tolist() == [1, 2]  # point rank 2 widens
+    assert got.marginal_rank_low.tolist() == [1, 1] and got.marginal_rank_high.tolist() == [1, 2]  # point rank 2 widens
+    assert got.rank_low.tolist() == [1, 1] and got.rank_high.tolist() == [2, 2]  # the set: [1, 2] for both
 
 
 def test_dominant_model_ranks_first():

@@ -21,7 +21,8 @@ from pipelines.backends.settings import (
     published,
 )
 from pipelines.engine.release import _published_spec
-from pipelines.engine.specs import Specs, spec_hash
+from pipelines.engine.specs import spec_hash
+from support.plugins import builtin_plugins, specs as load_specs
 
 PROBES = {"clientSecret": "zq-client-secret", "accessToken": "zq-access-token", "privateKey": "zq-private-key",
           "bearerToken": "zq-bearer-token", "pass": "zq-pass", "creds": "zq-creds"}
@@ -99,8 +100,8 @@ def test_the_published_model_spec_uses_the_same_redaction_and_keeps_the_hash(tmp
     root = specs_with_served(tmp_path / "specs", "https://h.example/v1?accessToken=zq-query-token")
     toml = root / "models" / "acme" / "served.toml"
     toml.write_text(toml.read_text() + '\n[settings.extra_body]\nclientSecret = "zq-client-secret"\n')
-    model = Specs(root).model("acme/served")
-    shown = _published_spec(model)
+    model = load_specs(root).model("acme/served")
+    shown = _published_spec(model, builtin_plugins().backends.get(model.backend))
     assert "zq-" not in json.dumps(shown)
     assert shown["settings"] == {"base_url": f"https://h.example/v1?accessToken={REDACTED}",
                                  "extra_body": {"clientSecret": REDACTED}}

@@ -15,11 +15,11 @@ import pytest
 from support.paths import REPO
 from support.model_specs import replay_spec
 
-from pipelines.backends.registry import text_generator
 from pipelines.backends.settings import published
 from pipelines.engine.identity import run_id
-from pipelines.engine.replay_pin import file_sha256
-from pipelines.engine.specs import SpecError, Specs, spec_hash
+from pipelines.backends.replay_pin import file_sha256
+from pipelines.engine.specs import SpecError, spec_hash
+from support.plugins import specs as load_specs
 
 
 def _specs_dir(tmp_path: Path, outputs: str = "runs/out.jsonl", extra: str = "") -> Path:
@@ -40,14 +40,14 @@ def _outputs(path: Path, answer: str) -> Path:
 def test_replacing_the_outputs_file_makes_a_new_run(tmp_path: Path) -> None:
     root = _specs_dir(tmp_path)
     out = _outputs(root / "models" / "acme" / "runs" / "out.jsonl", "B")
-    before = Specs(root)
+    before = load_specs(root)
     model, task = before.model("acme/replayer"), before.task("clinicalqa@0")
     assert model.revision == f"sha256:{file_sha256(out)}"
     first = run_id(model, task, "snap")
-    assert run_id(Specs(root).model("acme/replayer"), task, "snap") == first  # same content, same run
+    assert run_id(load_specs(root).model("acme/replayer"), task, "snap") == first  # same content, same run
 
     _outputs(out, "A")  # same path, other answers
-    after = Specs(root).model("acme/replayer")
+    after = load_specs(root).model("acme/replayer")
     assert after.revision != model.revision and spec_hash(after) != spec_hash(model)
     assert run_id(after, task, "snap") != first
 
@@ -58,10 +58,12 @@ def test_a_relative_path_is_relative_to_the_spec_file_not_the_current_directory(
     out = _outputs(root / "models" / "acme" / "runs" / "out.jsonl", "B")
     _outputs(tmp_path / "elsewhere" / "runs" / "out.jsonl", "A")  # a decoy under the current directory
     monkeypatch.chdir(tmp_path / "elsewhere")
-    specs = Specs(root)
+    specs = load_specs(root)
     model = specs.model("acme/replayer")
     assert Path(model.settings.resolved) == out.resolve()
-    assert text_generator(model, specs.task("clinicalqa@0"), None).path == out.resolve()
+    cap = specs.task("clinicalqa@0").choice.max_new_tokens
+    generator = specs.backend_of(model).text_generator(model, None, max_new_tokens=cap, options=("A",))
+    assert generator.path == out.resolve()
 
 
 def test_the_local_path_is_neither_hashed_nor_published(tmp_path: Path) -> None:
@@ -69,7 +71,7 @@ def test_the_local_path_is_neither_hashed_nor_published(tmp_path: Path) -> None:
     for where in (a, b):  # two checkouts in different folders, the same file content
         root = _specs_dir(where)
         _outputs(root / "models" / "acme" / "runs" / "out.jsonl", "B")
-    ma, mb = Specs(a / "specs").model("acme/replayer"), Specs(b / "specs").model("acme/replayer")
+    ma, mb = load_specs(a / "specs").model("acme/replayer"), load_specs(b / "specs").model("acme/replayer")
     assert ma.settings.resolved != mb.settings.resolved
     assert spec_hash(ma) == spec_hash(mb)
     shown = published(ma.settings)
@@ -79,11 +81,11 @@ def test_the_local_path_is_neither_hashed_nor_published(tmp_path: Path) -> None:
 
 def test_a_missing_file_gets_no_stale_revision(tmp_path: Path) -> None:
     root = _specs_dir(tmp_path)
-    model = Specs(root).model("acme/replayer")
+    model = load_specs(root).model("acme/replayer")
     assert model.revision == "sha256:unreadable"
 
 
 def test_a_spec_may_not_set_the_resolved_path(tmp_path: Path) -> None:
     root = _specs_dir(tmp_path, outputs='runs/out.jsonl"\nresolved = "/etc/passwd')
     with pytest.raises(SpecError, match="settings.resolved"):
-        Specs(root)
+        load_specs(root)

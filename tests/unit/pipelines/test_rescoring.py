@@ -7,7 +7,7 @@ from pipelines.engine import evaluate as runs, inputs
 from pipelines.engine.generations import GenerationStore
 from pipelines.engine.identity import run_id
 from pipelines.engine.release import release
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
 from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
 from pipelines.tasks.clinicalqa.parsing.versions import PARSERS
@@ -50,7 +50,7 @@ def test_parser_change_rescores_without_calling_the_model(clinicalqa_data, monke
     monkeypatch.setitem(PARSERS, "v1-strict", strict_v1)
     task2 = msgspec.structs.replace(first.task, choice=msgspec.structs.replace(first.task.choice, parser="v1-strict"))
     second = runs.Evaluation(task2, first.model, first.dataset, first.snapshot_id,
-                             run_id(first.model, task2, first.snapshot_id))
+                             run_id(first.model, task2, first.snapshot_id), first.family, first.backend)
     assert second.run_id != first.run_id
     appended.clear()
     runs.make_predictions(second, data, lambda _: None)

@@ -11,7 +11,7 @@ from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.base import PromptItem
 from pipelines.backends.rule import UniformChoiceGenerator, uniform_choice
 from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 
 
 def _items(n: int) -> list[PromptItem]:

@@ -15,7 +15,7 @@ from pipelines.datasets.clinicalqa.source import (
     load_clinicalqa_snapshot,
     read_clinicalqa_snapshot,
 )
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 
 N = 50

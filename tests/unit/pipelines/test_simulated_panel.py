@@ -12,8 +12,8 @@ import pytest
 from pipelines.backends.registry import (
     DEMO_ONLY,
     NotRunnable,
+    ReplayBackend,
     not_runnable_reason,
-    text_generator,
 )
 from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
 from pipelines.datasets.clinicalqa.simulated import (
@@ -23,11 +23,11 @@ from pipelines.datasets.clinicalqa.simulated import (
     replay_bytes,
 )
 from pipelines.datasets.clinicalqa.simulated_styles import NEEDS
-from pipelines.engine.specs import load_specs
 from pipelines.tasks.clinicalqa.parsing.versions import PARSERS, parse_answer
+from support.plugins import specs
 from warehouse.layout import DataDir
 
-SPECS = load_specs()
+SPECS = specs()
 TASK = SPECS.task("clinicalqa@0")
 ROWS = demo_clinicalqa_rows(11)
 OPTION_TEXTS = {str(r["question_id"]): {k[-1]: v for k, v in r["options"].items()} for r in ROWS}
@@ -131,9 +131,10 @@ def test_a_simulated_model_is_skipped_on_real_data_and_runs_on_demo_data(tmp_pat
     assert not_runnable_reason(model, real) == DEMO_ONLY
     assert not_runnable_reason(model, demo) is None
     assert not_runnable_reason(SPECS.models["medbench/random"], real) is None
+    replay, cap = ReplayBackend(), TASK.settings.max_new_tokens
     with pytest.raises(NotRunnable, match="demo only"):
-        text_generator(model, TASK, real)
-    assert text_generator(model, TASK, demo) is not None
+        replay.text_generator(model, real, max_new_tokens=cap, options=TASK.settings.options)
+    assert replay.text_generator(model, demo, max_new_tokens=cap, options=TASK.settings.options) is not None
 
 
 def test_on_real_data_the_plan_skips_them_and_the_catalog_leaves_them_out(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.engine.canonical import SpecStruct, canonical_json, defaults
-from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError, load_specs, spec_hash
+from pipelines.core.canonical import SpecStruct, canonical_json, defaults
+from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError, model_spec_type, spec_hash, task_spec_type
+from support.plugins import builtin_plugins
+from support.plugins import specs as load_specs
 
 # Released (preview = false) task versions and their locked spec hashes. A released version
 # must never change: a change belongs in a new version file. p0 has no released version yet;
@@ -124,21 +126,21 @@ def test_task_and_model_resolution():
         specs.task("nope")
 
 
-# Every default value of every spec Struct (the classes under pipelines.engine.canonical.SpecStruct
+# Every default value of every spec Struct (the classes under pipelines.core.canonical.SpecStruct
 # defined in a module), as builtins. A field equal to its default is left out of the spec hash, so
 # changing a default changes what existing specs mean without changing their hashes (their results
 # would silently stand for something else): it must be a deliberate change of this lock, made with
 # a new task or model version where results depend on it. Adding an optional field adds a line
-# here; choose its default so that existing specs keep their meaning.
+# here; choose its default so that existing specs keep their meaning. The per-plug-in subclasses
+# (``TaskSpec[<family>]``, ``ModelSpec[<backend>]``) are checked for every registered family and
+# backend below, so adding a family breaks no lock.
 SPEC_DEFAULTS: dict[str, dict[str, object]] = {
     "PriceSpec": {"key": ""},
     "TaskSpec": {"intervals": {}},
-    "TaskSpec[clinicalqa]": {"intervals": {}},
-    "TaskSpec[vitaldb-ioh]": {"intervals": {}},
     "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates"},
     "IohSettings": {"fit_seed": "task", "baseline_model": "", "reporting": {}},
     "IohReporting": {"thresholds": [], "alarm_rates": [], "age_bands": [], "calibration_bins": 10},
-    "ModelSpec": {"release_date": None, "knowledge_cutoff": None},
+    "ModelSpec": {"release_date": None, "knowledge_cutoff": None, "training_data": []},
     "PriceTable": {"device_hours": {}, "tokens": {}},
     "LogisticRegressionSettings": {
         "below": [65.0, 70.0, 75.0], "recent_seconds": [30, 60], "slope_seconds": 60, "first_seconds": 60,
@@ -166,6 +168,9 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
 }
 
 
+PROJECT_PACKAGES = {"pipelines", "api", "warehouse"}
+
+
 def _spec_structs() -> list[type]:
     load_specs()  # imports every module that defines spec Structs
     found, todo = [], [SpecStruct]
@@ -173,9 +178,26 @@ def _spec_structs() -> list[type]:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
         module = sys.modules.get(cls.__module__)
-        if cls is not SpecStruct and not cls.__name__.startswith("_") and getattr(module, cls.__name__, None) is cls:
+        if (cls is not SpecStruct and not cls.__name__.startswith("_") and "[" not in cls.__name__
+                and getattr(module, cls.__name__, None) is cls
+                and cls.__module__.split(".")[0] in PROJECT_PACKAGES):  # an installed plug-in locks its own
             found.append(cls)
     return found
+
+
+@pytest.mark.parametrize("name", builtin_plugins().families.names())
+def test_each_family_task_spec_adds_no_default(name: str):
+    """``TaskSpec[<family>]`` has the common defaults only (its settings table is required)."""
+    assert defaults(task_spec_type(builtin_plugins().families.get(name))) == SPEC_DEFAULTS["TaskSpec"]
+
+
+@pytest.mark.parametrize("name", builtin_plugins().backends.names())
+def test_each_backend_model_spec_adds_only_its_settings_default(name: str):
+    """``ModelSpec[<backend>]``: the common defaults, plus the settings table's own where all its keys have one."""
+    backend = builtin_plugins().backends.get(name)
+    got = defaults(model_spec_type(name, backend.settings_type))
+    got.pop("settings", None)  # the settings' own defaults are locked under their Struct's name above
+    assert got == SPEC_DEFAULTS["ModelSpec"]
 
 
 def test_default_values_are_locked():

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
 from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
 from support.paths import SAMPLES as SHARED_SAMPLES
 

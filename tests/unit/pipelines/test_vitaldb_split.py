@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.datasets.vitaldb.demo import write_demo_vitaldb
 from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from pipelines.tasks.vitaldb_ioh.cohort import select_cohort
 from pipelines.tasks.vitaldb_ioh.instances import build_windows
 from pipelines.tasks.vitaldb_ioh.split import SPLITS, published_test_subjects, split_codes, split_of_subject, subjects_by_split

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.datasets.vitaldb.source import write_snapshot
-from pipelines.engine.specs import load_specs
+from support.plugins import specs as load_specs
 from pipelines.tasks.vitaldb_ioh.grid import case_layout
 from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
 from pipelines.tasks.vitaldb_ioh.windows import windows_from_readings

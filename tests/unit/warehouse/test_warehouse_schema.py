@@ -102,17 +102,43 @@ SCHEMA_4 = [s for s in SCHEMA_3 if not s.startswith("""CREATE TABLE tasks""")] +
         cluster_column VARCHAR)""",
 ]
 
-# Schema 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits).
-SCHEMA_5 = [s for s in SCHEMA_4 if not s.startswith("""CREATE TABLE tasks""")] + [
+# Schema 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits);
+# ``results`` gains ``contamination_status`` and ``contamination_basis`` (at the end);
+# ``baseline_comparisons`` gains ``p_at_floor``.
+_SCHEMA_5_CHANGED = ("CREATE TABLE tasks", "CREATE TABLE results", "CREATE TABLE baseline_comparisons")
+SCHEMA_5 = [s for s in SCHEMA_4 if not s.startswith(_SCHEMA_5_CHANGED)] + [
     """CREATE TABLE tasks (
         slug VARCHAR, version INTEGER, ref VARCHAR PRIMARY KEY, dataset VARCHAR, kind VARCHAR, title VARCHAR,
         primary_metric VARCHAR, preview BOOLEAN, spec_hash VARCHAR, spec JSON, description VARCHAR,
         cluster_column VARCHAR, participant_flow JSON)""",
+    """CREATE TABLE results (
+        run_id VARCHAR PRIMARY KEY, task VARCHAR, task_slug VARCHAR, task_version INTEGER, dataset VARCHAR,
+        model_slug VARCHAR, model_type VARCHAR, tier VARCHAR, demo BOOLEAN,
+        metric_name VARCHAR, metric_value DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
+        n INTEGER, parse_rate DOUBLE, cost_usd DOUBLE, eval_date DATE, created_at TIMESTAMPTZ,
+        contamination BOOLEAN, superseded_by VARCHAR, dataset_snapshot VARCHAR, task_spec_hash VARCHAR,
+        model_spec_hash VARCHAR, parser VARCHAR, code_revision VARCHAR, price_table_date DATE,
+        predictions_sha256 VARCHAR, record JSON, contamination_status VARCHAR, contamination_basis VARCHAR)""",
+    """CREATE TABLE baseline_comparisons (
+        run_id VARCHAR, baseline_run_id VARCHAR, baseline_model VARCHAR, metric VARCHAR, difference DOUBLE,
+        ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, method VARCHAR, replicates INTEGER, seed INTEGER,
+        dropped_replicates INTEGER, p_at_floor BOOLEAN, PRIMARY KEY (run_id, baseline_run_id))""",
+]
+
+# Schema 5 also: ``leaderboard_ranks`` gains ``metric`` (one block per published metric, in the key) and the
+# marginal interval; ``rank_low``/``rank_high`` become the hull of the simultaneous set and the marginal one.
+SCHEMA_5_RANKS = [
+    """CREATE TABLE leaderboard_ranks (
+        task VARCHAR, model_type VARCHAR, metric VARCHAR, run_id VARCHAR, rank INTEGER, rank_low INTEGER,
+        rank_high INTEGER, marginal_rank_low INTEGER, marginal_rank_high INTEGER, tied_with_leader BOOLEAN,
+        leader_run_id VARCHAR, diff_low DOUBLE, diff_high DOUBLE, method VARCHAR, replicates INTEGER,
+        dropped_replicates INTEGER, seed INTEGER, n_items INTEGER, results_key VARCHAR,
+        PRIMARY KEY (task, model_type, metric, run_id))""",
 ]
 
 
 def test_generated_ddl_is_the_documented_schema() -> None:
-    assert _describe(CREATE_TABLES) == _describe(SCHEMA_5 + SCHEMA_3_RANKS)
+    assert _describe(CREATE_TABLES) == _describe(SCHEMA_5 + SCHEMA_5_RANKS)
 
 
 def test_published_file_has_the_schema_and_the_schema_version(tmp_path: Path) -> None:

@@ -1,11 +1,15 @@
-"""Baselines for vitaldb-ioh: two rules and two trained scikit-learn models on window features.
+"""The window scorers of the ``rule`` and ``sklearn`` backends: two rules and two trained
+scikit-learn models on window features, for any family that asks a ``FitAndScore``.
 
-Every model is shown against MAP alone (``neg_last_map``): the published forward-analysis AUROC
-of MAP alone is about 0.93, so a trained model that does not clearly beat it adds nothing. All
-scorers share one tiny interface (fit on train with validation for tuning, then score windows);
-rules ignore ``fit``. Inputs are float32 [n, input_bins] with NaN for missing bins; the task
-keeps only windows with mostly valid bins, so each has a last valid value and scores are never
-NaN (a window with no valid bin at all is an error, not a silent NaN).
+A window is a row of evenly spaced readings (``step_seconds`` apart, the family's grid; vitaldb-ioh's
+MAP every 2 s). Every model is shown against the last reading alone (``neg_last_map``): for
+vitaldb-ioh the published forward-analysis AUROC of MAP alone is about 0.93, so a trained model
+that does not clearly beat it adds nothing. All scorers share one tiny interface (fit on train
+with validation for tuning, then score windows); rules ignore ``fit``. Inputs are float32
+[n, input_bins] with NaN for missing bins; a family keeps only windows with mostly valid bins, so
+each has a last valid value and scores are never NaN (a window with no valid bin at all is an
+error, not a silent NaN). Why in the backends: what a model is (its rule, its estimator, its
+features) is its spec's ``[settings]``; the family supplies only the windows and their step.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -26,35 +30,11 @@ from pipelines.backends.settings import (
     SklearnSettings,
     settings_for,
 )
-from pipelines.tasks.vitaldb_ioh.settings import IohSettings
+from pipelines.core.protocols import WindowScorer
 from pipelines.stats.auroc import auroc
 
 _PARALLEL_MIN_ROWS = 200_000
-DEFAULT_BIN_SECONDS = 2  # vitaldb-ioh@0's grid; pass the task's IohSettings to use its value
-
-
-class WindowScorer(Protocol):
-    """Windows in, one float per window out (higher = more likely hypotension ahead).
-
-    ``probabilistic``: whether the score is a probability of the label (a fitted classifier's
-    ``predict_proba``), taken as it is by the calibration metrics; a rule's score is not, and is
-    mapped to one by a logistic recalibration fitted on the validation split.
-    """
-
-    probabilistic: ClassVar[bool]
-
-    def fit(
-        self,
-        train_inputs: np.ndarray,
-        train_labels: np.ndarray,
-        val_inputs: np.ndarray,
-        val_labels: np.ndarray,
-        seed: int,
-    ) -> None: ...
-
-    def score(self, inputs: np.ndarray) -> np.ndarray: ...
-
-    def describe(self) -> dict[str, Any]: ...
+DEFAULT_BIN_SECONDS = 2  # vitaldb-ioh@0's grid; pass the family's step to use its value
 
 
 # --------------------------------------------------------------------------- shared window arithmetic
@@ -107,7 +87,7 @@ def _bin_times(n_bins: int, bin_seconds: int) -> np.ndarray:
 
 
 @dataclass
-class NegLastMap:
+class NegLastMap(WindowScorer):
     """Score = minus the last valid MAP of the input."""
 
     probabilistic: ClassVar[bool] = False
@@ -123,7 +103,7 @@ class NegLastMap:
 
 
 @dataclass
-class LinearExtrapolation:
+class LinearExtrapolation(WindowScorer):
     """Fit a line to the valid bins of the last ``fit_seconds``; score = minus its value at T + ``ahead_seconds``.
 
     With fewer than two valid bins in that stretch the line is flat at the last valid value.
@@ -242,7 +222,7 @@ def _grid(settings: SklearnSettings, keys: tuple[str, ...]) -> list[dict[str, An
 
 
 @dataclass
-class SklearnWindowModel:
+class SklearnWindowModel(WindowScorer):
     """A scikit-learn classifier on window features, trained on train and tuned on validation AUROC.
 
     Each candidate of the hyperparameter grid is trained on the train split; the one with the
@@ -332,7 +312,7 @@ def _key(params: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- factory
 
 
-def make_window_scorer(settings: Any, ioh: IohSettings | None = None) -> WindowScorer:
+def make_window_scorer(settings: Any, bin_seconds: int = DEFAULT_BIN_SECONDS) -> WindowScorer:
     """A scorer from a model spec's typed settings (``pipelines.backends.settings``).
 
     The rules: ``NegLastMapRule``, ``LinearExtrapolationRule`` (``fit_seconds``, ``ahead_seconds``).
@@ -341,12 +321,11 @@ def make_window_scorer(settings: Any, ioh: IohSettings | None = None) -> WindowS
     ``l2_regularization``), both with the feature settings of :class:`FeatureSpec` (``below``
     thresholds in mmHg, ``recent_seconds``, ``slope_seconds``, ``first_seconds``). A mapping (e.g.
     ``{"rule": "neg_last_map"}``) is decoded strictly as rule or sklearn settings. The grid's bin
-    length comes from the task (``ioh``), 2 s when not given.
+    length (``bin_seconds``) comes from the family's problem, 2 s when not given.
     """
     if not isinstance(settings, msgspec.Struct):
         backend = "rule" if "rule" in settings else "sklearn"
         settings = settings_for(backend, settings)
-    bin_seconds = ioh.bin_seconds if ioh is not None else DEFAULT_BIN_SECONDS
     if isinstance(settings, NegLastMapRule):
         return NegLastMap()
     if isinstance(settings, LinearExtrapolationRule):

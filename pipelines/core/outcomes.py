@@ -1,0 +1,104 @@
+"""The plain results each step hands back: what a dataset made, what a family built, predicted and
+scored, and what a check decided.
+
+Why in the core: the engine writes them, the Dagster layer turns them into metadata and check
+results, the families and datasets make them; as plain data they let each of those depend on the
+shape alone, never on one another.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import msgspec
+import pyarrow as pa
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One asset check's verdict, as plain data (the Dagster layer turns it into an AssetCheckResult)."""
+
+    name: str
+    passed: bool
+    description: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    severity: Literal["error", "warn"] = "error"
+
+
+@dataclass(frozen=True)
+class Materialised:
+    """What making a dataset snapshot produced, for asset metadata and logs."""
+
+    snapshot_id: str
+    path: Path
+    rows: int
+    details: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Instances:
+    """What building a task version's instances produced (for asset metadata and logs)."""
+
+    path: Path            # the instances file (Parquet) of this task version and snapshot
+    rows: int
+    details: dict[str, Any] = field(default_factory=dict)
+    snapshot_id: str = ""  # filled in by the engine (pipelines.engine.inputs.materialise_instances)
+
+
+@dataclass
+class Usage:
+    """Usage of one run; cost is derived from it with the dated price table."""
+
+    wall_seconds: float = 0.0
+    device_seconds: float = 0.0
+    hardware: str = field(default_factory=lambda: f"cpu ({platform.machine()})")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    instance_id: str
+    prompt: str  # the user message; chat models apply their own chat template to it
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """What predicting an evaluation hands back to the engine, which writes and hashes the table."""
+
+    table: pa.Table                      # in the family's ``predictions_schema``
+    usage: dict[str, Any]                # Usage as a dict
+    config: dict[str, Any]               # what the run was given (published as the result's config)
+    generation_key: str | None = None    # raw outputs' key (text generation), else None
+
+
+@dataclass(frozen=True)
+class ReplayScore:
+    """``medbench score``'s view of a file of raw outputs scored locally (families that read text)."""
+
+    parser_version: str | None
+    n: int
+    status_counts: dict[str, int]
+    metrics: list[Any]                   # items with .name .value .ci_low .ci_high, primary first
+    rows: list[dict[str, Any]]           # per item: instance_id, prediction, parse_status, correct
+
+
+@dataclass
+class ScoreSummary:
+    """The common shape of a scored run, whatever the task family: what a family's ``score`` returns."""
+
+    metrics: list[tuple]  # (name, value, ci_low, ci_high[, method[, direction[, target]]]), primary first
+    n: int
+    parse_rate: float | None
+    extras: msgspec.Struct | None = None  # the family's typed extras (published as the result's `extras`)
+    subgroups: dict[str, list] = field(default_factory=dict)  # {field: [warehouse.records.Subgroup]}
+    breakdowns: dict[str, list] = field(default_factory=dict)  # {field: [warehouse.records.Breakdown]}
+
+    def extras_json(self) -> dict[str, Any]:
+        """The extras as the result record stores them (plain JSON values, in field order)."""
+        return msgspec.to_builtins(self.extras) if self.extras is not None else {}

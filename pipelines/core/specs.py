@@ -1,0 +1,208 @@
+"""The spec Structs (TOML under ``specs/``), decoded strictly, and their hash.
+
+Specs are data, not code: they are the single source of truth for what is evaluated and how.
+Decoding is strict (an unknown or missing key is an error that names the file and the key) so a
+typo can never silently change what a score means. The spec hash is the sha256 of the canonical
+JSON of the decoded spec with default values omitted (``pipelines.core.canonical``): it enters
+every run id, so any change to a spec makes new results, while adding an optional field later does
+not re-key (and re-pay for) existing ones.
+
+Why here, in the core: every layer reads these shapes, so they import nothing of the project. The
+two tables a plug-in owns are typed by the plug-in, not here: a task's settings table by its
+family (``task_spec_type``), a model's ``[settings]`` by its backend (``model_spec_type``, given the
+backend's declared ``settings_type``). Reading a specs directory is the engine's
+(``pipelines.engine.specs``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from pipelines.core.canonical import SpecStruct, canonical_json
+
+
+class SpecError(ValueError):
+    """A spec file is malformed; the message names the file and the offending key."""
+
+
+class _Spec(SpecStruct):
+    """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+class SourceSpec(_Spec):
+    kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
+    location: str
+    split: str
+    revision: str
+
+
+class DatasetSpec(_Spec):
+    slug: str
+    name: str
+    license: str
+    license_url: str
+    citation: str
+    doi: str
+    public_since: dt.date
+    description: str
+    source: SourceSpec
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+class BootstrapSpec(_Spec):
+    replicates: int
+    seed: int
+    unit: Literal["item", "subject"]
+
+
+class IntervalsSpec(_Spec):
+    """How a task's 95% intervals are computed (``[intervals]``), part of the spec hash.
+
+    A changed interval method changes published numbers, so it is a spec change (new run ids, the
+    old results superseded), never a code change under old run ids. The defaults are the methods
+    of the results published before this table existed, so their specs keep their meaning:
+    ``proportion``: a single proportion (accuracy, parse rate, accuracy by category) by a percentile
+    bootstrap over items, or by the Wilson score interval (honest at 0/n and n/n);
+    ``prevalence``: the cluster-bootstrap prevalence interval over the replicates that hold both
+    classes only, or over all replicates (prevalence is defined in one-class replicates too).
+    """
+
+    proportion: Literal["bootstrap-percentile", "wilson"] = "bootstrap-percentile"
+    prevalence: Literal["two-class-replicates", "all-replicates"] = "two-class-replicates"
+
+
+class TaskSpec(_Spec):
+    """One task version (``specs/tasks/<slug>/<version>.toml``), whatever its family.
+
+    ``family`` names the task family (a registered plug-in) that builds, predicts and scores it.
+    The family's settings live in the table named by its ``settings_key`` (``[choice]``, ``[ioh]``,
+    ...) and are decoded strictly with its ``settings_type``: the loader decodes each file with a
+    subclass of this Struct made for the family (``task_spec_type``), which adds that one field, so
+    ``task.settings`` (generically) and ``task.<settings_key>`` (e.g. ``task.choice``) give the
+    typed table, and the spec's JSON (and so its hash) keeps the table under its key.
+
+    ``kind`` stays in the file (the warehouse and the API read it) but is not free: it must equal
+    the family's declared kind (``choice`` or ``score``); the loader refuses a file where it does
+    not, naming the key.
+    """
+
+    slug: str
+    version: int
+    family: str
+    dataset: str
+    kind: Literal["choice", "score"]
+    title: str
+    description: str
+    primary_metric: str
+    preview: bool
+    metrics: list[str]
+    bootstrap: BootstrapSpec
+    intervals: IntervalsSpec = IntervalsSpec()
+
+    settings_key: ClassVar[str] = ""
+
+    @property
+    def ref(self) -> str:
+        """The public name of this task version, ``slug@version``."""
+        return f"{self.slug}@{self.version}"
+
+    @property
+    def settings(self) -> Any:
+        """The family's typed settings table (the field named by the family's ``settings_key``)."""
+        if not self.settings_key:
+            raise AttributeError(f"{self.ref}: a bare TaskSpec has no settings; decode it with task_spec_type(family)")
+        return getattr(self, self.settings_key)
+
+
+_TASK_TYPES: dict[tuple[str, str, type], type[TaskSpec]] = {}
+
+
+def task_spec_type(family: Any) -> type[TaskSpec]:
+    """The TaskSpec subclass of one family: the common fields plus ``<settings_key>: <settings_type>``."""
+    key = (family.name, family.settings_key, family.settings_type)
+    typ = _TASK_TYPES.get(key)
+    if typ is None:
+        typ = msgspec.defstruct(
+            f"TaskSpec[{family.name}]", [(family.settings_key, family.settings_type)], bases=(TaskSpec,),
+            kw_only=True, namespace={"settings_key": family.settings_key}, module=__name__,
+        )
+        _TASK_TYPES[key] = typ
+        globals()[typ.__qualname__] = typ  # so that pickle (Dagster's multiprocess executor) finds the class
+    return typ
+
+
+# --------------------------------------------------------------------------- models
+
+
+class PriceSpec(_Spec):
+    basis: Literal["free", "tokens", "device_hours"]
+    key: str = ""
+
+
+class ModelSpec(_Spec):
+    """A model spec; decoded as the subclass of its backend (``model_spec_type``), whose ``settings``
+    field has that backend's settings type."""
+
+    slug: str
+    name: str
+    type: Literal["llm", "ml", "rule"]
+    provider: str
+    provider_model_id: str
+    revision: str
+    description: str
+    backend: str
+    tasks: list[str]
+    price: PriceSpec
+    settings: Any
+    release_date: dt.date | None = None
+    # the cutoff of the model's *own* training data, fine-tuning included (never its base model's)
+    knowledge_cutoff: dt.date | None = None
+    # datasets its authors declare it was trained on, each a dataset's slug, DOI, name or source
+    # location; empty by default, which the spec hash leaves out (no existing run id changes)
+    training_data: list[str] = []
+
+
+_MODEL_TYPES: dict[tuple[str, Any], type[ModelSpec]] = {}
+
+
+def model_spec_type(backend: str, settings_type: Any) -> type[ModelSpec]:
+    """ModelSpec with ``backend`` fixed and ``settings`` typed by the backend's ``settings_type``;
+    the table may be left out only when every settings key has a default."""
+    key = (backend, settings_type)
+    typ = _MODEL_TYPES.get(key)
+    if typ is not None:
+        return typ
+    try:
+        default = settings_type()
+    except TypeError:  # a union, or a required key
+        settings_field: tuple = ("settings", settings_type)
+    else:
+        settings_field = ("settings", settings_type, default)
+    typ = msgspec.defstruct(f"ModelSpec[{backend}]", [("backend", Literal[backend]), settings_field],
+                            bases=(ModelSpec,), module=__name__)
+    _MODEL_TYPES[key] = typ
+    globals()[typ.__qualname__] = typ  # so that pickle finds the class, as for task_spec_type
+    return typ
+
+
+class PriceTable(_Spec):
+    date: dt.date
+    device_hours: dict[str, float] = {}
+    tokens: dict[str, dict[str, float]] = {}
+
+
+# --------------------------------------------------------------------------- hashing
+
+
+def spec_hash(spec: msgspec.Struct) -> str:
+    """sha256 of the canonical JSON of the decoded spec (default values omitted, keys sorted)."""
+    return hashlib.sha256(canonical_json(spec)).hexdigest()
