@@ -44,6 +44,22 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
                           direction=m.direction, target=m.target)  # type: ignore[arg-type]
 
 
+BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "
+                     "its group's true accuracy by chance alone, and the highest and lowest groups are the "
+                     "likeliest to be extreme by chance. Compare groups only with a correction for multiplicity.")
+
+
+def subgroups(r: ResultRecord) -> dict[str, list[schemas.Subgroup]]:
+    return {name: [schemas.Subgroup(group=g.group, n=g.n, n_subjects=g.n_subjects,
+                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat) for g in rows]
+            for name, rows in r.subgroups.items()}
+
+
+def breakdowns(r: ResultRecord) -> dict[str, list[schemas.Breakdown]]:
+    return {name: [schemas.Breakdown(group=b.group, n=b.n, metric=metric(b.metric, r)) for b in rows]
+            for name, rows in r.breakdowns.items()}
+
+
 def legacy_method(r: ResultRecord) -> str:
     """The interval method of a result published before methods were recorded."""
     parsed = r.parse_rate is not None
@@ -107,6 +123,9 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         dataset=r.dataset,
         extras={k: v for k, v in r.extras.items() if k != "unparsed_sample"},
         versus_baseline=versus,
+        subgroups=subgroups(r),
+        breakdowns=breakdowns(r),
+        breakdowns_caveat=BREAKDOWNS_CAVEAT if r.breakdowns else None,
         unparsed_sample=unparsed(r),
     )
 
@@ -138,5 +157,5 @@ def task_detail(t: TaskEntry) -> schemas.TaskDetail:
     return schemas.TaskDetail(
         slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
         preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
-        description=t.description, spec=dict(t.spec),
+        description=t.description, spec=dict(t.spec), participant_flow=t.participant_flow,
     )

@@ -55,6 +55,24 @@ class Metric(msgspec.Struct):
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
 
 
+class Subgroup(msgspec.Struct):
+    """A result's metrics on one subgroup of its test items (e.g. sex F), with their own intervals."""
+
+    group: str
+    n: int
+    n_subjects: int
+    metrics: list[Metric]
+    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+
+
+class Breakdown(msgspec.Struct):
+    """The primary metric on one group of items; a per-group 95% interval, not a simultaneous one."""
+
+    group: str
+    n: int
+    metric: Metric
+
+
 class Row(msgspec.Struct):
     rank: int
     run_id: str
@@ -159,7 +177,12 @@ class Result(msgspec.Struct):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
+    # {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
+    subgroups: dict[str, list[Subgroup]]
+    # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
+    breakdowns: dict[str, list[Breakdown]]
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
+    breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
     unparsed_sample: list[UnparsedOutput] | None = None
@@ -209,6 +232,8 @@ class TaskDetail(msgspec.Struct):
     title: str
     description: str  # addition
     spec: dict[str, Any]
+    # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
+    participant_flow: dict[str, Any] | None = None
 
 
 class TaskList(msgspec.Struct):

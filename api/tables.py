@@ -54,6 +54,7 @@ class TaskEntry:
     description: str
     n_results: int
     cluster_column: str | None = None  # what the task's intervals resample (``tasks.cluster_column``); None: items
+    participant_flow: Mapping[str, Any] | None = None  # ``tasks.participant_flow`` (schema 5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +169,7 @@ def _task(t: TaskRow, n_results: int) -> TaskEntry:
         slug=t.slug, version=int(t.version), ref=t.ref, dataset=t.dataset, kind=t.kind, title=t.title or "",
         primary_metric=t.primary_metric, preview=bool(t.preview), spec_hash=t.spec_hash,
         spec=msgspec.json.decode(t.spec) if t.spec else {}, description=t.description or "", n_results=n_results,
-        cluster_column=t.cluster_column,
+        cluster_column=t.cluster_column, participant_flow=msgspec.json.decode(t.participant_flow) if t.participant_flow else None,
     )
 
 

@@ -164,6 +164,7 @@ def task_row(t: dict[str, Any]) -> TaskRow:
         slug=t["slug"], version=t["version"], ref=f"{t['slug']}@{t['version']}", dataset=t["dataset"], kind=t["kind"],
         title=t["title"], primary_metric=t["primary_metric"], preview=t["preview"], spec_hash=t["spec_hash"],
         spec=_json(t["spec"]), description=t["description"], cluster_column=t.get("cluster_column"),
+        participant_flow=_json(t["participant_flow"]) if t.get("participant_flow") is not None else None,
     )
 
 

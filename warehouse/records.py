@@ -45,6 +45,24 @@ class MetricValue(msgspec.Struct, frozen=True):
     target: float | None = None
 
 
+class Subgroup(msgspec.Struct, frozen=True, kw_only=True):
+    """One subgroup of a result's test items (e.g. sex F), its metrics with their own intervals."""
+
+    group: str
+    n: int  # items (windows) in the subgroup
+    n_subjects: int  # distinct resampling clusters (patients) in it
+    metrics: list[MetricValue]
+    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+
+
+class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
+    """The primary metric on one group of items (a category, a purpose, a source), its interval per group."""
+
+    group: str
+    n: int
+    metric: MetricValue
+
+
 def metric_order_value(m: MetricValue | None) -> float:
     """The number a leaderboard sorts ascending to rank by ``m`` in its direction: -value (higher),
     value (lower), |value - target| (target); NaN or missing sorts last. One definition for the
@@ -99,6 +117,10 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     # "knowledge_cutoff" | "release_date" | None here (``contamination_of`` reads both)
     contamination_basis: str | None = None
     contamination_status: ContaminationStatus | None = None  # None: written before statuses
+    # {field: [Subgroup]}: score tasks' subgroups (sex, age band), each with intervals; {} when none
+    subgroups: dict[str, list[Subgroup]] = {}
+    # {field: [Breakdown]}: per-group accuracy (category, purpose, source); per-group intervals, not simultaneous
+    breakdowns: dict[str, list[Breakdown]] = {}
 
     @property
     def primary(self) -> MetricValue:

@@ -20,7 +20,8 @@ import msgspec
 # 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
 #    ``method`` (how the interval was computed); new table ``baseline_comparisons``.
 # 4: ``tasks`` gains ``cluster_column`` (the resampling unit of the task's intervals; NULL: items).
-# 5: ``results`` gains ``contamination_status`` (declared | possible | unlikely | unknown) and
+# 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits);
+#    ``results`` gains ``contamination_status`` (declared | possible | unlikely | unknown) and
 #    ``contamination_basis`` (what decided it, in words); ``baseline_comparisons`` gains ``p_at_floor``.
 #    ``leaderboard_ranks`` gains ``metric`` (a block per published metric, ranked in its direction)
 #    and ``marginal_rank_low``/``marginal_rank_high``; ``rank_low``/``rank_high`` become the hull of
@@ -78,6 +79,8 @@ class TaskRow(Row, frozen=True, kw_only=True):
     # the predictions column whose values are the clusters every interval resamples (declared by the
     # task's family); NULL: each item is its own cluster, and in files built before schema 4
     cluster_column: str | None = None
+    # score tasks: the participant flow of the instances as built (JSON); NULL: none, or built before schema 5
+    participant_flow: Json | None = None
 
 
 class ModelRow(Row, frozen=True, kw_only=True):

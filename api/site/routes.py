@@ -171,7 +171,8 @@ def _handlers() -> list[HTTPRouteHandler]:
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
             twin=f"/v1/results/{run_id}", nav="tasks", r=full, dataset=dataset,
-            task=task, picture=views.result_picture(full, task), unit=views.resampling_unit(task),
+            task=task, picture=views.result_picture(full, task), clinical=views.clinical_pictures(full),
+            unit=views.resampling_unit(task),
             columns=views.predictions_columns(service.settings.data.predictions_path(run_id), task),
             others=views.same_task_results(tables, published),
         )

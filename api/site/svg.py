@@ -219,3 +219,78 @@ def difference_bar(difference: float, ci_low: float, ci_high: float, *, width: f
     body.append(f'<circle cx="{_n(xv)}" cy="{_n(mid)}" r="5" fill="{INK}"/>')
     label = f"difference {_label(difference)}, 95% CI {_label(ci_low)} to {_label(ci_high)}; the dashed line is no difference"
     return _svg(width, height, label, body, "difference")
+
+
+def _xy_frame(size: float) -> tuple[float, float, float, float]:
+    """(left, top, plot side, height) of a square plot with room for the axes' labels."""
+    margin_l, margin_b, margin_t, margin_r = 48.0, 40.0, 10.0, 10.0
+    plot = size - margin_l - margin_r
+    height = margin_t + plot + margin_b
+    return margin_l, margin_t, plot, height
+
+
+def line_chart(series: Sequence[tuple[str, Sequence[float], Sequence[float], str, bool]], *, x_high: float,
+               y_low: float, y_high: float, x_title: str, y_title: str, label: str, css_class: str,
+               size: float = 320, points: Sequence[tuple[float, float]] = ()) -> Markup:
+    """Lines ``(name, xs, ys, colour, dashed)`` on [0, x_high] x [y_low, y_high], with a legend; ``points``
+    are drawn as dots on the first series' colour (the calibration curve's bins)."""
+    left, top, plot, height = _xy_frame(size)
+
+    def px(x: float) -> float:
+        return left + min(max(x / x_high, 0.0), 1.0) * plot
+
+    def py(y: float) -> float:
+        span = y_high - y_low
+        return top + (1 - min(max((y - y_low) / span, 0.0), 1.0)) * plot
+
+    body = []
+    for k in range(6):
+        xv, yv = x_high * k / 5, y_low + (y_high - y_low) * k / 5
+        body.append(f'<line x1="{_n(px(xv))}" y1="{_n(py(y_low))}" x2="{_n(px(xv))}" y2="{_n(py(y_high))}" stroke="{GRID}"/>')
+        body.append(f'<line x1="{_n(px(0))}" y1="{_n(py(yv))}" x2="{_n(px(x_high))}" y2="{_n(py(yv))}" stroke="{GRID}"/>')
+        body.append(f'<text x="{_n(px(xv))}" y="{_n(py(y_low) + 14)}" font-size="10" fill="{AXIS}" '
+                    f'text-anchor="middle">{_label(xv)}</text>')
+        body.append(f'<text x="{_n(px(0) - 5)}" y="{_n(py(yv) + 3)}" font-size="10" fill="{AXIS}" '
+                    f'text-anchor="end">{_label(yv)}</text>')
+    body.append(f'<rect x="{_n(px(0))}" y="{_n(py(y_high))}" width="{_n(plot)}" height="{_n(plot)}" fill="none" '
+                f'stroke="{AXIS}"/>')
+    for k, (name, xs, ys, colour, dashed) in enumerate(series):
+        line = " ".join(f"{_n(px(float(x)))},{_n(py(float(y)))}" for x, y in zip(xs, ys)
+                        if math.isfinite(float(x)) and math.isfinite(float(y)))
+        dash = ' stroke-dasharray="4 3"' if dashed else ""
+        if line:
+            body.append(f'<polyline class="series" data-series="{escape(name)}" points="{line}" fill="none" '
+                        f'stroke="{colour}" stroke-width="2"{dash}/>')
+        body.append(f'<text x="{_n(px(0) + 6)}" y="{_n(py(y_high) + 14 + 13 * k)}" font-size="11" fill="{colour}">'
+                    f"{escape(name)}</text>")
+    for x, y in points:
+        body.append(f'<circle cx="{_n(px(x))}" cy="{_n(py(y))}" r="3" fill="{INK}"/>')
+    body.append(f'<text x="{_n(px(x_high / 2))}" y="{_n(height - 8)}" font-size="11" fill="#111827" '
+                f'text-anchor="middle">{escape(x_title)}</text>')
+    body.append(f'<text x="12" y="{_n(py((y_low + y_high) / 2))}" font-size="11" fill="#111827" text-anchor="middle" '
+                f'transform="rotate(-90 12 {_n(py((y_low + y_high) / 2))})">{escape(y_title)}</text>')
+    return _svg(size, height, label, body, css_class)
+
+
+def calibration_curve(predicted: Sequence[float], observed: Sequence[float]) -> Markup:
+    """Observed rate against mean predicted probability per bin, with the ideal diagonal."""
+    high = max(0.1, min(1.0, nice_step(max([*predicted, *observed, 0.0]) / 5) * 5))
+    return line_chart(
+        [("model", predicted, observed, INK, False), ("ideal (observed = predicted)", [0, high], [0, high], REFERENCE, True)],
+        x_high=high, y_low=0.0, y_high=high, x_title="Mean predicted probability", y_title="Observed rate",
+        label=f"Calibration curve over {len(predicted)} bins of predicted probability", css_class="calibration",
+        points=list(zip(predicted, observed)))
+
+
+def decision_curve(thresholds: Sequence[float], model: Sequence[float], treat_all: Sequence[float]) -> Markup:
+    """Net benefit of the model, of treat-all and of treat-none (0) against the threshold probability."""
+    top = max([*model, *treat_all, 0.01])
+    high = nice_step(top / 5) * 5
+    low = -high / 5
+    x_high = max(thresholds) if thresholds else 1.0
+    return line_chart(
+        [("model", thresholds, model, INK, False), ("treat all", thresholds, treat_all, REFERENCE, True),
+         ("treat none", [0, x_high], [0, 0], AXIS, True)],
+        x_high=x_high, y_low=low, y_high=high, x_title="Threshold probability", y_title="Net benefit",
+        label=f"Decision curve: net benefit at {len(thresholds)} thresholds, model against treat all and treat none",
+        css_class="decision")

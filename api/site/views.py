@@ -103,6 +103,21 @@ def _roc_picture(result: schemas.Result) -> tuple[str, Markup] | None:
     return None
 
 
+def clinical_pictures(result: schemas.Result) -> list[tuple[str, str, Markup]]:
+    """(id, title, picture) of the calibration and decision curves a score result's extras hold."""
+    extras = result.extras or {}
+    out = []
+    cal = extras.get("calibration_curve")
+    if isinstance(cal, dict) and cal.get("predicted"):
+        out.append(("calibration-curve", "Calibration curve on the test windows",
+                    svg.calibration_curve(cal["predicted"], cal["observed"])))
+    dec = extras.get("decision_curve")
+    if isinstance(dec, dict) and dec.get("thresholds"):
+        out.append(("decision-curve", "Decision curve: net benefit against treat all and treat none",
+                    svg.decision_curve(dec["thresholds"], dec["model"], dec["treat_all"])))
+    return out
+
+
 def _category_picture(result: schemas.Result) -> tuple[str, Markup] | None:
     categories = (result.extras or {}).get("by_category")
     if isinstance(categories, list) and categories and all(isinstance(c, dict) for c in categories):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -87,8 +87,10 @@ def _bin_times(n_bins: int, bin_seconds: int) -> np.ndarray:
 
 
 @dataclass
-class NegLastMap:
+class NegLastMap(WindowScorer):
     """Score = minus the last valid MAP of the input."""
+
+    probabilistic: ClassVar[bool] = False
 
     def fit(self, train_inputs, train_labels, val_inputs, val_labels, seed: int) -> None:
         return None
@@ -101,11 +103,13 @@ class NegLastMap:
 
 
 @dataclass
-class LinearExtrapolation:
+class LinearExtrapolation(WindowScorer):
     """Fit a line to the valid bins of the last ``fit_seconds``; score = minus its value at T + ``ahead_seconds``.
 
     With fewer than two valid bins in that stretch the line is flat at the last valid value.
     """
+
+    probabilistic: ClassVar[bool] = False
 
     fit_seconds: int
     ahead_seconds: int
@@ -218,12 +222,14 @@ def _grid(settings: SklearnSettings, keys: tuple[str, ...]) -> list[dict[str, An
 
 
 @dataclass
-class SklearnWindowModel:
+class SklearnWindowModel(WindowScorer):
     """A scikit-learn classifier on window features, trained on train and tuned on validation AUROC.
 
     Each candidate of the hyperparameter grid is trained on the train split; the one with the
     highest validation AUROC is kept (the first candidate when validation has one class only).
     """
+
+    probabilistic: ClassVar[bool] = True  # predict_proba
 
     estimator: str
     candidates: list[dict[str, Any]]

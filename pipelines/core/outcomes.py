@@ -92,10 +92,12 @@ class ReplayScore:
 class ScoreSummary:
     """The common shape of a scored run, whatever the task family: what a family's ``score`` returns."""
 
-    metrics: list[tuple]  # (name, value, ci_low, ci_high[, method]), primary first
+    metrics: list[tuple]  # (name, value, ci_low, ci_high[, method[, direction[, target]]]), primary first
     n: int
     parse_rate: float | None
     extras: msgspec.Struct | None = None  # the family's typed extras (published as the result's `extras`)
+    subgroups: dict[str, list] = field(default_factory=dict)  # {field: [warehouse.records.Subgroup]}
+    breakdowns: dict[str, list] = field(default_factory=dict)  # {field: [warehouse.records.Breakdown]}
 
     def extras_json(self) -> dict[str, Any]:
         """The extras as the result record stores them (plain JSON values, in field order)."""

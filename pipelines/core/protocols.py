@@ -69,7 +69,13 @@ class FitAndScore:
 
     Inputs are float32 ``[n, steps]`` with NaN for missing steps, ``step_seconds`` apart; ``table``
     turns the test scores into the predictions table; ``seed`` is the fit seed (``seed_from`` says
-    whose) and ``config`` what else the result records."""
+    whose) and ``config`` what else the result records.
+
+    ``finish`` (optional): what the family makes of the fitted scorer beyond its test scores, e.g. a
+    logistic recalibration of a non-probability score fitted on the validation split. Called with
+    the fitted scorer's validation scores, its ``probabilistic`` and the log, it returns the schema
+    metadata the predictions table carries and what else the result's config records; the solver
+    applies both, so the engine never learns what a family does with them."""
 
     train: tuple[np.ndarray, np.ndarray]
     validation: tuple[np.ndarray, np.ndarray]
@@ -78,6 +84,7 @@ class FitAndScore:
     table: Callable[[np.ndarray], pa.Table]
     seed: int
     config: dict[str, Any] = field(default_factory=dict)
+    finish: Callable[[np.ndarray, bool, Log], tuple[dict[bytes, bytes], dict[str, Any]]] | None = None
 
 
 # --------------------------------------------------------------------------- what a backend gives
@@ -90,7 +97,14 @@ class TextGenerator(Protocol):
 
 
 class WindowScorer(Protocol):
-    """Windows in, one float per window out (higher = more likely the event ahead)."""
+    """Windows in, one float per window out (higher = more likely the event ahead).
+
+    ``probabilistic``: whether the score is a probability of the label (a fitted classifier's
+    ``predict_proba``), taken as it is by calibration metrics; a rule's score is not (the default),
+    and a family that reports calibration maps it to one (``FitAndScore.finish``). A scorer
+    subclasses this protocol to inherit the default."""
+
+    probabilistic: ClassVar[bool] = False
 
     def fit(self, train_inputs: np.ndarray, train_labels: np.ndarray, val_inputs: np.ndarray,
             val_labels: np.ndarray, seed: int) -> None: ...
@@ -192,6 +206,11 @@ class TaskFamily(Protocol):
 
     def baseline_model(self, task: TaskSpec) -> str | None:
         """The model every result of ``task`` is compared with at publish time; None: no comparison."""
+        return None
+
+    def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
+        """The task's participant flow as built (TRIPOD+AI: cases -> exclusions -> cohort -> windows ->
+        splits), published with the task; None: the family reports none, or its instances are not built."""
         return None
 
     def score_replay(self, task: TaskSpec, snapshot: Path, outputs: Path) -> ReplayScore:

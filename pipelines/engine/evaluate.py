@@ -160,6 +160,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> R
                           wall_seconds=round(usage.wall_seconds, 3), hardware=usage.hardware),
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
+        subgroups=summary.subgroups, breakdowns=summary.breakdowns,
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "

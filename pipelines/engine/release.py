@@ -55,7 +55,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     tasks = [
         {"slug": t.slug, "version": t.version, "dataset": t.dataset, "kind": t.kind, "title": t.title,
          "description": t.description, "primary_metric": t.primary_metric, "preview": t.preview,
-         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": specs.family_of(t).cluster_column}
+         "spec_hash": spec_hash(t), "spec": spec_builtins(t), "cluster_column": specs.family_of(t).cluster_column,
+         **_flow(data, specs, t)}
         for t in specs.tasks.values()
     ]
     models = [
@@ -71,6 +72,19 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
                    prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()])
+
+
+def _flow(data: DataDir, specs: Specs, task) -> dict:
+    """``{"participant_flow": ...}`` for a family that reports one and whose instances are built, else {}
+    (absent, so the catalog of a task without one keeps its content hash)."""
+    from pipelines.engine.inputs import task_instances_path
+
+    family = specs.family_of(task)
+    try:
+        flow = family.participant_flow(task, task_instances_path(data, task, family))
+    except NotMaterialised:
+        return {}
+    return {"participant_flow": flow} if flow is not None else {}
 
 
 def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:

@@ -8,7 +8,9 @@ every family, so a new family is a declaration and a new backend serves every fa
   and the snapshot, so the stored outputs are reused (and a run resumes where it stopped) exactly
   while none of those changed.
 - ``FitAndScore``: the backend's window scorer is fitted on train (tuned on validation), then
-  scores test; the family turns the scores into its predictions table.
+  scores test; the family turns the scores into its predictions table, and where it declares a
+  ``finish`` it is handed the validation scores too (e.g. to fit a recalibration on them) and
+  returns the table's metadata and what the config records.
 """
 
 from __future__ import annotations
@@ -73,9 +75,14 @@ def solve_fit_and_score(ev: Evaluation, problem: FitAndScore, log: Log) -> Predi
     scores = np.asarray(scorer.score(problem.test), dtype=np.float64)
     log(f"{ev.partition_key}: scored {len(scores)} test windows")
     table = problem.table(scores)
+    finished: dict = {}
+    if problem.finish is not None:
+        val_scores = np.asarray(scorer.score(val_x), dtype=np.float64)
+        metadata, finished = problem.finish(val_scores, scorer.probabilistic, log)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     wall = time.monotonic() - started
     usage = Usage(wall_seconds=wall, device_seconds=wall)
     config = {"backend": ev.model.backend, "backend_settings": ev.backend.published(ev.model.settings),
               "bootstrap": msgspec.to_builtins(ev.task.bootstrap), **problem.config,
-              "fitted": scorer.describe()}
+              "fitted": scorer.describe(), **finished}
     return Predicted(table=table, usage=asdict(usage), config=config, generation_key=None)

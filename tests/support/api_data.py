@@ -208,6 +208,7 @@ RESULT = {
                  "code_revision": "str", "libraries": "dict"},
     "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str"},
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
+    "subgroups": "dict", "breakdowns": "dict",
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}
@@ -220,7 +221,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "versus_baseline", "unparsed_sample"},
+    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},

@@ -27,9 +27,11 @@ import pyarrow.parquet as pq
 from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.evaluate import contamination, contamination_verdict
 from pipelines.engine.specs import spec_builtins, spec_hash
-from support.plugins import specs as load_specs
+from pipelines.stats.calibration import Recalibration
+from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from support.api_data import RUN_IDS, catalog, run_id
+from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 from warehouse.records import MetricValue, ModelRef, ResultRecord
@@ -45,6 +47,15 @@ MODEL_DATES = {
     "hf/gpt-oss-20b": (dt.date(2025, 8, 5), dt.date(2024, 1, 1)),
     "medbench/random": (None, None),
 }
+
+
+# a participant flow as a build writes it (``WindowsSummary.participant_flow``), for the task's page
+FLOW = {"snapshot_cases": 80, "exclusions": [{"reason": "no Solar8000/ART_MBP track", "cases": 6},
+                                             {"reason": "age below 18 or missing", "cases": 3}],
+        "cohort_cases": 71, "cohort_subjects": 60, "candidate_windows": 9000,
+        "dropped_windows": [{"reason": "too few valid input bins", "windows": 100}], "windows": 8900,
+        "cases_with_windows": 70, "subjects_with_windows": 59,
+        "splits": {"test": {"windows": 96, "positives": 32, "prevalence": 0.3333, "cases": 12, "subjects": 12}}}
 
 
 def windows(positive_subjects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,8 +77,25 @@ def write_ioh_predictions(path: Path, separation: float, noise_seed: int, positi
         "label": pa.array(labels, pa.int8()), "caseid": pa.array(cases, pa.int32()),
         "subjectid": pa.array(subjects, pa.int32()), "t": pa.array(t, pa.int32()),
     })
+    # the scores are not probabilities (like a rule's): map them by a logistic recalibration fitted
+    # on a validation draw of the same kind, as the family does on the validation split (``probabilities``)
+    val = rng.normal(size=4 * len(labels))
+    val_labels = (np.arange(len(val)) % 3 == 0).astype(np.int8)
+    val = val + separation * val_labels
+    if val[val_labels == 0].max() < val[val_labels == 1].min():
+        # classes this far apart are separable, where a logistic fit has no finite maximum: a few
+        # flipped validation labels (as real validation windows have) keep the map finite
+        val_labels[::7] ^= 1
+    recal = Recalibration.fit(val, val_labels)
+    table = table.replace_schema_metadata(probability_metadata(False, recal))
     pq.write_table(table, path)
     return table
+
+
+def attributes(subjects: np.ndarray) -> dict[str, list]:
+    """Sex and age of each window's subject: F for even subject ids; ages 30, 50, 70 in turn."""
+    return {"sex": ["F" if s % 2 == 0 else "M" for s in subjects],
+            "age": [float(30 + 20 * (s % 3)) for s in subjects]}
 
 
 def scored(data: DataDir, r: ResultRecord, separation: float, noise: int,
@@ -76,10 +104,12 @@ def scored(data: DataDir, r: ResultRecord, separation: float, noise: int,
     task = load_specs().task("vitaldb-ioh@0")
     path = data.predictions_path(r.run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    summary = score_metrics(write_ioh_predictions(path, separation, noise, positive_subjects),
-                            task.bootstrap, task.intervals)
+    table = write_ioh_predictions(path, separation, noise, positive_subjects)
+    summary = score_metrics(table, task.bootstrap, task.intervals, task.ioh.reporting,
+                            attributes(table.column("subjectid").to_numpy()))
     return msgspec.structs.replace(
         r, metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n, extras=summary.extras_json(),
+        subgroups=summary.subgroups,
         predictions_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 
 
@@ -108,7 +138,8 @@ def ioh_catalog(data: DataDir, positive_subjects: int = SUBJECTS):
         records.append(r)
     # the task row as a release publishes it, so /v1/compare uses the spec's own bootstrap settings
     tasks = [t if (t["slug"], t["version"]) != (task.slug, task.version) else
-             {**t, "spec": spec_builtins(task), "spec_hash": spec_hash(task)} for t in cat.tasks]
+             {**t, "spec": spec_builtins(task), "spec_hash": spec_hash(task), "participant_flow": FLOW}
+             for t in cat.tasks]
     return dataclasses.replace(cat, results=records, tasks=tasks,
                                baseline_comparisons=baseline_comparison_rows(specs, data, records))
 

@@ -25,8 +25,10 @@ from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
 from pipelines.tasks.base import (
     CheckOutcome, Instances, Log, ReplayScore, ScoreSummary, TaskFamily, TextChoice, predicted_once,
 )
-from pipelines.tasks.clinicalqa.items import items_table, prompt_items, template_hash
-from pipelines.tasks.clinicalqa.score import PREDICTIONS_SCHEMA, predictions_table, score_choice, summarise_choice
+from pipelines.tasks.clinicalqa.items import BREAKDOWN_FIELDS, items_table, prompt_items, template_hash
+from pipelines.tasks.clinicalqa.score import (
+    PREDICTIONS_SCHEMA, breakdowns, predictions_table, score_choice, summarise_choice,
+)
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from warehouse.files import atomic_path
 
@@ -122,15 +124,18 @@ class ClinicalQA(TaskFamily):
         )
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
-        items = pq.read_table(instances, columns=["instance_id", "category"])
-        category_of = dict(zip(items.column("instance_id").to_pylist(), items.column("category").to_pylist()))
-        scored = summarise_choice(predictions, [category_of[i] for i in predictions.column("instance_id").to_pylist()],
-                                  task.bootstrap, task.intervals)
+        present = [f for f in BREAKDOWN_FIELDS if f in pq.read_schema(instances).names]  # older items: category only
+        items = pq.read_table(instances, columns=["instance_id", *present])
+        row_of = {iid: k for k, iid in enumerate(items.column("instance_id").to_pylist())}
+        rows = [row_of[i] for i in predictions.column("instance_id").to_pylist()]
+        fields = {f: [items.column(f)[k].as_py() for k in rows] for f in present}
+        scored = summarise_choice(predictions, fields["category"], task.bootstrap, task.intervals)
         extras = ClinicalQAExtras(by_category=[CategoryAccuracy(**asdict(c)) for c in scored.by_category],
                                   parse_status=scored.status_counts,
                                   unparsed_sample=[UnparsedOutput(**u) for u in scored.unparsed_sample])
+        correct = predictions.column("correct").to_numpy(zero_copy_only=False).astype(bool)
         return ScoreSummary(metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
-                            extras=extras)
+                            extras=extras, breakdowns=breakdowns(correct, fields))
 
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
         return [predicted_once(predictions, expected)]

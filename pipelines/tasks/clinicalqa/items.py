@@ -17,6 +17,8 @@ from pipelines.core.outcomes import PromptItem
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 
 UNCATEGORISED = "Uncategorized"
+UNSPECIFIED = "Unspecified"  # an item without a purpose or a source
+BREAKDOWN_FIELDS = ("category", "purpose", "source")
 
 ITEMS_SCHEMA = pa.schema(
     [
@@ -25,6 +27,8 @@ ITEMS_SCHEMA = pa.schema(
         ("category", pa.string()),
         ("prompt", pa.string()),
         ("options", pa.list_(pa.string())),  # the option texts in option order (parser v2 reads them)
+        ("purpose", pa.string()),  # what the question asks (diagnosis, test, treatment): a breakdown
+        ("source", pa.string()),  # where the question comes from: a breakdown
     ]
 )
 
@@ -58,6 +62,8 @@ def items_table(rows: Iterable[Mapping[str, Any]], settings: ChoiceSettings) -> 
         columns["category"].append((row.get("category") or "").strip() or UNCATEGORISED)
         columns["prompt"].append(build_prompt(row, settings))
         columns["options"].append([row["options"][f"option_{letter}"].strip() for letter in settings.options])
+        columns["purpose"].append((row.get("purpose") or "").strip() or UNSPECIFIED)
+        columns["source"].append((row.get("source") or "").strip() or UNSPECIFIED)
     return pa.table(columns, schema=ITEMS_SCHEMA)
 
 

@@ -203,3 +203,28 @@ def summarise_choice(
         status_counts={status: counts.get(status, 0) for status in PARSE_STATUSES},
         unparsed_sample=unparsed_sample(table),
     )
+
+
+def breakdowns(correct: np.ndarray, fields: Mapping[str, Sequence[str]]) -> dict[str, list]:
+    """Accuracy by each field's groups (``{"category": [...], "purpose": [...], "source": [...]}``,
+    aligned with ``correct``), each with its 95% Wilson interval.
+
+    Why Wilson whatever the spec's ``intervals``: a group can be small (a category of 29 items)
+    and can be all wrong or all right, where a bootstrap interval collapses to a point. These are
+    per-group intervals, not simultaneous ones: the published ``breakdowns_caveat`` says so.
+    """
+    from warehouse.records import Breakdown
+    from warehouse.records import MetricValue as Metric
+
+    out: dict[str, list] = {}
+    correct = np.asarray(correct, dtype=bool)
+    for name, values in fields.items():
+        groups = np.asarray(values, dtype=object)
+        rows = []
+        for group in sorted(set(values)):
+            mine = correct[groups == group]
+            k, n = int(mine.sum()), int(mine.size)
+            low, high = wilson_interval(k, n)
+            rows.append(Breakdown(group=str(group), n=n, metric=Metric("accuracy", k / n, low, high, "wilson")))
+        out[name] = rows
+    return out

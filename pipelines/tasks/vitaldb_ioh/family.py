@@ -4,7 +4,8 @@ Dataset ``vitaldb`` (cases, track list, Solar8000/ART_MBP readings); instances `
 (cohort, 2-second grid, windows, labels and the subject split: ``cohort.py``, ``grid.py``,
 ``windows.py``, ``split.py``, ``instances.py``); the family declares a ``FitAndScore`` of MAP windows,
 which any window-scoring backend answers (``pipelines.backends.window_scorers``: rules and
-scikit-learn models fitted on the train split); the score is AUROC over the test windows with a
+scikit-learn models fitted on the train split; a rule's score is recalibrated to a probability on
+the validation split, ``probabilities``); the score is AUROC over the test windows with a
 cluster-bootstrap interval over test subjects, plus AUPRC, prevalence and the ROC points the site
 draws (``score.py``). Warehouse kind ``score``.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,11 +24,13 @@ import pyarrow.parquet as pq
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.specs import TaskSpec
 from pipelines.kinds.score import Score
+from pipelines.stats.calibration import Recalibration
 from pipelines.tasks.base import (
     CheckOutcome, FitAndScore, Instances, Log, ScoreSummary, TaskFamily, predicted_once, scores_finite,
 )
 from pipelines.tasks.vitaldb_ioh.grid import check_settings
-from pipelines.tasks.vitaldb_ioh.instances import build_windows, read_windows
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, read_windows
+from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 
@@ -46,6 +50,37 @@ def fit_seed(ev: Evaluation) -> tuple[int, str]:
     if ev.task.settings.fit_seed == "model" and own is not None:
         return int(own), "model"
     return int(ev.task.bootstrap.seed), "task"
+
+
+def test_attributes(instances: Path, predictions: pa.Table) -> dict[str, list]:
+    """Sex and age of each predicted window, from the instances (aligned with the predictions)."""
+    names = pq.read_schema(instances).names
+    if "sex" not in names or "age" not in names:
+        raise ValueError(f"{instances} has no sex/age columns (built by an older version): "
+                         "rebuild the task's instances (medbench materialize) and score again")
+    table = pq.read_table(instances, columns=["instance_id", "sex", "age"], filters=[("split", "=", "test")])
+    at = {i: k for k, i in enumerate(table.column("instance_id").to_pylist())}
+    rows = [at[i] for i in predictions.column("instance_id").to_pylist()]
+    sex, age = table.column("sex").to_pylist(), table.column("age").to_pylist()
+    return {"sex": [sex[k] for k in rows], "age": [age[k] for k in rows]}
+
+
+def probabilities(partition_key: str, val_labels: np.ndarray):
+    """The ``FitAndScore.finish`` of this family: a scorer whose score is no probability (a rule) is
+    mapped to one by a logistic recalibration fitted on the validation split only, stored in the
+    predictions' metadata (``reporting.probability_metadata``) and recorded in the result's config."""
+
+    def finish(val_scores: np.ndarray, probabilistic: bool, log: Log) -> tuple[dict[bytes, bytes], dict[str, Any]]:
+        recalibration = None
+        if not probabilistic:
+            recalibration = Recalibration.fit(val_scores, val_labels)
+            log(f"{partition_key}: logistic recalibration on {recalibration.n} validation windows: "
+                f"a = {recalibration.a:.4g}, b = {recalibration.b:.4g}")
+        config = {"probabilities": {"probabilistic": probabilistic,
+                                    "recalibration": recalibration.as_dict() if recalibration else None}}
+        return probability_metadata(probabilistic, recalibration), config
+
+    return finish
 
 
 class VitalDbIoh(TaskFamily):
@@ -128,10 +163,17 @@ class VitalDbIoh(TaskFamily):
             train=(train_x, train_meta["label"].to_numpy()), validation=(val_x, val_meta["label"].to_numpy()),
             test=test_x, step_seconds=ev.task.settings.bin_seconds, table=table, seed=seed,
             config={"fit_seed": seed, "fit_seed_from": seed_from},
+            finish=probabilities(ev.partition_key, val_meta["label"].to_numpy()),
         )
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
-        return score_metrics(predictions, task.bootstrap, task.intervals)
+        return score_metrics(predictions, task.bootstrap, task.intervals, task.settings.reporting,
+                             test_attributes(instances, predictions))
+
+    def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
+        """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not built)."""
+        path = flow_path(instances)
+        return msgspec.json.decode(path.read_bytes()) if path.exists() else None
 
     def baseline_model(self, task: TaskSpec) -> str | None:
         """The model whose result every result of ``task`` is compared with at publish time."""

@@ -31,6 +31,14 @@ def check_settings(settings: IohSettings) -> None:
         raise ValueError("ioh settings: event_bins must be in 1..horizon_bins")
     if not 0 <= settings.test_below <= settings.validation_below <= 100:
         raise ValueError("ioh settings: need 0 <= test_below <= validation_below <= 100")
+    r = settings.reporting
+    for name, values in (("thresholds", r.thresholds), ("alarm_rates", r.alarm_rates)):
+        if not all(0 < v < 1 for v in values):
+            raise ValueError(f"ioh settings: every reporting.{name} value must be strictly between 0 and 1")
+    if list(r.age_bands) != sorted(set(r.age_bands)) or any(a < 0 for a in r.age_bands):
+        raise ValueError("ioh settings: reporting.age_bands must be increasing non-negative ages")
+    if r.calibration_bins < 2:
+        raise ValueError("ioh settings: reporting.calibration_bins must be at least 2")
 
 
 @dataclass(frozen=True)

@@ -5,21 +5,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.tasks.vitaldb_ioh.cohort import read_cohort
+from pipelines.tasks.vitaldb_ioh.cohort import read_cohort_with_flow
 from pipelines.tasks.vitaldb_ioh.grid import GridBuilder, case_layout, check_settings
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 from pipelines.tasks.vitaldb_ioh.split import SPLITS, Split, split_codes
 from pipelines.tasks.vitaldb_ioh.windows import WindowArrays, windows_from_grid
-from warehouse.files import atomic_path
+from warehouse.files import atomic_path, atomic_write_bytes
 
 _READ_BATCH_ROWS = 2_000_000
 
@@ -45,9 +46,35 @@ class WindowsSummary:
     n_cases: int
     n_subjects: int
     splits: dict[str, SplitSummary] = field(default_factory=dict)
+    n_snapshot_cases: int = 0
+    exclusions: list[dict] = field(default_factory=list)  # {reason, cases}, in the order applied
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def participant_flow(self) -> dict:
+        """Cases in the snapshot -> each exclusion -> cohort -> windows -> splits (TRIPOD+AI 20a)."""
+        return {
+            "snapshot_cases": self.n_snapshot_cases,
+            "exclusions": list(self.exclusions),
+            "cohort_cases": self.n_cohort_cases,
+            "cohort_subjects": self.n_cohort_subjects,
+            "candidate_windows": self.n_candidates,
+            "dropped_windows": [
+                {"reason": "too few valid input bins", "windows": self.dropped_input},
+                {"reason": "too few valid horizon bins", "windows": self.dropped_horizon},
+                {"reason": "hypotension already in progress", "windows": self.dropped_in_progress},
+            ],
+            "windows": self.n_windows,
+            "cases_with_windows": self.n_cases,
+            "subjects_with_windows": self.n_subjects,
+            "splits": {k: asdict(v) for k, v in self.splits.items()},
+        }
+
+
+def flow_path(instances: Path) -> Path:
+    """The participant flow written beside the windows file (published with the task)."""
+    return Path(instances).with_name(Path(instances).stem + ".flow.json")
 
 
 def windows_schema(settings: IohSettings) -> pa.Schema:
@@ -60,6 +87,8 @@ def windows_schema(settings: IohSettings) -> pa.Schema:
             pa.field("t", pa.int32(), nullable=False),
             pa.field("split", pa.string(), nullable=False),
             pa.field("label", pa.int8(), nullable=False),
+            pa.field("sex", pa.string(), nullable=True),  # the case's, for the subgroups (M, F or null)
+            pa.field("age", pa.float32(), nullable=True),
             pa.field("input", pa.list_(item, settings.input_bins), nullable=False),
         ]
     )
@@ -76,7 +105,7 @@ def build_windows(
     """
     snapshot_dir, out_path = Path(snapshot_dir), Path(out_path)
     check_settings(settings)
-    cohort = read_cohort(snapshot_dir, settings)
+    cohort, exclusions, n_snapshot_cases = read_cohort_with_flow(snapshot_dir, settings)
     caseids = cohort["caseid"].to_numpy().astype(np.int64)
     subjectids = cohort["subjectid"].to_numpy().astype(np.int64)
     layout = case_layout(cohort["opstart"].to_numpy(), cohort["opend"].to_numpy(), settings)
@@ -98,9 +127,11 @@ def build_windows(
 
     case_codes = split_codes(subjectids, settings) if len(subjectids) else np.zeros(0, np.int8)
     codes = case_codes[windows.case_index]
-    table = _windows_table(caseids, subjectids, codes, windows, settings)
+    table = _windows_table(cohort, caseids, subjectids, codes, windows, settings)
     _write_atomically(table, out_path)
-    summary = _summarise(cohort, caseids, subjectids, codes, windows)
+    summary = replace(_summarise(cohort, caseids, subjectids, codes, windows),
+                      n_snapshot_cases=n_snapshot_cases, exclusions=exclusions)
+    atomic_write_bytes(flow_path(out_path), msgspec.json.encode(summary.participant_flow()))
     log(
         f"vitaldb-ioh windows: kept {summary.n_windows} of {summary.n_candidates} "
         f"(dropped: {summary.dropped_input} input, {summary.dropped_horizon} horizon, "
@@ -110,7 +141,8 @@ def build_windows(
     return summary
 
 
-def _windows_table(caseids, subjectids, codes, windows: WindowArrays, settings: IohSettings) -> pa.Table:
+def _windows_table(cohort: pl.DataFrame, caseids, subjectids, codes, windows: WindowArrays,
+                   settings: IohSettings) -> pa.Table:
     caseid = pa.array(caseids[windows.case_index].astype(np.int32))
     t = pa.array(windows.t.astype(np.int32))
     colon = pa.scalar(":")
@@ -127,6 +159,9 @@ def _windows_table(caseids, subjectids, codes, windows: WindowArrays, settings: 
             t,
             split,
             pa.array(windows.label, type=pa.int8()),
+            pa.array(cohort["sex"].to_numpy()[windows.case_index] if cohort.height else [], pa.string()),
+            pa.array(cohort["age"].to_numpy()[windows.case_index] if cohort.height else [], pa.float32(),
+                     from_pandas=True),
             inputs,
         ],
         schema=schema,

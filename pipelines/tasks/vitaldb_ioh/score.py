@@ -1,8 +1,13 @@
 """Metrics of a score task (vitaldb-ioh) from its predictions: AUROC with a cluster-bootstrap 95% CI
 over test subjects (replicates with one class are left out and counted), AUPRC and prevalence,
-plus the counts and ROC points the site draws (the typed ``IohExtras``)."""
+plus the counts and ROC points the site draws (the typed ``IohExtras``); and, when the task's
+``[ioh.reporting]`` is given, the clinical report from the *same* replicate draws: Brier score,
+calibration intercept and slope, operating points, net benefit, the calibration and decision
+curves, and the subgroups by sex and age band (``reporting.py``)."""
 
 from __future__ import annotations
+
+import math
 
 import msgspec
 import numpy as np
@@ -10,7 +15,11 @@ import pyarrow as pa
 
 from pipelines.core.outcomes import ScoreSummary
 from pipelines.core.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.auroc import cluster_bootstrap, roc_points
+from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
+from pipelines.stats.clinical import MetricRow, clinical_report
+from pipelines.tasks.vitaldb_ioh.reporting import RECALIBRATED, age_band, probabilities_of, subgroup_rows
+from pipelines.tasks.vitaldb_ioh.settings import IohReporting
+from warehouse.records import MetricValue, Subgroup
 
 
 class RocPoints(msgspec.Struct, frozen=True):
@@ -25,6 +34,24 @@ class IohCounts(msgspec.Struct, frozen=True):
     subjects: int
 
 
+class CalibrationCurve(msgspec.Struct, frozen=True):
+    """Quantile bins of the predicted probability: mean predicted, observed rate (95% CI), windows."""
+
+    predicted: list[float]
+    observed: list[float]
+    observed_low: list[float]
+    observed_high: list[float]
+    n: list[int]
+
+
+class DecisionCurve(msgspec.Struct, frozen=True):
+    """Net benefit of the model and of treat-all at each threshold; treat-none is 0 throughout."""
+
+    thresholds: list[float]
+    model: list[float]
+    treat_all: list[float]
+
+
 class IohExtras(msgspec.Struct, frozen=True):
     """A vitaldb-ioh result's ``extras``: the ROC curve, the test counts, dropped bootstrap replicates."""
 
@@ -32,14 +59,22 @@ class IohExtras(msgspec.Struct, frozen=True):
     counts: IohCounts
     bootstrap_dropped_replicates: int  # one-class replicates, left out of the AUROC/AUPRC intervals
     bootstrap_replicates: int | None = None  # all replicates drawn (the site warns above 1% dropped)
+    calibration_curve: CalibrationCurve | None = None
+    decision_curve: DecisionCurve | None = None
+    # "as given" (a probabilistic scorer) or the recalibration {a, b, ...} fitted on the validation split
+    probabilities: dict | None = None
+    undefined_metrics: list[str] = []  # reported metrics with no value on these windows (e.g. PPV with no alarm)
 
 
 METHOD = "cluster-bootstrap-percentile"
 
 
-def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: IntervalsSpec = IntervalsSpec()) -> ScoreSummary:
+def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: IntervalsSpec = IntervalsSpec(),
+                  reporting: IohReporting | None = None, attributes: dict[str, list] | None = None) -> ScoreSummary:
     """AUROC, AUPRC and prevalence with cluster-bootstrap intervals (``intervals.prevalence`` says
-    whether the prevalence interval uses all replicates or only the two-class ones)."""
+    whether the prevalence interval uses all replicates or only the two-class ones); with
+    ``reporting``, the clinical report too, and with ``attributes`` ({"sex": [...], "age": [...]}
+    aligned with the predictions) its subgroups."""
     scores = predictions.column("score").to_numpy().astype(np.float64)
     labels = predictions.column("label").to_numpy().astype(np.int8)
     subjects = predictions.column("subjectid").to_numpy()
@@ -48,13 +83,50 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
         raise ValueError("scores contain NaN or infinity: every test window must be scored")
     boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed,
                              prevalence_all_replicates=intervals.prevalence == "all-replicates")
-    extras = IohExtras(
+    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"]), METHOD)
+               for m in boot.metrics()]
+    extras = dict(
         roc=RocPoints(**roc_points(scores, labels)),
         counts=IohCounts(windows=int(len(scores)), positives=int(labels.sum()),
                          cases=int(len(np.unique(cases))), subjects=int(len(np.unique(subjects)))),
         bootstrap_dropped_replicates=int(boot.n_dropped),
         bootstrap_replicates=int(boot.n_replicates),
     )
-    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"]), METHOD)
-               for m in boot.metrics()]
-    return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=extras)
+    subgroups: dict[str, list] = {}
+    if reporting is not None:
+        p, recal = probabilities_of(predictions)
+        ids, clusters = np.unique(subjects, return_inverse=True)
+        counts = resample_cluster_counts(len(ids), bootstrap.replicates, bootstrap.seed)  # the AUROC's draws
+        rep = clinical_report(p, labels, clusters, counts, reporting.thresholds, reporting.alarm_rates,
+                              scores=scores, n_bins=reporting.calibration_bins)
+        method = METHOD + RECALIBRATED if recal is not None else METHOD
+        defined = [m for m in rep.metrics if _finite(m)]
+        metrics += [_tuple(m, method) for m in defined]
+        extras.update(calibration_curve=CalibrationCurve(**rep.calibration_curve),
+                      decision_curve=DecisionCurve(**rep.decision_curve),
+                      probabilities=recal.as_dict() if recal is not None else {"as_given": True},
+                      undefined_metrics=[m.name for m in rep.metrics if not _finite(m)])
+        if attributes:
+            groups = {}
+            if "sex" in attributes:
+                groups["sex"] = np.array(attributes["sex"], dtype=object)
+            if "age" in attributes and reporting.age_bands:
+                groups["age_band"] = np.array([age_band(a, reporting.age_bands) for a in attributes["age"]],
+                                              dtype=object)
+            found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds)
+            subgroups = {name: [_subgroup(g, method) for g in rows] for name, rows in found.items()}
+    return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=IohExtras(**extras),
+                        subgroups=subgroups)
+
+
+def _finite(m: MetricRow) -> bool:
+    return all(math.isfinite(v) for v in (m.value, m.ci_low, m.ci_high))
+
+
+def _tuple(m: MetricRow, method: str) -> tuple:
+    return (m.name, m.value, m.ci_low, m.ci_high, method if m.uses_probabilities else METHOD, m.direction, m.target)
+
+
+def _subgroup(g: dict, method: str) -> Subgroup:
+    rows = [MetricValue(*_tuple(m, method)) for m in g["metrics"] if _finite(m)]
+    return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"])

@@ -7,6 +7,22 @@ from typing import Literal
 from pipelines.core.specs import _Spec
 
 
+class IohReporting(_Spec):
+    """``[ioh.reporting]``: the clinical report of every result (TRIPOD+AI). Part of the spec hash:
+    these are published metrics, so changing them makes new run ids.
+
+    ``thresholds``: probability thresholds of the operating points and the net benefit;
+    ``alarm_rates``: fractions of windows that alarm, for operating points that do not depend on
+    calibration; ``age_bands``: lower edges of the age subgroups in years (``[18, 40, 65]`` ->
+    18-39, 40-64, 65+); ``calibration_bins``: quantile bins of the calibration curve.
+    """
+
+    thresholds: tuple[float, ...] = ()
+    alarm_rates: tuple[float, ...] = ()
+    age_bands: tuple[int, ...] = ()
+    calibration_bins: int = 10
+
+
 class IohSettings(_Spec):
     track: str
     min_age: int
@@ -33,6 +49,7 @@ class IohSettings(_Spec):
     # The model every result of this task is compared with (paired AUROC difference, computed at
     # publish time into ``baseline_comparisons``); "" for none. It names no task in engine or api.
     baseline_model: str = ""
+    reporting: IohReporting = IohReporting()
 
     @property
     def input_bins(self) -> int:

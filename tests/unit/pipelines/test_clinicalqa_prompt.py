@@ -89,7 +89,7 @@ def test_template_hash_follows_both_templates(settings: ChoiceSettings) -> None:
 def test_items_table(rows: list[dict], settings: ChoiceSettings) -> None:
     rows = [*rows, {**rows[0], "question_id": 900004, "category": ""}]
     table = items_table(rows, settings)
-    assert table.column_names == ["instance_id", "label", "category", "prompt", "options"]
+    assert table.column_names == ["instance_id", "label", "category", "prompt", "options", "purpose", "source"]
     assert table.column("instance_id").to_pylist() == ["900001", "900002", "900003", "900004"]
     assert table.column("label").to_pylist() == ["B", "C", "A", "B"]
     assert table.column("category").to_pylist() == ["Cardiology", "Infectious Disease", "Neurology", UNCATEGORISED]

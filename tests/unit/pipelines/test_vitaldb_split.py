@@ -92,7 +92,7 @@ def test_cohort_filters():
     )  # fmt: skip
     cohort = select_cohort(cases, tracks, S)
     assert cohort["caseid"].to_list() == [1, 3, 7, 11]
-    assert cohort.columns == ["caseid", "subjectid", "opstart", "opend"]
+    assert cohort.columns == ["caseid", "subjectid", "opstart", "opend", "sex", "age"]
 
 
 def test_cohort_reads_the_demo_exclusions(demo_windows: Path):

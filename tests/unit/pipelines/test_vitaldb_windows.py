@@ -283,7 +283,7 @@ def test_build_windows_writes_the_documented_parquet(snapshot_dir: Path, tmp_pat
     out = tmp_path / "windows.parquet"
     summary = build_windows(snapshot_dir, S, out, log=lambda _: None)
     schema = pq.read_schema(out)
-    assert schema.names == ["instance_id", "caseid", "subjectid", "t", "split", "label", "input"]
+    assert schema.names == ["instance_id", "caseid", "subjectid", "t", "split", "label", "sex", "age", "input"]
     assert str(schema.field("input").type).startswith("fixed_size_list<") and schema.field("input").type.list_size == IB
     meta, inputs = read_windows(out)
     assert meta["instance_id"].to_list() == ["7:600", "8:600", "8:630"]  # case 9 is a child

@@ -102,10 +102,15 @@ SCHEMA_4 = [s for s in SCHEMA_3 if not s.startswith("""CREATE TABLE tasks""")] +
         cluster_column VARCHAR)""",
 ]
 
-
-# Schema 5: ``results`` gains ``contamination_status`` and ``contamination_basis`` (at the end);
+# Schema 5: ``tasks`` gains ``participant_flow`` (score tasks: cases -> exclusions -> cohort -> windows -> splits);
+# ``results`` gains ``contamination_status`` and ``contamination_basis`` (at the end);
 # ``baseline_comparisons`` gains ``p_at_floor``.
-SCHEMA_5 = [s for s in SCHEMA_4 if not s.startswith(("CREATE TABLE results", "CREATE TABLE baseline_comparisons"))] + [
+_SCHEMA_5_CHANGED = ("CREATE TABLE tasks", "CREATE TABLE results", "CREATE TABLE baseline_comparisons")
+SCHEMA_5 = [s for s in SCHEMA_4 if not s.startswith(_SCHEMA_5_CHANGED)] + [
+    """CREATE TABLE tasks (
+        slug VARCHAR, version INTEGER, ref VARCHAR PRIMARY KEY, dataset VARCHAR, kind VARCHAR, title VARCHAR,
+        primary_metric VARCHAR, preview BOOLEAN, spec_hash VARCHAR, spec JSON, description VARCHAR,
+        cluster_column VARCHAR, participant_flow JSON)""",
     """CREATE TABLE results (
         run_id VARCHAR PRIMARY KEY, task VARCHAR, task_slug VARCHAR, task_version INTEGER, dataset VARCHAR,
         model_slug VARCHAR, model_type VARCHAR, tier VARCHAR, demo BOOLEAN,

@@ -1,0 +1,147 @@
+"""The clinical report of a risk score (TRIPOD+AI): Brier score, calibration intercept and slope,
+operating points at fixed thresholds and alarm rates, net benefit against treat-all, each with a
+cluster-bootstrap percentile interval from the *same* replicate draws as the AUROC's
+(``counts`` = ``resample_cluster_counts(C, replicates, seed)``); plus the calibration curve
+and the decision curve the result page draws.
+
+Every metric row says its direction: ``higher`` is better, ``lower`` is better (Brier), or
+``target`` (calibration intercept 0, slope 1). A replicate in which a metric is undefined (one
+class only, or no alarm for a PPV) is left out of that metric's interval only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pipelines.stats.calibration import brier, calibration_intercept, calibration_slope, quantile_bins
+from pipelines.stats.decision import (alarm_rate_confusion, cluster_confusion, net_benefit, rates, treat_all)
+
+_BATCH_ELEMENTS = 4_000_000
+DECISION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 61))  # thresholds the decision curve draws
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    name: str
+    value: float
+    ci_low: float
+    ci_high: float
+    direction: str = "higher"  # higher | lower | target
+    target: float | None = None
+    uses_probabilities: bool = True  # False: rank-based (alarm rates), calibration does not enter
+
+
+@dataclass(frozen=True)
+class ClinicalReport:
+    metrics: list[MetricRow]
+    calibration_curve: dict = field(default_factory=dict)  # predicted, observed, n, observed_low/high per bin
+    decision_curve: dict = field(default_factory=dict)  # thresholds, model, treat_all (treat-none is 0)
+
+
+def percentile_interval(values: np.ndarray) -> tuple[float, float]:
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return float("nan"), float("nan")
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _row(name: str, value, replicates, **kw) -> MetricRow:
+    low, high = percentile_interval(replicates)
+    return MetricRow(name, float(value), low, high, **kw)
+
+
+def threshold_name(metric: str, t: float) -> str:
+    return f"{metric}[t={t:g}]"
+
+
+def alarm_name(metric: str, r: float) -> str:
+    return f"{metric}[alarm={r:g}]"
+
+
+def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rates=(), scores=None,
+                    curves: bool = True, n_bins: int = 10) -> ClinicalReport:
+    """The report for probabilities ``p`` (scores for alarm rates default to ``p``) and labels ``y``.
+
+    ``clusters`` is each window's index 0..C-1 into the columns of ``counts`` [R, C].
+    """
+    p = np.asarray(p, dtype=np.float64)
+    y = np.asarray(y).astype(np.int8)
+    s = p if scores is None else np.asarray(scores, dtype=np.float64)
+    c = np.asarray(clusters, dtype=np.int64)
+    n_clusters = counts.shape[1]
+    sizes = np.bincount(c, minlength=n_clusters).astype(np.float64)
+    sq = np.bincount(c, weights=(p - y) ** 2, minlength=n_clusters)
+    m = counts.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        brier_reps = (m @ sq) / (m @ sizes)
+    rows = [
+        _row("brier", brier(p, y), brier_reps, direction="lower"),
+        _row("calibration_intercept", calibration_intercept(p, y)[0], _per_replicate(calibration_intercept, p, y, c, counts),
+             direction="target", target=0.0),
+        _row("calibration_slope", calibration_slope(p, y)[0], _per_replicate(calibration_slope, p, y, c, counts),
+             direction="target", target=1.0),
+    ]
+    positives = np.bincount(c, weights=y, minlength=n_clusters)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prevalence_reps = (m @ positives) / (m @ sizes)
+    for t in thresholds:
+        conf = cluster_confusion(p, y, c, n_clusters, t)
+        point, reps = rates(conf.sum(axis=1)), rates(conf @ m.T)
+        for name in ("sensitivity", "specificity", "ppv", "npv"):
+            rows.append(_row(threshold_name(name, t), point[name], reps[name]))
+        rows.append(_row(threshold_name("net_benefit", t), net_benefit(conf.sum(axis=1), t), net_benefit(conf @ m.T, t)))
+        rows.append(_row(threshold_name("net_benefit_treat_all", t), treat_all(y.mean(), t),
+                         treat_all(prevalence_reps, t)))
+    ones = np.ones((1, n_clusters), dtype=np.int64)
+    for r in alarm_rates:
+        point = rates(alarm_rate_confusion(s, y, c, ones, r)[:, 0])
+        reps = rates(alarm_rate_confusion(s, y, c, counts, r))
+        for name in ("sensitivity", "specificity", "ppv", "npv"):
+            rows.append(_row(alarm_name(name, r), point[name], reps[name], uses_probabilities=False))
+    if not curves:
+        return ClinicalReport(rows)
+    return ClinicalReport(rows, calibration_curve(p, y, c, m, n_bins), decision_curve(p, y))
+
+
+def _per_replicate(fit, p, y, c, counts: np.ndarray) -> np.ndarray:
+    """``fit(p, y, w)`` for every replicate, the window weights built a batch of replicates at a time."""
+    out = np.empty(len(counts))
+    batch = max(1, _BATCH_ELEMENTS // max(len(p), 1))
+    for r0 in range(0, len(counts), batch):
+        out[r0:r0 + batch] = fit(p, y, counts[r0:r0 + batch][:, c].astype(np.float64))
+    return out
+
+
+def calibration_curve(p, y, c, m: np.ndarray, n_bins: int = 10) -> dict:
+    """Quantile bins of p: mean predicted, observed rate (with its cluster-bootstrap interval), windows."""
+    bins = quantile_bins(p, n_bins)
+    out: dict[str, list] = {"predicted": [], "observed": [], "observed_low": [], "observed_high": [], "n": []}
+    n_clusters = m.shape[1]
+    for b in np.unique(bins):
+        mine = bins == b
+        size = np.bincount(c[mine], minlength=n_clusters).astype(np.float64)
+        pos = np.bincount(c[mine], weights=y[mine], minlength=n_clusters)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            low, high = percentile_interval((m @ pos) / (m @ size))
+        out["predicted"].append(round(float(p[mine].mean()), 6))
+        out["observed"].append(round(float(y[mine].mean()), 6))
+        out["observed_low"].append(round(low, 6))
+        out["observed_high"].append(round(high, 6))
+        out["n"].append(int(mine.sum()))
+    return out
+
+
+def decision_curve(p, y, grid=DECISION_GRID) -> dict:
+    """Net benefit of the model and of treat-all on a grid of thresholds (treat-none is 0 throughout)."""
+    n = len(p)
+    model, everyone = [], []
+    for t in grid:
+        alarm = p >= t
+        tp, fp = float((alarm & (y == 1)).sum()), float((alarm & (y == 0)).sum())
+        model.append(round((tp - fp * t / (1 - t)) / n, 6))
+        everyone.append(round(float(treat_all(y.mean(), t)), 6))
+    return {"thresholds": list(grid), "model": model, "treat_all": everyone}

@@ -1,0 +1,104 @@
+"""vitaldb-ioh's clinical report (TRIPOD+AI): which probabilities the calibration metrics read, and
+the subgroups by sex and age band.
+
+Probabilities: a scorer declares ``probabilistic`` (``pipelines.core.protocols.WindowScorer``). A probabilistic
+scorer's scores are taken as they are; any other's are mapped by ``p = sigmoid(a + b * score)``
+fitted on the validation split when the model is run (``family.probabilities``). The map travels with
+the predictions it applies to, in the Parquet file's key-value metadata under
+``medbench.probabilities`` (the file's columns are pinned, and the test windows alone cannot
+refit it), and in the result's ``config.probabilities``.
+
+Subgroups use the same bootstrap replicates as everything else (the columns of their own subjects
+in the replicate counts), and a subgroup with fewer than ``MIN_SUBJECTS`` subjects says so.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs
+from pipelines.stats.calibration import Recalibration
+from pipelines.stats.clinical import MetricRow, clinical_report, percentile_interval
+
+PROBABILITIES_KEY = b"medbench.probabilities"
+MIN_SUBJECTS = 30
+RECALIBRATED = "; probabilities by logistic recalibration fitted on the validation split"
+
+
+def probability_metadata(probabilistic: bool, recalibration: Recalibration | None) -> dict[bytes, bytes]:
+    body = {"probabilistic": probabilistic,
+            "recalibration": recalibration.as_dict() if recalibration is not None else None}
+    return {PROBABILITIES_KEY: json.dumps(body, sort_keys=True).encode()}
+
+
+def probabilities_of(predictions: pa.Table) -> tuple[np.ndarray, Recalibration | None]:
+    """(probabilities of the test windows, the recalibration applied or None)."""
+    scores = predictions.column("score").to_numpy().astype(np.float64)
+    raw = (predictions.schema.metadata or {}).get(PROBABILITIES_KEY)
+    if raw is None:
+        raise ValueError("the predictions do not say whether their scores are probabilities "
+                         f"({PROBABILITIES_KEY.decode()} metadata): run the evaluation again to remake them")
+    body = json.loads(raw)
+    if body.get("recalibration"):
+        recal = Recalibration.from_dict(body["recalibration"])
+        return recal.apply(scores), recal
+    if not body.get("probabilistic"):
+        raise ValueError("the predictions' scores are not probabilities and carry no recalibration: "
+                         "run the evaluation again")
+    if scores.min(initial=0.0) < 0 or scores.max(initial=1.0) > 1:
+        raise ValueError("a probabilistic scorer produced scores outside [0, 1]")
+    return scores, None
+
+
+def age_band(age: float, edges) -> str | None:
+    """The band of ``age`` among lower edges ``edges`` ("18-39", ..., "65+"), None below the first or unknown."""
+    if age is None or not np.isfinite(age):
+        return None
+    k = int(np.searchsorted(np.asarray(edges), age, side="right")) - 1
+    if k < 0:
+        return None
+    return f"{edges[k]}+" if k == len(edges) - 1 else f"{edges[k]}-{edges[k + 1] - 1}"
+
+
+def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndarray],
+                  thresholds=()) -> dict[str, list[dict]]:
+    """{field: [{group, n, n_subjects, metrics: [MetricRow], caveat}]} over each field's non-null groups.
+
+    ``clusters`` index 0..C-1 into ``ids`` (sorted subject ids) and the columns of ``counts``.
+    """
+    out: dict[str, list[dict]] = {}
+    for name, values in groups.items():
+        rows = []
+        for group in sorted({v for v in values if v is not None}):
+            mine = np.array([v == group for v in values])
+            own = np.unique(clusters[mine])
+            local = np.searchsorted(own, clusters[mine])
+            sub = counts[:, own]
+            metrics = [_auroc_row(scores[mine], y[mine], local, sub)]
+            rep = clinical_report(p[mine], y[mine], local, sub, thresholds=thresholds, curves=False)
+            metrics += [m for m in rep.metrics if not m.name.startswith("net_benefit_treat_all")]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = sub.astype(np.float64)
+                prev = (m @ np.bincount(local, weights=y[mine], minlength=len(own))) / (
+                    m @ np.bincount(local, minlength=len(own)))
+            metrics.append(MetricRow("prevalence", float(y[mine].mean()), *percentile_interval(prev),
+                                     uses_probabilities=False))
+            caveat = None
+            if len(own) < MIN_SUBJECTS:
+                caveat = (f"only {len(own)} subjects (fewer than {MIN_SUBJECTS}): its intervals are wide "
+                          "and unstable; do not read a difference between subgroups from them")
+            if y[mine].min() == y[mine].max():
+                caveat = ((caveat + "; ") if caveat else "") + "one class only: AUROC and calibration are undefined"
+            rows.append({"group": str(group), "n": int(mine.sum()), "n_subjects": int(len(own)),
+                         "metrics": metrics, "caveat": caveat})
+        out[name] = rows
+    return out
+
+
+def _auroc_row(scores, y, clusters, counts) -> MetricRow:
+    pairs = cluster_pair_counts(scores, y, clusters)
+    return MetricRow("auroc", auroc(scores, y), *percentile_interval(replicate_aurocs(pairs, counts)),
+                     uses_probabilities=False)
