@@ -179,7 +179,8 @@ def _parse_rate(partition_key: str, medbench: MedbenchResource) -> CheckOutcome:
     low rate's verdict quotes the model spec's description: a model built to show noise (random
     weights) says so there, and the maintainer reading the warning should not need to look it up."""
     ev = _plan(partition_key, medbench)
-    record = engine.existing_result(medbench.data(), ev.run_id)
+    data = medbench.data()
+    record = engine.existing_result(data, ev.run_id)
     if record is None and (reason := ev.backend.not_runnable_reason(ev.model, data)):
         return skipped_outcome("parse_rate_reasonable", partition_key, ev.model.slug, ev.run_id, reason)
     if record is None or record.parse_rate is None:
