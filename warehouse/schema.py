@@ -199,8 +199,8 @@ class LeaderboardRankRow(Row, frozen=True, kw_only=True):
     marginal_rank_high: int
     tied_with_leader: bool  # the simultaneous set contains rank 1
     leader_run_id: str
-    diff_low: float  # paired 95% interval of (this result - the leader)
-    diff_high: float
+    diff_low: float | None  # paired 95% interval of (this result - the leader); null for point ranks
+    diff_high: float | None
     method: str
     replicates: int
     dropped_replicates: int

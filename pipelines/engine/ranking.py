@@ -29,7 +29,6 @@ run id).
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -114,7 +113,7 @@ def _point_rows(task: str, model_type: str, metric: str, block: Sequence[ResultR
     return [LeaderboardRankRow(
         task=task, model_type=model_type, metric=metric, run_id=r.run_id, rank=pos + 1, rank_low=pos + 1,
         rank_high=pos + 1, marginal_rank_low=pos + 1, marginal_rank_high=pos + 1, tied_with_leader=pos == 0,
-        leader_run_id=block[0].run_id, diff_low=math.nan, diff_high=math.nan, method=method, replicates=0,
+        leader_run_id=block[0].run_id, diff_low=None, diff_high=None, method=method, replicates=0,
         dropped_replicates=0, seed=0, n_items=0, results_key=key) for pos, r in enumerate(block)]
 
 
