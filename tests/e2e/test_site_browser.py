@@ -84,7 +84,8 @@ def test_home_task_result_download_and_compare(page, site: str, tmp_path: Path) 
     assert page.locator("#primary-ci-high").inner_text() == f"{result['metric']['ci_high']:.4f}"
     for m in result["metrics"]:
         cells = page.locator(f"tr[data-metric='{m['name']}'] td").all_inner_texts()
-        assert cells == [f"{m['value']:.4f}", f"{m['ci_low']:.4f}", f"{m['ci_high']:.4f}", m["method"]]
+        better = f"closest to {m['target']}" if m["direction"] == "target" else m["direction"]
+        assert cells == [f"{m['value']:.4f}", f"{m['ci_low']:.4f}", f"{m['ci_high']:.4f}", better, m["method"]]
     assert page.locator("#predictions-sha256").inner_text() == result["predictions_sha256"]
     assert page.locator("svg.roc polyline").count() == 1
     shot(page, "result")
