@@ -38,13 +38,14 @@ from api import schemas
 from api.agent_sources import RESOURCES, Answers
 from api.agent_tools import TOOL_BY_NAME, arguments, tool_definitions, unknown_tool
 from api.errors import ApiError
+from api.http_protocol import Limits
 from api.responses import CACHE_ERROR, NO_WAREHOUSE, prepare, request_origin, respond
 
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 MCP_METHODS = "POST, DELETE"
-MAX_BODY_BYTES = 1024 * 1024  # api.http_protocol.Limits.max_body_bytes; the SDK's own default is 4 MiB
+MAX_BODY_BYTES = Limits.max_body_bytes  # the server's one body limit; the SDK's own default is 4 MiB
 _CODES = {400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
           413: "payload_too_large", 415: "unsupported_media_type", 421: "misdirected_request",
           422: "invalid_parameter"}
