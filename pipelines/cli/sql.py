@@ -26,8 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sql", help="run one SQL query on the published DuckDB file (read-only) and print every column",
         description="Run QUERY on the data directory's published warehouse (the file medbench.duckdb links to), "
-        "read-only, and print the whole result: every column, values never cut (tables: README, "
-        "'The DuckDB file, for analysts').",
+        "read-only, and print the whole result: every column, values never cut (tables: docs/duckdb.md, "
+        "'The DuckDB file').",
     )
     p.add_argument("query", metavar="QUERY", help='the SQL, e.g. "SELECT task, model_slug, metric_value FROM results"')
     p.add_argument("--data", type=Path, default=None, metavar="DIR",
