@@ -16,13 +16,15 @@ from warehouse.submissions.records import (
     StoreError,
     Submission,
     SubmissionNotFound,
+    SubmissionRefused,
+    Checked,
     Token,
     TokenNotFound,
 )
 from warehouse.submissions.store import Created, SubmissionStore, dedupe_key
 
 __all__ = [
-    "STATES", "TERMINAL", "TRANSITIONS", "URL_ENV", "AuthFailure", "Created", "HistoryEntry", "IllegalTransition",
-    "QuotaExceeded", "Resources", "StoreError", "Submission", "SubmissionNotFound", "SubmissionStore", "Token",
+    "STATES", "TERMINAL", "TRANSITIONS", "URL_ENV", "AuthFailure", "Checked", "Created", "HistoryEntry", "IllegalTransition",
+    "QuotaExceeded", "Resources", "StoreError", "Submission", "SubmissionNotFound", "SubmissionRefused", "SubmissionStore", "Token",
     "TokenNotFound", "dedupe_key", "store_url",
 ]

@@ -129,3 +129,26 @@ class AuthFailure(msgspec.Struct, frozen=True):
             "expired": "expired token: ask the maintainers for a new one",
             "revoked": "revoked token: ask the maintainers for a new one",
         }[self.reason]
+
+
+class SubmissionRefused(StoreError):
+    """A submission refused before anything is stored: ``invalid_submission`` 422 (naming the field)
+    or ``forbidden`` 403 (a slug outside the token owner's namespace). The validator that
+    ``medbench serve`` hands the API raises it; the API answers it as it is."""
+
+    def __init__(self, field: str, problem: str, *, status: int = 422, code: str = "invalid_submission"):
+        super().__init__(f"{field}: {problem}" if field else problem)
+        self.field, self.status, self.code = field, status, code
+
+
+class Checked(msgspec.Struct, frozen=True):
+    """A submission the validator accepted: the model spec exactly as it will be written (provider,
+    tasks and price filled in by medbench), its hash, and what the API stores with it."""
+
+    model: dict
+    model_spec_hash: str
+    tasks: list[str]  # "slug@version", resolved
+    tier: str
+    package_sha256: str | None = None
+    resources: Resources | None = None
+    auto_approve: bool = False
