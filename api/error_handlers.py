@@ -65,7 +65,7 @@ def _validation_message(exc: ValidationException) -> str:
 
 
 def handle_api_error(request: Request, exc: ApiError) -> Response:
-    return error_response(request, exc.status, exc.code, exc.message)
+    return error_response(request, exc.status, exc.code, exc.message, headers=exc.headers)
 
 
 def handle_validation(request: Request, exc: ValidationException) -> Response:
