@@ -18,7 +18,7 @@ from litestar.di import NamedDependency
 from litestar.exceptions import MethodNotAllowedException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
 
 from api import schemas
@@ -33,6 +33,7 @@ from warehouse.submissions import STATES, SubmissionNotFound
 SUBMISSION_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 NO_CACHE = "no-cache"
 POST_ERRORS = {
+    400: "`bad_request`: the HTTP request itself cannot be parsed",
     401: "`unauthorized`: the token is missing, unknown, expired or revoked (the message says which)",
     403: "`forbidden`: the token lacks the `submit` scope, or the slug is outside its owner's namespace",
     405: "`method_not_allowed`: the server runs `--read-only`",
@@ -75,10 +76,12 @@ def handlers() -> list[HTTPRouteHandler]:
     @read_only(
         "/v1/submissions/{submission_id:str}", operation_id="getSubmission", summary="One submission and its history",
         description="Its state, the reason for it, its run ids, and every transition with its time and reason.",
-        body=schemas.Submission, errors={404: "`submission_not_found`"}, needs_warehouse=False,
+        body=schemas.Submission, errors={400: "`invalid_parameter`", 404: "`submission_not_found`"},
+        needs_warehouse=False,
     )
-    async def get_submission(request: Request, service: NamedDependency[Service], submission_id: str) -> ASGIResponse:
-        if not SUBMISSION_ID_RE.match(submission_id):
+    async def get_submission(request: Request, service: NamedDependency[Service],
+                             submission_id: FromPath[str]) -> ASGIResponse:
+        if not SUBMISSION_ID_RE.fullmatch(submission_id):
             raise submission_not_found(submission_id)
         try:
             found = await anyio.to_thread.run_sync(service.submissions.get, submission_id)

@@ -111,7 +111,7 @@ class SubmissionChecker:
         self._identity(request, owner)
         tasks = self._tasks(request.tasks)
         self._limits(request, settings, policy)
-        if request.tier == "official" and not (request.package_sha256 and SHA256_RE.match(request.package_sha256)):
+        if request.tier == "official" and not (request.package_sha256 and SHA256_RE.fullmatch(request.package_sha256)):
             raise _refuse("package_sha256", "the official tier needs the sha256 (64 hex) of the package you will upload")
         if request.tier == "baseline" and request.package_sha256 is not None:
             raise _refuse("package_sha256", "only the official tier takes a package")
@@ -124,19 +124,19 @@ class SubmissionChecker:
 
     def _identity(self, request: SubmissionRequest, owner: str) -> None:
         model = request.model
-        if not SLUG_RE.match(model.slug) or ".." in model.slug:
+        if not SLUG_RE.fullmatch(model.slug) or ".." in model.slug:
             raise _refuse("model.slug", "must be <provider>/<name> in lower-case ASCII letters, digits, '.', '_' and '-'")
         if model.slug.split("/", 1)[0] != owner:
             raise SubmissionRefused("model.slug", f"{model.slug!r} is outside your namespace: this token submits "
                                     f"as {owner!r}, so the slug must start with {owner + '/'!r}",
                                     status=403, code="forbidden")
-        if not MODEL_ID_RE.match(model.provider_model_id):
+        if not MODEL_ID_RE.fullmatch(model.provider_model_id):
             raise _refuse("model.provider_model_id", "ASCII letters, digits, '.', '_' and '-' only")
         hub = model.backend in ("transformers", "vllm")
-        if hub and not COMMIT_RE.match(model.revision):
+        if hub and not COMMIT_RE.fullmatch(model.revision):
             raise _refuse("model.revision", f"{model.revision!r} is not a commit: give the 40-hex commit id of the "
                           "Hub repository (a branch or tag moves; results must name exact weights)")
-        if not hub and not VERSION_RE.match(model.revision):
+        if not hub and not VERSION_RE.fullmatch(model.revision):
             raise _refuse("model.revision", "a version: letters, digits, '.', '_' and '-', at most 64")
         for spec in self.specs.models.values():
             if spec.provider != owner and spec.slug == model.slug:
@@ -181,7 +181,7 @@ class SubmissionChecker:
             _at_most(f"{where}.engine.pipeline_parallel_size", engine.pipeline_parallel_size, lim.max_pipeline_parallel_size)
             _at_most(f"{where}.engine.max_model_len", engine.max_model_len, lim.max_model_len)
             _at_most(f"{where}.engine.gpu_memory_utilization", engine.gpu_memory_utilization, lim.max_gpu_memory_utilization)
-        if hasattr(settings, "model") and not isinstance(settings, SubmittedOpenAI) and not HUB_ID_RE.match(settings.model):
+        if hasattr(settings, "model") and not isinstance(settings, SubmittedOpenAI) and not HUB_ID_RE.fullmatch(settings.model):
             raise _refuse(f"{where}.model", "a Hugging Face Hub model id, org/name")
         if isinstance(settings, SubmittedOpenAI):
             endpoint = policy.endpoints.get(settings.endpoint)

@@ -37,7 +37,7 @@ def new_secret() -> str:
 
 def well_formed(secret: str) -> bool:
     """Shape and checksum, checked before the store is asked (a typo never costs a query)."""
-    if not SECRET_RE.match(secret):
+    if not SECRET_RE.fullmatch(secret):
         return False
     body = secret[len(PREFIX):len(PREFIX) + _BODY_LEN]
     return hmac.compare_digest(_checksum(body), secret[-6:])
