@@ -18,6 +18,8 @@ from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401
 ModelType = Literal["llm", "ml", "rule"]
 ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
 Tier = Literal["baseline", "official"]
+SubmissionState = Literal["received", "validated", "awaiting_package", "awaiting_approval", "queued", "running",
+                          "evaluated", "failed", "rejected"]  # warehouse.submissions.STATES, as a schema enum
 
 
 class Error(msgspec.Struct):

@@ -22,13 +22,13 @@ from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
 
 from api import schemas
-from api.errors import ApiError, invalid_parameter
+from api.errors import ApiError
 from api.params import limit_parameter, offset_parameter
 from api.responses import prepare, respond
 from api.routing import error_specs, read_only
 from api.service import Service
 from api.submission_desk import submit
-from warehouse.submissions import STATES, SubmissionNotFound
+from warehouse.submissions import SubmissionNotFound
 
 SUBMISSION_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 NO_CACHE = "no-cache"
@@ -62,12 +62,10 @@ def handlers() -> list[HTTPRouteHandler]:
         request: Request,
         service: NamedDependency[Service],
         owner: Optional[str] = Parameter(default=None, description="The provider that submitted."),
-        state_filter: Optional[str] = Parameter(query="state", default=None, description=f"One of {', '.join(STATES)}."),
+        state_filter: Optional[schemas.SubmissionState] = Parameter(query="state", default=None, description="A state."),
         limit: int = limit_parameter(),
         offset: int = offset_parameter(),
     ) -> ASGIResponse:
-        if state_filter is not None and state_filter not in STATES:
-            raise invalid_parameter(f"query parameter 'state': one of {', '.join(STATES)}")
         page, total = await anyio.to_thread.run_sync(
             lambda: service.submissions.list(owner=owner, state=state_filter, limit=limit, offset=offset))
         body = schemas.SubmissionPage(submissions=page, total=total, limit=limit, offset=offset)

@@ -242,3 +242,14 @@ def test_a_read_only_server_refuses_writes_with_405(shared_data: tuple[Path, str
     with TestClient(create_app(shared_data[0])) as client:
         refused(client.post("/v1/submissions", json=body()), 405, "method_not_allowed")
         assert client.get("/v1/submissions").status_code == 200
+
+
+def test_the_status_page_shows_state_reason_and_history(desk: Desk) -> None:
+    sub = desk.post(body()).json()
+    desk.store.transition(sub["id"], "rejected", "revision <b>not</b> on the Hub")
+    page = desk.client.get(f"/submissions/{sub['id']}")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "rejected" in page.text and "revision &lt;b&gt;not&lt;/b&gt; on the Hub" in page.text  # escaped
+    assert page.text.count("<tr><td>") == 4 and f"/v1/submissions/{sub['id']}" in page.text
+    missing = desk.client.get("/submissions/0123456789ab")
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")

@@ -202,3 +202,12 @@ def test_concurrent_transitions_record_each_move_once(store):
     [t.join() for t in threads]
     assert sorted(outcomes) == ["ok"] + ["refused"] * 5
     assert [h.state for h in store.get(sub.id).history].count("queued") == 1
+
+
+def test_the_api_state_enum_is_the_stores() -> None:
+    from typing import get_args
+
+    from api.schemas import SubmissionState
+    from warehouse.submissions import STATES
+
+    assert get_args(SubmissionState) == STATES
