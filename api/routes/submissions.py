@@ -10,7 +10,7 @@ poller revalidate cheaply). The POST's work is ``api.submission_desk``; with ``m
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
+from typing import Annotated, Optional, Union
 
 import anyio.to_thread
 from litestar import Request, post
@@ -18,7 +18,7 @@ from litestar.di import NamedDependency
 from litestar.exceptions import MethodNotAllowedException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
-from litestar.params import FromPath, Parameter
+from litestar.params import FromPath, Parameter, QueryParameter
 from litestar.response.base import ASGIResponse
 
 from api import schemas
@@ -62,7 +62,7 @@ def handlers() -> list[HTTPRouteHandler]:
         request: Request,
         service: NamedDependency[Service],
         owner: Optional[str] = Parameter(default=None, description="The provider that submitted."),
-        state_filter: Optional[schemas.SubmissionState] = Parameter(query="state", default=None, description="A state."),
+        state_filter: Annotated[Optional[schemas.SubmissionState], QueryParameter(name="state", description="A state.")] = None,
         limit: int = limit_parameter(),
         offset: int = offset_parameter(),
     ) -> ASGIResponse:
