@@ -100,6 +100,7 @@ class SubmissionStore:
             sid = random.token_hex(6)
             conn.execute(submissions.insert().values(
                 id=sid, owner=owner, token_id=token_id, state=waiting, state_reason=None, tier=tier,
+                slug=str(model.get("slug", "")), provider_model_id=str(model.get("provider_model_id", "")),
                 model=_json.encode(model).decode(), tasks=_json.encode(list(tasks)).decode(),
                 model_spec_hash=model_spec_hash, package_sha256=package_sha256,
                 resources=_json.encode(resources).decode() if resources is not None else None,
@@ -177,15 +178,15 @@ class SubmissionStore:
 
     def owners_of(self, *, slug: str | None = None, provider_model_id: str | None = None) -> set[str]:
         """Owners whose submissions name this slug or provider model id (identity checks across providers)."""
+        where = []
+        if slug is not None:
+            where.append(submissions.c.slug == slug)
+        if provider_model_id is not None:
+            where.append(submissions.c.provider_model_id == provider_model_id)
+        if not where:
+            return set()
         with self._reader.connect() as conn:
-            rows = conn.execute(sa.select(submissions.c.owner, submissions.c.model)).all()
-        out = set()
-        for owner, model in rows:
-            decoded = msgspec.json.decode(model)
-            if (slug is not None and decoded.get("slug") == slug) or (
-                    provider_model_id is not None and decoded.get("provider_model_id") == provider_model_id):
-                out.add(owner)
-        return out
+            return set(conn.execute(sa.select(submissions.c.owner).where(sa.or_(*where)).distinct()).scalars())
 
     # -- internals ---------------------------------------------------------------------
     def _lock_owner(self, conn: sa.Connection, owner: str) -> None:

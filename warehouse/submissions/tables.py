@@ -35,6 +35,8 @@ submissions = sa.Table(
     sa.Column("state", sa.String(32), nullable=False, index=True),
     sa.Column("state_reason", sa.Text, nullable=True),
     sa.Column("tier", sa.String(16), nullable=False),
+    sa.Column("slug", sa.String(200), nullable=False, index=True),  # model.slug, for identity checks
+    sa.Column("provider_model_id", sa.String(200), nullable=False, index=True),
     sa.Column("model", sa.Text, nullable=False),  # JSON
     sa.Column("tasks", sa.Text, nullable=False),  # JSON list
     sa.Column("model_spec_hash", sa.String(64), nullable=False),

@@ -36,6 +36,8 @@ def upgrade() -> None:
         sa.Column("state", sa.String(32), nullable=False),
         sa.Column("state_reason", sa.Text, nullable=True),
         sa.Column("tier", sa.String(16), nullable=False),
+        sa.Column("slug", sa.String(200), nullable=False),
+        sa.Column("provider_model_id", sa.String(200), nullable=False),
         sa.Column("model", sa.Text, nullable=False),
         sa.Column("tasks", sa.Text, nullable=False),
         sa.Column("model_spec_hash", sa.String(64), nullable=False),
@@ -49,6 +51,8 @@ def upgrade() -> None:
     op.create_index("ix_submissions_owner", "submissions", ["owner"])
     op.create_index("ix_submissions_state", "submissions", ["state"])
     op.create_index("ix_submissions_owner_created", "submissions", ["owner", "created_at"])
+    op.create_index("ix_submissions_slug", "submissions", ["slug"])
+    op.create_index("ix_submissions_provider_model_id", "submissions", ["provider_model_id"])
     op.create_table(
         "submission_history",
         sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
