@@ -91,17 +91,34 @@ def invalid(field: str, problem: str) -> ApiError:
     return ApiError(422, "invalid_submission", f"{field}: {problem}" if field else problem)
 
 
+def _too_deep(body: bytes) -> bool:
+    """Whether arrays and objects nest deeper than MAX_JSON_DEPTH, without recursion (brackets inside
+    strings do not count), before the decoder, which recurses once per level, sees the body."""
+    depth, in_string, escaped = 0, False, False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif byte in b"]}":
+            depth -= 1
+    return False
+
+
 def decode_body(body: bytes) -> Any:
     if not body.strip():
         raise invalid("", "empty body: send a JSON object {model, tasks, tier}")
-    depth = 0
-    for byte in body:  # bounded nesting before the decoder recurses into it
-        if byte in b"[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                raise invalid("", f"JSON nested more than {MAX_JSON_DEPTH} levels deep; a submission nests a few")
-        elif byte in b"]}":
-            depth -= 1
+    if _too_deep(body):
+        raise invalid("", f"JSON nested more than {MAX_JSON_DEPTH} levels deep; a submission nests a few")
     try:
         return msgspec.json.decode(body)
     except (msgspec.DecodeError, RecursionError) as exc:

@@ -143,9 +143,12 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
     refused(desk.post(at_limit + b" "), 413, "payload_too_large")  # 64 KiB + 1
     refused(desk.post(b"[" * 100_000 + b"]" * 100_000), 413, "payload_too_large")
     refused(desk.post(b"[" * 30_000 + b"]" * 30_000), 422, "invalid_submission", "nested")
+    refused(desk.post(b'{"a": ' * 40 + b"1" + b"}" * 40), 422, "invalid_submission", "nested")
+    bracketed = desk.post(body(description="[{" * 200 + '\\"[' * 50))  # brackets inside a string are text
+    assert bracketed.status_code == 201, bracketed.text
     refused(desk.post(b"{not json"), 422, "invalid_submission", "not valid JSON")
     refused(desk.post(b""), 422, "invalid_submission", "empty")
-    assert desk.stored() == 0
+    assert desk.stored() == 1
 
 
 @pytest.mark.parametrize(("change", "field", "words"), [

@@ -50,6 +50,11 @@ def test_token_submit_status_approve_revoke(data: Path, tmp_path: Path) -> None:
         sent = run_medbench("submit", str(spec), "--task", "clinicalqa@0", *api, data=data, env={"MEDBENCH_TOKEN": secret})
         sub_id = re.search(r"^submission ([0-9a-f]{12}): awaiting_approval$", sent.stdout, re.M).group(1)
         assert secret not in sent.stdout + sent.stderr
+        spec_branch = tmp_path / "branch.toml"
+        spec_branch.write_text(SPEC.replace('"0123456789abcdef0123456789abcdef01234567"', '"main"'))
+        invalid = run_medbench("submit", str(spec_branch), "--task", "clinicalqa@0", *api, data=data, check=False,
+                               env={"MEDBENCH_TOKEN": secret})
+        assert invalid.returncode == 2 and "model.revision" in invalid.stderr and "not a commit" in invalid.stderr
         run_medbench("submissions", "approve", sub_id, "--reason", "weights checked", data=data)
         status = run_medbench("submissions", "status", sub_id, *api, data=data).stdout
         assert "submission " + sub_id + ": queued (approved: weights checked)" in status
