@@ -33,7 +33,9 @@ HUB_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-SECRET_KEY_RE = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential|bearer)", re.I)
+SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "authorization", "auth", "credential",
+                          "credentials", "bearer", "apikey", "key"})
+KEY_WORD_RE = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^(file|data|ftp):", re.I)
 PATH_RE = re.compile(r"^(/|\./|\.\./|~)|\\|(^|/)\.\.(/|$)|^[A-Za-z]:[\\/]|^builtin:")
 MAX_TASKS = 20
@@ -50,6 +52,13 @@ def _explain_field(exc: msgspec.ValidationError) -> SubmissionRefused:
     return SubmissionRefused(field, text.replace(f"key `{field}`: ", "").replace(f" `{field}`", ""))
 
 
+def _secret_key(key: str) -> bool:
+    """A key whose words name a secret (``api_key``, ``accessToken``, ``clientSecret``, ``pass``...);
+    words, not substrings, so ``max_new_tokens`` (a count) is not taken for a token."""
+    words = [word.lower() for word in KEY_WORD_RE.findall(key)]
+    return any(word in SECRET_WORDS for word in words) or key.lower() in {"pass", "pw", "pwd", "creds"}
+
+
 def _scan_settings(settings: Any) -> None:
     """Refuse secrets, URLs and local paths anywhere in the settings, naming where (without recursion)."""
     stack: list[tuple[str, Any]] = [("model.settings", settings)]
@@ -57,7 +66,7 @@ def _scan_settings(settings: Any) -> None:
         where, value = stack.pop()
         if isinstance(value, dict):
             for key, inner in value.items():
-                if SECRET_KEY_RE.search(str(key)):
+                if _secret_key(str(key)):
                     raise _refuse(f"{where}.{key}", "settings must not carry secrets (an API key or token): "
                                   "a configured endpoint holds its own key")
                 stack.append((f"{where}.{key}", inner))

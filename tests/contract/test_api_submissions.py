@@ -162,6 +162,9 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
     ({"settings": {"model": "https://evil.example/m1"}}, "model.settings.model", "URLs are refused"),
     ({"settings": {"model": "https://u:pw@hub.example/m1"}}, "model.settings.model", "credentials"),
     ({"settings": {"model": "acme/m1", "hf_token": "hf_abc"}}, "model.settings.hf_token", "secrets"),
+    ({"settings": {"model": "acme/m1", "chat_template_kwargs": {"accessToken": "x"}}}, "accessToken", "secrets"),
+    ({"settings": {"model": "acme/m1", "chat_template_kwargs": {"clientSecret": "x"}}}, "clientSecret", "secrets"),
+    ({"settings": {"model": "acme/m1", "chat_template_kwargs": {"pass": "x"}}}, "pass", "secrets"),
     ({"settings": {"model": "acme/m1", "device": "cuda:0"}}, "model.settings.device", "unknown field"),
     ({"settings": {"model": "acme/m1", "batch_size": 100000}}, "model.settings.batch_size", "limits"),
     ({"backend": "vllm", "settings": {"model": "acme/m1", "engine": {"tensor_parallel_size": 64}}},
@@ -176,6 +179,12 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
 def test_refusals_name_the_field_and_store_nothing(desk: Desk, change: dict, field: str, words: str) -> None:
     refused(desk.post(body(**change)), 422, "invalid_submission", field, words)
     assert desk.stored() == 0
+
+
+def test_counts_named_like_tokens_are_not_taken_for_secrets(desk: Desk) -> None:
+    """``max_new_tokens`` holds a count: the docs' own example spec sets it, and it must be accepted."""
+    made = desk.post(body(settings={"model": "acme/m1", "max_new_tokens": 256}))
+    assert made.status_code == 201, made.text
 
 
 def test_task_and_tier_refusals(desk: Desk) -> None:
