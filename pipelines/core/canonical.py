@@ -25,6 +25,11 @@ class SpecStruct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     """Base of every spec Struct: immutable, strict (an unknown key is an error), keyword-only."""
 
 
+class StrictStruct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Strict like a spec, but not a spec: request bodies and the maintainers' policy are never hashed,
+    so their defaults are not locked with the spec Structs' (tests/unit/pipelines/test_specs.py)."""
+
+
 def _default_of(field: msgspec.structs.FieldInfo) -> Any:
     if field.default is not msgspec.NODEFAULT:
         return field.default

@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from pipelines.core.canonical import SpecStruct
+from pipelines.core.canonical import StrictStruct
 from pipelines.core.specs import PriceSpec, SpecError
 from pipelines.engine.spec_decoding import _explain, _parse
 from pipelines.engine.specs import specs_root
@@ -27,7 +27,7 @@ from warehouse.layout import DataDir
 FILE_NAME = "submissions.toml"
 
 
-class Endpoint(SpecStruct):
+class Endpoint(StrictStruct):
     """An OpenAI-compatible server the maintainers run or pay for."""
 
     base_url: str | None = None
@@ -38,7 +38,7 @@ class Endpoint(SpecStruct):
     description: str = ""
 
 
-class Limits(SpecStruct):
+class Limits(StrictStruct):
     """What one submission may ask for, and how often."""
 
     quota_per_week: int = 10  # accepted submissions per owner in any 7 days (failed and rejected are free)
@@ -59,12 +59,12 @@ class Limits(SpecStruct):
     cpu_price_key: str = "cpu"
 
 
-class Owner(SpecStruct):
+class Owner(StrictStruct):
     quota_per_week: int | None = None  # overrides limits.quota_per_week
     auto_approve: bool = False  # accepted submissions go straight to the queue
 
 
-class SubmissionPolicy(SpecStruct):
+class SubmissionPolicy(StrictStruct):
     limits: Limits = Limits()
     owners: dict[str, Owner] = {}
     endpoints: dict[str, Endpoint] = {}

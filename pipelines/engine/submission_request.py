@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pipelines.core.canonical import SpecStruct
+from pipelines.core.canonical import StrictStruct
 
 ACCEPTED_BACKENDS = ("transformers", "vllm", "openai")
 REFUSED_BACKENDS = {
@@ -22,7 +22,7 @@ REFUSED_BACKENDS = {
 }
 
 
-class SubmittedTransformers(SpecStruct):
+class SubmittedTransformers(StrictStruct):
     model: str  # a Hub model id, "org/name"
     seed: int = 0
     max_new_tokens: int | None = None
@@ -30,7 +30,7 @@ class SubmittedTransformers(SpecStruct):
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
 
 
-class SubmittedVllmEngine(SpecStruct):
+class SubmittedVllmEngine(StrictStruct):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     dtype: Literal["auto", "bfloat16", "float16", "float32"] | None = None
@@ -38,7 +38,7 @@ class SubmittedVllmEngine(SpecStruct):
     gpu_memory_utilization: float | None = None
 
 
-class SubmittedVllm(SpecStruct):
+class SubmittedVllm(StrictStruct):
     model: str  # a Hub model id, "org/name"
     seed: int = 0
     max_new_tokens: int | None = None
@@ -46,7 +46,7 @@ class SubmittedVllm(SpecStruct):
     engine: SubmittedVllmEngine = SubmittedVllmEngine()
 
 
-class SubmittedOpenAI(SpecStruct):
+class SubmittedOpenAI(StrictStruct):
     endpoint: str  # the name of an endpoint the maintainers configured (submissions.toml), never a URL
     model: str | None = None  # the name the endpoint knows the model by; default: provider_model_id
     max_new_tokens: int | None = None
@@ -56,7 +56,7 @@ class SubmittedOpenAI(SpecStruct):
 SUBMITTED_SETTINGS = {"transformers": SubmittedTransformers, "vllm": SubmittedVllm, "openai": SubmittedOpenAI}
 
 
-class SubmittedModel(SpecStruct):
+class SubmittedModel(StrictStruct):
     """A model spec without ``provider`` (the token's owner), ``tasks`` and ``price`` (medbench's)."""
 
     slug: str
@@ -72,13 +72,13 @@ class SubmittedModel(SpecStruct):
     training_data: list[str] = []
 
 
-class SubmittedResources(SpecStruct):
+class SubmittedResources(StrictStruct):
     pool: Literal["cpu", "gpu"]
     memory_gib: float
     wall_minutes: float
 
 
-class SubmissionRequest(SpecStruct):
+class SubmissionRequest(StrictStruct):
     model: SubmittedModel
     tasks: list[str]
     tier: Literal["baseline", "official"] = "baseline"
