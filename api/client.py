@@ -106,9 +106,9 @@ class ApiClient:
         return self.fetch("/v1/datasets", schemas.DatasetList)
 
     def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None,
-                    metric: str | None = None) -> schemas.Leaderboard:
+                    metric: str | None = None, tier: str | None = None) -> schemas.Leaderboard:
         return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit,
-                          metric=metric)
+                          metric=metric, tier=tier)
 
     def result(self, run_id: str) -> schemas.Result:
         return self.fetch(f"/v1/results/{run_id}", schemas.Result)

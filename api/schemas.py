@@ -151,6 +151,16 @@ class UnparsedOutput(msgspec.Struct):
     output: str
 
 
+class Provenance(msgspec.Struct):
+    """Who stands behind a result: all null for medbench's own runs; for a submitted package (the
+    official tier) its submitter, the submission, the wheel's sha256 and the sandbox policy."""
+
+    submitted_by: str | None = None
+    submission_id: str | None = None
+    package_sha256: str | None = None
+    sandbox: str | None = None
+
+
 class Result(msgspec.Struct):
     run_id: str
     task: str
@@ -186,6 +196,7 @@ class Result(msgspec.Struct):
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
     unparsed_sample: list[UnparsedOutput] | None = None
+    provenance: Provenance = msgspec.field(default_factory=Provenance)
 
 
 
