@@ -191,12 +191,12 @@ class Result(msgspec.Struct):
     subgroups: dict[str, list[Subgroup]]
     # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
     breakdowns: dict[str, list[Breakdown]]
+    provenance: Provenance  # who stands behind it: all null for medbench's own runs
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
     unparsed_sample: list[UnparsedOutput] | None = None
-    provenance: Provenance = msgspec.field(default_factory=Provenance)
 
 
 

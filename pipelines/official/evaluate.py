@@ -57,11 +57,6 @@ def tier_for(ev: Evaluation, submitter: Submitter) -> str:
     return "official" if submitter.owner == ev.model.provider else "baseline"
 
 
-def package_path(data: DataDir, sha256: str, name: str) -> Path:
-    """Where a submitted wheel is kept, by its sha256 (the file name is kept: pip reads it)."""
-    return data.root / "packages" / sha256 / name
-
-
 def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str) -> Evaluation:
     ev = plan(specs, data, task_ref, model_slug)
     return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256))
@@ -108,7 +103,7 @@ def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: st
     if done is not None:
         log(f"{ev.partition_key}: package {sha[:12]} was already evaluated (run {ev.run_id}); reusing it")
         return done
-    kept = package_path(data, sha, wheel.name)
+    kept = data.package_path(sha, wheel.name)
     if not kept.exists():
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(wheel, kept)
