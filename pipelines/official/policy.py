@@ -49,6 +49,16 @@ class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 "run": msgspec.to_builtins(self.run)}
         return f"{self.version} " + msgspec.json.encode(body, order="sorted").decode()
 
+    def recorded(self, description: str) -> "SandboxPolicy":
+        """This machine's policy (uid, python, index) with the version, pool and limits a result
+        recorded (``describe``), so a reproduction runs under the limits the result ran under."""
+        version, _, body = description.partition(" ")
+        if version != self.version:
+            raise ValueError(f"the result ran under sandbox policy {version!r}; this checkout has {self.version!r}")
+        fields = msgspec.json.decode(body)
+        return msgspec.structs.replace(self, pool=fields["pool"], install=msgspec.convert(fields["install"], Limits),
+                                       run=msgspec.convert(fields["run"], Limits))
+
     def with_run_limits(self, **changes: int) -> "SandboxPolicy":
         return msgspec.structs.replace(self, run=msgspec.structs.replace(self.run, **changes))
 

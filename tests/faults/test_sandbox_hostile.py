@@ -20,7 +20,7 @@ import pytest
 from pipelines.official.package import PackageFailed, check_wheel
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.run import run_package
-from tests.support.wheels import build_wheel
+from support.wheels import build_wheel
 
 pytestmark = pytest.mark.slow
 

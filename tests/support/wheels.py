@@ -14,7 +14,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.support.paths import REPO
+from support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "official-package"
 
