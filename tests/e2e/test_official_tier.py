@@ -90,3 +90,23 @@ def test_a_failing_package_publishes_nothing(demo, tmp_path):
     assert lines[-1].startswith("medbench official: failed: the package raised ") and len(lines) == 1
     assert sorted(p.name for p in (data / "artifacts").iterdir()) == before
     assert (data / "warehouse" / "CURRENT").read_text() == pointer
+
+
+def test_the_package_sees_public_inputs_only(demo, monkeypatch):
+    """What a package is handed: clinicalqa's question, findings and options; IOH's input window;
+    never a label, an answer, a subject or a case."""
+    from pipelines.engine.evaluate import plan
+    from pipelines.official.evaluate import public_inputs
+    from support.plugins import specs as load_specs
+    from warehouse.layout import DataDir
+
+    data = DataDir(demo[0])
+    specs = load_specs()
+    keys = {"clinicalqa@0": {"instance_id", "question", "findings", "options"},
+            "vitaldb-ioh@0": {"instance_id", "map", "step_seconds"}}
+    for task, model in PAIRS.items():
+        public, context = public_inputs(plan(specs, data, task, model), data)
+        assert public and all(set(p) == keys[task] for p in public)
+        assert context["answer_field"] == ("output" if task.startswith("clinicalqa") else "score")
+    qa = public_inputs(plan(specs, data, "clinicalqa@0", PAIRS["clinicalqa@0"]), data)[0]
+    assert all(set(p["options"]) == {"A", "B", "C", "D", "E"} for p in qa)
