@@ -62,6 +62,8 @@ class LocalAnswers:
 
     async def call(self, tool: ToolSpec, args: Any, base: str | None) -> Answered:
         service = self.service
+        if tool.name == "submission_status":  # the submissions store, not the warehouse
+            return await anyio.to_thread.run_sync(self._submission, args.id)
         tables = service.tables({})
         base = self._base(base)
         name = tool.name
@@ -90,6 +92,15 @@ class LocalAnswers:
         else:  # pragma: no cover - TOOLS and this list are written together
             raise ApiError(500, "internal_error", f"tool {name} has no answer")
         return msgspec.json.decode(prepared.body), tables.version
+
+    def _submission(self, submission_id: str) -> Answered:
+        from warehouse.submissions import SubmissionNotFound
+
+        try:
+            found = self.service.submissions.get(submission_id)
+        except SubmissionNotFound:
+            raise ApiError(404, "submission_not_found", f"no submission {submission_id!r}") from None
+        return msgspec.to_builtins(found), self.service.store.peek_version()
 
     async def resource(self, uri: str, base: str | None) -> str:
         from api.site import agent_text
@@ -147,6 +158,8 @@ class RemoteAnswers:
                        offset=args.offset)
         elif name == "stats":
             body = get("/v1/stats")
+        elif name == "submission_status":
+            body = get(f"/v1/submissions/{quote(args.id, safe='')}")
         else:  # pragma: no cover
             raise ApiError(500, "internal_error", f"tool {name} has no answer")
         return body, self.client.last_version

@@ -76,6 +76,11 @@ class FindModelsArgs(_Args):
     offset: Offset = 0
 
 
+class SubmissionArgs(_Args):
+    id: Annotated[str, Meta(pattern=r"^[0-9a-f]{12}$", description="Submission id: 12 lowercase hex digits.",
+                            examples=["0123456789ab"])]
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -120,6 +125,10 @@ TOOLS: tuple[ToolSpec, ...] = (
              schemas.PredictionsLink, "/artifacts/{run_id}/predictions.parquet"),
     ToolSpec("stats", "Counts", "Counts of datasets, tasks, models and results, total cost, reuses and the "
              "warehouse version served.", NoArgs, schemas.Stats, "/v1/stats"),
+    ToolSpec("submission_status", "Where a submission stands", "A model submission's state (received, validated, "
+             "awaiting_package, awaiting_approval, queued, running, evaluated, failed or rejected), the reason for "
+             "it, its run ids once it runs, and every transition with its time and reason.", SubmissionArgs,
+             schemas.Submission, "/v1/submissions/{id}"),
 )
 TOOL_BY_NAME = {tool.name: tool for tool in TOOLS}
 

@@ -31,6 +31,7 @@ from api.routes import api_router
 from api.service import Service, dependencies
 from api.settings import load_settings
 from api.site import site_route_handlers
+from api.submission_desk import SubmissionDesk
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +49,14 @@ def create_app(
     public_url: str | None = None,
     reuse_flush_s: float = 1.0,
     extra_route_handlers: Sequence[ControllerRouterHandler] | None = None,
+    desk: SubmissionDesk | None = None,
 ) -> AnswerCache:
-    """The app; ``extra_route_handlers`` defaults to the website (``()`` serves the API alone)."""
+    """The app; ``extra_route_handlers`` defaults to the website (``()`` serves the API alone). ``desk``
+    turns the write routes on (``medbench serve`` builds it, validator included); without it the app is
+    read-only and ``POST /v1/submissions`` answers 405."""
     if extra_route_handlers is None:
         extra_route_handlers = site_route_handlers()
-    service = Service.create(load_settings(data_dir, public_url, reuse_flush_s))
+    service = Service.create(load_settings(data_dir, public_url, reuse_flush_s), desk=desk)
 
     @contextlib.asynccontextmanager
     async def keep_reuses(_: Litestar) -> AsyncIterator[None]:

@@ -127,6 +127,39 @@ class ApiClient:
         return self.fetch("/v1/models", schemas.ModelPage, q=q, type=type, provider=provider, limit=limit,
                           offset=offset)
 
+    # -- submissions (CONTRACT.md "Submissions") -------------------------------------------------
+
+    def submission(self, submission_id: str) -> schemas.Submission:
+        return self.fetch(f"/v1/submissions/{submission_id}", schemas.Submission)
+
+    def submissions(self, owner: str | None = None, state: str | None = None, limit: int | None = None,
+                    offset: int | None = None) -> schemas.SubmissionPage:
+        return self.fetch("/v1/submissions", schemas.SubmissionPage, owner=owner, state=state, limit=limit,
+                          offset=offset)
+
+    def submit(self, body: dict[str, Any], token: str) -> schemas.Submission | schemas.AlreadyEvaluated:
+        """POST a submission with a bearer token: the new (201) or open duplicate (200) submission, or
+        ``already_evaluated``. A refusal raises: 422/400 UsageError, 404 NotFound, others ClientError."""
+        try:
+            response = self._http.post("/v1/submissions", content=msgspec.json.encode(body),
+                                       headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
+        except httpx.HTTPError as exc:
+            raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+        if response.status_code in (200, 201):
+            decoded = msgspec.json.decode(response.content)
+            kind = schemas.AlreadyEvaluated if decoded.get("status") == "already_evaluated" else schemas.Submission
+            return msgspec.convert(decoded, kind)
+        try:
+            error = msgspec.json.decode(response.content, type=schemas.Error)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            raise Unreachable(f"{self.base_url} answered {response.status_code} with something that is not the "
+                              "medbench API") from None
+        message = f"{error.error}: {error.message}"
+        body = msgspec.to_builtins(error)
+        if response.status_code in (400, 422):
+            raise UsageError(message, body)
+        raise ClientError(message, body)
+
     def text(self, path: str) -> str:
         """A page of the website as text (``/llms.txt``, ``/agents``)."""
         response = self._get(path, {})

@@ -65,7 +65,7 @@ def _validation_message(exc: ValidationException) -> str:
 
 
 def handle_api_error(request: Request, exc: ApiError) -> Response:
-    return error_response(request, exc.status, exc.code, exc.message)
+    return error_response(request, exc.status, exc.code, exc.message, headers=exc.headers)
 
 
 def handle_validation(request: Request, exc: ValidationException) -> Response:
@@ -78,7 +78,15 @@ def handle_not_found(request: Request, exc: NotFoundException) -> Response:
     return error_response(request, 404, "not_found", f"nothing at {shown}; GET /v1/openapi.json lists the routes")
 
 
+WRITE_PATHS = frozenset({"/v1/submissions"})  # where a server with the write routes on also takes POST
+
+
 def handle_method_not_allowed(request: Request, exc: MethodNotAllowedException) -> Response:
+    if request.scope.get("path") in WRITE_PATHS and SERVICE in request.app.dependencies \
+            and service_of(request).desk is not None:
+        allow = ALLOW + ", POST"
+        return error_response(request, 405, "method_not_allowed", f"{request.method} is not allowed here ({allow})",
+                              headers={"allow": allow})
     return error_response(
         request, 405, "method_not_allowed", f"{request.method} is not allowed: this API is read-only ({ALLOW})",
         headers={"allow": ALLOW},

@@ -14,11 +14,12 @@ VERSION_SCOPE_KEY = "medbench_version"
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str):
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers  # e.g. Retry-After of a 429
 
 
 def task_not_found(ref: str) -> ApiError:

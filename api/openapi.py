@@ -11,11 +11,14 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
+import msgspec
+
 from litestar import Litestar, Router
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Server
 
+from api import schemas
 from api.params import RUN_ID_PATTERN, SLUG_PART_PATTERN
 
 TITLE = "medbench"
@@ -59,6 +62,7 @@ def build_document(router: Router, dependencies: dict[str, Provide]) -> dict[str
     schema_only = Litestar(route_handlers=[router], openapi_config=config, dependencies=dependencies)
     document = schema_only.openapi_schema.to_schema()
     document["info"]["x-guide-version"] = GUIDE_VERSION
+    _document_write_routes(document)
     for operations in document["paths"].values():
         for operation in operations.values():
             for parameter in operation.get("parameters", ()):
@@ -72,6 +76,28 @@ def build_document(router: Router, dependencies: dict[str, Provide]) -> dict[str
                     for name, text in RESPONSE_HEADERS.items()
                 }
     return document
+
+
+# The write routes read their body themselves (the token is checked before a byte of it is read), so
+# Litestar cannot see a ``data`` parameter to document: their request bodies and the bearer scheme are
+# added here, from the same Structs.
+WRITE_BODIES = {("/v1/submissions", "post"): schemas.SubmissionBody}
+BEARER = {"type": "http", "scheme": "bearer",
+          "description": "A token from the maintainers (`medbench tokens create`), e.g. `mbt_...`. GET routes never need one."}
+
+
+def _document_write_routes(document: dict[str, Any]) -> None:
+    components = document.setdefault("components", {})
+    for (path, method), struct in WRITE_BODIES.items():
+        operation = document["paths"].get(path, {}).get(method)
+        if operation is None:
+            continue
+        (schema,), defs = msgspec.json.schema_components([struct], ref_template="#/components/schemas/{name}")
+        for name, definition in defs.items():
+            components.setdefault("schemas", {}).setdefault(name, definition)
+        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+        operation["security"] = [{"bearer": []}]
+        components.setdefault("securitySchemes", {})["bearer"] = BEARER
 
 
 def without_null(schema: dict[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,13 @@ from typing import Any, Literal
 
 import msgspec
 
+from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
+
 ModelType = Literal["llm", "ml", "rule"]
 ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
 Tier = Literal["baseline", "official"]
+SubmissionState = Literal["received", "validated", "awaiting_package", "awaiting_approval", "queued", "running",
+                          "evaluated", "failed", "rejected"]  # warehouse.submissions.STATES, as a schema enum
 
 
 class Error(msgspec.Struct):
@@ -344,3 +348,38 @@ class PredictionsLink(msgspec.Struct):
     task: str
     predictions_url: str
     predictions_sha256: str
+
+
+# -- the write path (CONTRACT.md "Submissions"); the Submission itself is the store's public record
+
+
+class AlreadyEvaluated(msgspec.Struct):
+    """``POST /v1/submissions`` when rule one answers every requested task: nothing is queued."""
+
+    status: Literal["already_evaluated"]
+    results: list[Result]
+
+
+class SubmissionPage(msgspec.Struct):
+    submissions: list[Submission]
+    total: int
+    limit: int
+    offset: int
+
+
+class SubmissionResources(msgspec.Struct):
+    pool: Literal["cpu", "gpu"]
+    memory_gib: float
+    wall_minutes: float
+
+
+class SubmissionBody(msgspec.Struct):
+    """What ``POST /v1/submissions`` takes (documented here; decoded strictly by the validator):
+    ``model`` is a model spec without ``provider``, ``tasks`` and ``price``."""
+
+    model: dict[str, Any]
+    tasks: list[str]
+    tier: Tier = "baseline"
+    package_sha256: str | None = None
+    resources: SubmissionResources | None = None
+

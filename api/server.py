@@ -24,6 +24,8 @@ from api.tables import StoreStatus, Tables
 if TYPE_CHECKING:
     from litestar import Litestar
 
+    from api.submission_desk import SubmissionDesk
+
 log = logging.getLogger(__name__)
 
 KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this (uvicorn's timeout_keep_alive)
@@ -79,7 +81,10 @@ def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1, 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None, public_url: str | None = None,
           access_log: bool = False, workers: int = 1, max_connections: int | None = None,
-          max_connections_per_client: int | None = None) -> None:
+          max_connections_per_client: int | None = None, desk: SubmissionDesk | None = None,
+          app_factory: str = "api.app:create_app") -> None:
+    """``desk`` turns the write routes on for one worker; with several, each worker builds its app with
+    ``app_factory`` (an import path: the composition root's, which builds a desk per worker)."""
     from api.http_protocol import MAX_CONNECTIONS_ENV, PER_CLIENT_ENV
     from api.settings import PUBLIC_URL_ENV
     from warehouse.layout import DATA_ENV, DataDir
@@ -96,7 +101,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
         from api.app import create_app
         from api.service import service_of
 
-        app = create_app(data_dir=data_dir, public_url=public_url)
+        app = create_app(data_dir=data_dir, public_url=public_url, desk=desk)
         service = service_of(app)
         base = service.settings.public_url or display_base(host, port)
         tables = service.store.current()
@@ -113,7 +118,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
     base = settings.public_url or display_base(host, port)
     store = TableStore(DataDir(settings.data.root))
     print(banner(base, store.current(), settings.data.root, workers, status=store.status), flush=True)
-    run_app("api.app:create_app", host, port, access_log=access_log, workers=workers, factory=True)
+    run_app(app_factory, host, port, access_log=access_log, workers=workers, factory=True)
 
 
 class KeepsAbsoluteTarget:

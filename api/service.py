@@ -12,6 +12,7 @@ banner before the first request) reads that same registration with ``service_of`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from litestar import Litestar
@@ -23,7 +24,9 @@ from api.errors import VERSION_SCOPE_KEY, warehouse_unavailable
 from api.responses import Prepared, Reply, link_origin, respond
 from api.reuse import STORE_NAME, ReuseCounter
 from api.settings import Settings
+from api.submission_desk import SubmissionDesk
 from api.tables import Tables, TableStore
+from warehouse.submissions import SubmissionStore
 
 SERVICE = "service"  # the dependency's name: the parameter handlers declare
 
@@ -34,11 +37,18 @@ class Service:
     store: TableStore
     reuses: ReuseCounter
     openapi: Prepared | None = field(default=None)  # built on first request
+    # the write routes' desk (``medbench serve`` hands it over; None: read-only, POST answers 405)
+    desk: SubmissionDesk | None = field(default=None)
 
     @classmethod
-    def create(cls, settings: Settings) -> Service:
+    def create(cls, settings: Settings, desk: SubmissionDesk | None = None) -> Service:
         store = TableStore(settings.data, poll_s=settings.pointer_poll_s, cache_entries=settings.response_cache_entries)
-        return cls(settings=settings, store=store, reuses=ReuseCounter(settings.data.state / STORE_NAME))
+        return cls(settings=settings, store=store, reuses=ReuseCounter(settings.data.state / STORE_NAME), desk=desk)
+
+    @cached_property
+    def submissions(self) -> SubmissionStore:
+        """The submissions store the GET routes read (the desk's when writes are on; opened on first use)."""
+        return self.desk.store if self.desk is not None else SubmissionStore.for_data(self.settings.data)
 
     def tables(self, scope: Scope) -> Tables:
         """The tables this request answers from (taken once); 503 while nothing is published."""

@@ -121,3 +121,8 @@ class DataDir:
     @property
     def state(self) -> Path:
         return self.root / "state"
+
+    @property
+    def submissions_db(self) -> Path:
+        """The submissions and tokens store (SQLite, WAL) when no PostgreSQL URL is configured."""
+        return self.state / "submissions.sqlite3"

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
 from litestar import Request, Router, get, route
 from litestar.enums import HttpMethod
 from litestar.exceptions import ValidationException
@@ -246,6 +247,15 @@ def _handlers() -> list[HTTPRouteHandler]:
                      picker=views.compare_picker(tables, None, a, b), cmp=views.comparison_context(tables, body),
                      mismatch=None)
 
+    @_page_route("/submissions/{submission_id:str}")
+    async def submission(request: Request, service: NamedDependency[Service], submission_id: FromPath[str]) -> ASGIResponse:
+        """Where a model submission stands: its state and why, its runs, every transition (the store, not the warehouse)."""
+        found = await anyio.to_thread.run_sync(_submission_or_404, service, submission_id)
+        tables = service.store.current()
+        body = render_template("submission.html", **_common(request, service, tables, title=f"Submission {found.id}",
+                                                              twin=f"/v1/submissions/{found.id}"), sub=found)
+        return page_reply(request.scope, body, version=tables.version if tables else NO_WAREHOUSE)
+
     css = Prepared((STATIC / "site.css").read_bytes())
 
     @_page_route(CSS_PATH)
@@ -261,8 +271,19 @@ def _handlers() -> list[HTTPRouteHandler]:
         version = service.store.peek_version() or NO_WAREHOUSE
         return respond(request.scope, icon, version=version, cache_control=CACHE_PUBLISHED, media_type="image/svg+xml")
 
-    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *stylesheet,
-            *favicon]
+    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *submission,
+            *stylesheet, *favicon]
+
+
+def _submission_or_404(service: Service, submission_id: str) -> Any:
+    from warehouse.submissions import SubmissionNotFound
+
+    try:
+        if len(submission_id) == 12:
+            return service.submissions.get(submission_id)
+    except SubmissionNotFound:
+        pass
+    raise ApiError(404, "submission_not_found", f"no submission {submission_id[:40]!r}")
 
 
 def site_route_handlers() -> list[Router]:

@@ -116,11 +116,14 @@ class TransformersGenerator:
             torch.set_num_threads(self.num_threads)
         device = self._device_name()
         log(f"loading {self.model_path} on {device}")
-        tokenizer = AutoTokenizer.from_pretrained(self.model_path, revision=self.revision)
+        # no code from the model's repository ever runs, and weights load only from safetensors (never
+        # a pickle): specs may come from outside (POST /v1/submissions)
+        tokenizer = AutoTokenizer.from_pretrained(self.model_path, revision=self.revision, trust_remote_code=False)
         tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(self.model_path, revision=self.revision, dtype=self._torch_dtype())
+        model = AutoModelForCausalLM.from_pretrained(self.model_path, revision=self.revision, dtype=self._torch_dtype(),
+                                                     trust_remote_code=False, use_safetensors=True)
         model = model.to(device).eval()
         config = copy.deepcopy(model.generation_config)
         config.update(

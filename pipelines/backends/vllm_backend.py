@@ -68,6 +68,10 @@ class VllmGenerator:
         kwargs = dict(self.engine_kwargs)
         if self.revision is not None:
             kwargs.setdefault("revision", self.revision)
+        # never code from the model's repository, and weights from safetensors only (never a pickle):
+        # specs may come from outside (POST /v1/submissions)
+        kwargs["trust_remote_code"] = False
+        kwargs.setdefault("load_format", "safetensors")
         self._llm = LLM(model=self.model, **kwargs)
         self._unbilled_start_s += time.monotonic() - began
         log(f"vLLM engine ready in {time.monotonic() - began:.1f}s on {self.hardware()}")

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_serve:
         return 0
     from api.server import serve
+    from pipelines.cli.submission_desk import build_desk
 
-    serve(args.host, args.port, data_dir=data.root)
+    serve(args.host, args.port, data_dir=data.root, desk=build_desk(data.root))  # demo data accepts submissions
     return 0

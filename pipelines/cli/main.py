@@ -16,7 +16,8 @@ import importlib
 import os
 import sys
 
-COMMANDS = ["materialize", "serve", "demo", "ui", "score", "client", "eval", "reproduce", "mcp_command", "sql", "official"]
+COMMANDS = ["materialize", "serve", "demo", "ui", "score", "client", "eval", "reproduce", "mcp_command", "sql",
+            "submissions", "official"]
 
 
 def build_parser() -> argparse.ArgumentParser:

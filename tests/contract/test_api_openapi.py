@@ -25,7 +25,9 @@ CONTRACT_PATHS = {
     "/v1/compare",  # issue 8: paired comparison of two results
     "/v1/models", "/v1/models/{provider}/{name}",  # agents first: find a model by any of its names
     "/artifacts/{run_id}/package.whl",  # issue 30: the submitted package an official result ran
+    "/v1/submissions", "/v1/submissions/{submission_id}",  # issue 29: the write path
 }
+WRITE_OPERATIONS = {("/v1/submissions", "post")}  # every other operation is a GET
 
 
 def test_info_version_is_a_package_version_and_the_guide_version_is_kept(document: dict[str, Any]) -> None:
@@ -97,9 +99,10 @@ def test_is_structurally_openapi_3_1(document: dict[str, Any]) -> None:
         assert ref.startswith("#/components/schemas/") and ref.rsplit("/", 1)[1] in schemas, ref
     assert "nullable" not in set(_keys(document))  # OpenAPI 3.0 keyword; 3.1 uses JSON Schema null
     operation_ids = []
-    for path, item in document["paths"].items():
-        assert set(item) == {"get"}, path
-        operation = item["get"]
+    operations = [(path, method, op) for path, item in document["paths"].items() for method, op in item.items()]
+    assert {(p, m) for p, m, _ in operations if m != "get"} == WRITE_OPERATIONS
+    assert {p for p, m, _ in operations if m == "get"} == CONTRACT_PATHS
+    for path, method, operation in operations:
         operation_ids.append(operation["operationId"])
         assert "200" in operation["responses"], path
         for status, response in operation["responses"].items():
@@ -111,6 +114,11 @@ def test_is_structurally_openapi_3_1(document: dict[str, Any]) -> None:
             if parameter["in"] == "path":
                 assert parameter["required"] is True and "{" + parameter["name"] + "}" in path
     assert len(set(operation_ids)) == len(operation_ids)
+    post = document["paths"]["/v1/submissions"]["post"]
+    assert post["security"] == [{"bearer": []}] and document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert set(document["components"]["schemas"][body]["required"]) == {"model", "tasks"}
+    assert {"201", "401", "403", "405", "413", "422", "429"} <= set(post["responses"])
 
 
 def _body_schema(document: dict[str, Any], path: str) -> str:

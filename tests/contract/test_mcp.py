@@ -28,14 +28,21 @@ from support.api_data import RUN_IDS, publish_fixture
 from bench._servers import Running
 from support.live_server import live_api
 from support.paths import REPO
+from warehouse.layout import DataDir
+from warehouse.submissions import SubmissionStore
 
 LOOKUP = {"model": "medgemma-27b", "task": "clinicalqa@0"}
+SUBMITTED: list[str] = []  # the id of the submission the server fixture stores
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, Path]]:
     root = tmp_path_factory.mktemp("mcp") / "data"
     publish_fixture(root)
+    store = SubmissionStore.for_data(DataDir(root))
+    SUBMITTED.append(store.create(owner="acme", model={"slug": "acme/m1"}, tasks=["clinicalqa@0"], tier="baseline",
+                                  model_spec_hash="a" * 64, quota=None).submission.id)
+    store.close()
     with live_api(root, root.parent / "server.log") as running:
         yield running, root
     assert "Traceback" not in running.log(), running.log()
@@ -99,6 +106,11 @@ async def check_session(session: ClientSession, base: str, counted_here: bool = 
     assert link.structured_content["predictions_url"].endswith(f"/artifacts/{RUN_IDS['medgemma-cqa0']}/predictions.parquet")
     for name, args in (("list_tasks", {}), ("stats", {}), ("get_task", {"slug": "clinicalqa"})):
         assert not (await session.call_tool(name, args)).is_error, name
+    status = await session.call_tool("submission_status", {"id": SUBMITTED[0]})
+    assert status.structured_content == httpx.get(f"{base}/v1/submissions/{SUBMITTED[0]}").json()
+    assert status.structured_content["state"] == "awaiting_approval"
+    missing = await session.call_tool("submission_status", {"id": "0" * 12})
+    assert missing.is_error and "submission_not_found" in missing.content[0].text
     resources = await session.list_resources()
     assert {str(r.uri) for r in resources.resources} == {"medbench://agents", "medbench://llms.txt"}
     text = await session.read_resource("medbench://llms.txt")

@@ -57,5 +57,7 @@ def test_smoke_run_prints_every_line(capsys: pytest.CaptureFixture[str]) -> None
                          rf"result vs {words}: [\d.]+x$", out, re.M), out
     assert re.search(r"^targets: lookup >= 15x datasette: (met|NOT met) \([\d.]+x\); leaderboard >= 15x datasette: "
                      r"(met|NOT met) .*p99 <= 20 ms: (met|NOT met) \(worst [\d.]+ ms\)$", out, re.M), out
+    assert re.search(rf"^lookup with the submission routes on:{number}; vs --read-only: [\d.]+x "
+                     r"\(target >= 0\.90x: (met|NOT met)\)$", out, re.M), out
     counted = re.search(r"^reuses counted during the run: ([\d,]+) \(scratch store (.+)\)$", out, re.M)
     assert counted and int(counted.group(1).replace(",", "")) > 0, out

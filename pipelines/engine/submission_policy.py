@@ -1,0 +1,101 @@
+"""The maintainers' rules for submissions: quotas, rate limits, resource limits, and the endpoints
+an ``openai`` submission may name. One TOML file, decoded strictly like every spec:
+
+- ``specs/submissions.toml`` (the checkout's; ``$MEDBENCH_SPECS`` moves it with the other specs),
+- then ``<data dir>/submissions.toml`` when present: the data directory's own additions, which win
+  key by key (``medbench demo`` adds its loopback endpoint there; a deployment adds its endpoints and
+  per-owner quotas without editing the checkout).
+
+An endpoint is the only way a submission reaches a network service: a submission names it
+(``endpoint = "<name>"``) and never gives a URL; the URL and the variable holding the key are the
+maintainers'.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from pipelines.core.canonical import SpecStruct
+from pipelines.core.specs import PriceSpec, SpecError
+from pipelines.engine.spec_decoding import _explain, _parse
+from pipelines.engine.specs import specs_root
+from warehouse.layout import DataDir
+
+FILE_NAME = "submissions.toml"
+
+
+class Endpoint(SpecStruct):
+    """An OpenAI-compatible server the maintainers run or pay for."""
+
+    base_url: str | None = None
+    base_url_env: str | None = None  # the variable that holds the URL (e.g. a port chosen at start-up)
+    api_key_env: str | None = None  # the variable that holds its key; the key itself is never written
+    models: list[str] = []  # the model names a submission may ask this endpoint for; empty: any
+    price: PriceSpec = PriceSpec(basis="free")
+    description: str = ""
+
+
+class Limits(SpecStruct):
+    """What one submission may ask for, and how often."""
+
+    quota_per_week: int = 10  # accepted submissions per owner in any 7 days (failed and rejected are free)
+    rate_limit: int = 30  # POSTs per token per window
+    rate_window_s: int = 60
+    max_new_tokens: int = 8192
+    max_batch_size: int = 64
+    max_chunk_size: int = 1024
+    max_concurrency: int = 16
+    max_tensor_parallel_size: int = 8
+    max_pipeline_parallel_size: int = 1
+    max_model_len: int = 32768
+    max_gpu_memory_utilization: float = 0.95
+    max_memory_gib: float = 160.0
+    max_wall_minutes: float = 24 * 60
+    pools: tuple[Literal["cpu", "gpu"], ...] = ("cpu", "gpu")
+    gpu_price_key: str = "nvidia-h200"  # the price table's device-hours key for Hub models on the GPU pool
+    cpu_price_key: str = "cpu"
+
+
+class Owner(SpecStruct):
+    quota_per_week: int | None = None  # overrides limits.quota_per_week
+    auto_approve: bool = False  # accepted submissions go straight to the queue
+
+
+class SubmissionPolicy(SpecStruct):
+    limits: Limits = Limits()
+    owners: dict[str, Owner] = {}
+    endpoints: dict[str, Endpoint] = {}
+
+    def quota_for(self, owner: str) -> int:
+        override = self.owners.get(owner, Owner()).quota_per_week
+        return self.limits.quota_per_week if override is None else override
+
+    def auto_approves(self, owner: str) -> bool:
+        return self.owners.get(owner, Owner()).auto_approve
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def policy_files(specs: Path | str | None = None, data: DataDir | None = None) -> list[Path]:
+    files = [specs_root(specs) / FILE_NAME, (data or DataDir()).root / FILE_NAME]
+    return [f for f in files if f.exists()]
+
+
+def load_policy(specs: Path | str | None = None, data: DataDir | None = None) -> SubmissionPolicy:
+    """The checkout's policy with the data directory's additions; defaults when neither file exists."""
+    merged: dict = {}
+    files = policy_files(specs, data)
+    for path in files:
+        merged = _merge(merged, _parse(path))
+    try:
+        return msgspec.convert(merged, SubmissionPolicy, strict=True, str_keys=True)
+    except msgspec.ValidationError as exc:
+        raise SpecError(f"{' + '.join(map(str, files))}: {_explain(exc)}") from None
