@@ -1,4 +1,5 @@
-"""``medbench official run``: the maintainers' path for an official package, without a submission.
+"""``medbench official run``: the maintainers' path for an official package, without a submission;
+``medbench official run-submission ID``: the same for an approved official submission.
 
 Runs a package (a wheel with one ``medbench.official`` entry point) for one model and task in the
 sandbox, scores its answers with the task's own scorer, and publishes the result like any other
@@ -34,6 +35,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run_p.add_argument("--wall-minutes", type=float, default=None, help="run wall-time limit (default: the policy's)")
     run_p.add_argument("--no-publish", action="store_true", help="write the result but do not publish")
     run_p.set_defaults(func=run)
+    sub_p = actions.add_parser("run-submission", help="run an approved official submission's uploaded package")
+    sub_p.add_argument("id", help="the submission (approved: queued)")
+    sub_p.set_defaults(func=run_submission)
+
+
+def run_submission(args: argparse.Namespace) -> int:
+    """Exit 0 evaluated, 1 the package failed (the submission says why), 2 not runnable as asked."""
+    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.official.submission import run_submission as run_it
+    from warehouse.layout import DataDir
+    from warehouse.submissions import StoreError, SubmissionStore
+
+    data = DataDir()
+    store = SubmissionStore.for_data(data)
+    try:
+        final = run_it(load_specs(), data, store, args.id, lambda line: print(line, file=sys.stderr))
+    except (StoreError, ValueError, KeyError) as exc:
+        print(f"medbench official: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(f"submission {final.id}: {final.state}" + (f" ({final.state_reason})" if final.state_reason else ""))
+    return 0 if final.state == "evaluated" else 1
 
 
 def run(args: argparse.Namespace) -> int:
