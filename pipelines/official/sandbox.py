@@ -91,9 +91,13 @@ def _gpu_args() -> list[str]:
 
 def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], command: list[str], *,
                network: bool, env: dict[str, str]) -> list[str]:
-    """The full command line: setpriv (drop to the sandbox uid) -> bwrap -> ``command``."""
-    argv = ["setpriv", f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups", "--inh-caps=-all",
-            "--no-new-privs", "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    """The full command line: setpriv (drop to the sandbox uid) -> bwrap -> ``command``.
+
+    Run by root, medbench drops to the policy's uid; run by an unprivileged user (who cannot
+    switch uid), the package runs as that user, whose processes ``RLIMIT_NPROC`` then counts."""
+    drop = (["setpriv", f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups", "--inh-caps=-all"]
+            if os.geteuid() == 0 else ["setpriv"])
+    argv = [*drop, "--no-new-privs", "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
     argv += ["--share-net"] if network else ["--unshare-net"]
