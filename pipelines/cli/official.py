@@ -33,6 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="gpu passes the NVIDIA devices into the sandbox (untested without a GPU)")
     run_p.add_argument("--memory-gib", type=float, default=None, help="run memory limit (default: the policy's)")
     run_p.add_argument("--wall-minutes", type=float, default=None, help="run wall-time limit (default: the policy's)")
+    run_p.add_argument("--weights", type=Path, default=None, metavar="DIR",
+                       help="a weight cache filled beforehand from the model's pinned revision, mounted read-only "
+                            "at /weights")
     run_p.add_argument("--no-publish", action="store_true", help="write the result but do not publish")
     run_p.set_defaults(func=run)
     sub_p = actions.add_parser("run-submission", help="run an approved official submission's uploaded package")
@@ -78,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     log = lambda line: print(line, file=sys.stderr)  # noqa: E731
     try:
         record = evaluate_official(specs, data, args.task, args.model, args.package,
-                                   Submitter(args.submitted_by, args.submission_id), policy, log, args.sha256)
+                                   Submitter(args.submitted_by, args.submission_id), policy, log, args.sha256,
+                                   args.weights)
     except (PackageFailed, SandboxUnavailable) as exc:
         print(f"medbench official: failed: {exc}", file=sys.stderr)
         return 1

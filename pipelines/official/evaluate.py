@@ -71,10 +71,11 @@ def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
     return public, context
 
 
-def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy) -> Answers:
+def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, weights: Path | None = None) -> Answers:
     """Install and run the package in the sandbox on the public instances (PackageFailed on any breach)."""
     public, context = public_inputs(ev, data)
-    return run_package(policy, wheel, public, context, [p["instance_id"] for p in public], ev.family.kind)
+    return run_package(policy, wheel, public, context, [p["instance_id"] for p in public], ev.family.kind,
+                       weights=weights)
 
 
 def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) -> pa.Table:
@@ -94,7 +95,7 @@ def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) 
 
 def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, wheel: Path,
                       submitter: Submitter, policy: SandboxPolicy, log: Log,
-                      expected_sha256: str | None = None) -> ResultRecord:
+                      expected_sha256: str | None = None, weights: Path | None = None) -> ResultRecord:
     """Run the package and write its result (not published: ``release`` does that); PackageFailed
     with a one-line reason leaves nothing under ``artifacts/``."""
     sha = check_wheel(wheel, expected_sha256)
@@ -107,11 +108,12 @@ def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: st
     if not kept.exists():
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(wheel, kept)
-    answers = answer(ev, data, kept, policy)
+    answers = answer(ev, data, kept, policy, weights)
     log(f"{ev.partition_key}: package {sha[:12]} answered {len(answers.values)} instances in the sandbox")
     table = predictions_from(ev, data, answers, log)
     config = {"official": {"package_sha256": sha, "package_file": wheel.name, "entry_point_group": GROUP,
-                           "installed": answers.installed, "sandbox": policy.describe()},
+                           "installed": answers.installed, "sandbox": policy.describe(),
+                           "weights": str(weights) if weights is not None else None},
               "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "intervals": msgspec.to_builtins(ev.task.intervals),
               "parser": ev.family.parser_version(ev.task)}
     usage = Usage(wall_seconds=answers.wall_seconds, device_seconds=answers.wall_seconds,

@@ -9,6 +9,7 @@ are compared byte for byte with the ones kept beside the result, and the predict
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -48,7 +49,8 @@ def reproduce_official(specs: Specs, data: DataDir, result: dict[str, Any], log:
         return [f"run id: this checkout makes {ev.run_id} from the same specs, snapshot and package"]
     policy = from_env().recorded(provenance["sandbox"])
     log(f"rerunning package {sha[:12]} for {ev.partition_key} in the sandbox ({policy.version})")
-    answers = answer(ev, data, wheel, policy)
+    recorded_weights = (result["config"].get("official") or {}).get("weights")
+    answers = answer(ev, data, wheel, policy, Path(recorded_weights) if recorded_weights else None)
     differences = []
     if answers.answers_jsonl != kept_answers.read_bytes():
         differences.append("package answers: the rerun's differ from the kept ones (not byte for byte identical)")

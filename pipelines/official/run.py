@@ -25,6 +25,7 @@ from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
 
 RUNNER = Path(__file__).with_name("runner.py")
 ANSWER_FIELD = {"choice": "output", "score": "score"}  # what a package yields per instance, by kind
+WEIGHTS = "/weights"  # where the read-only weight cache appears in the run step
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,13 @@ def _own(path: Path, policy: SandboxPolicy) -> None:
 
 
 def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, Any]], context: dict[str, Any],
-                expected_ids: list[str], kind: str, work_base: Path | None = None) -> Answers:
-    """Install ``wheel`` and run it on ``instances``; raises PackageFailed with a one-line reason."""
+                expected_ids: list[str], kind: str, work_base: Path | None = None,
+                weights: Path | None = None) -> Answers:
+    """Install ``wheel`` and run it on ``instances``; raises PackageFailed with a one-line reason.
+
+    ``weights``: a folder medbench filled beforehand from the model's pinned revision, mounted
+    read-only at ``/weights`` for the run step (``context["weights"]`` says where, or None)."""
+    context = {**context, "weights": WEIGHTS if weights is not None else None}
     work = Path(tempfile.mkdtemp(prefix="medbench-sandbox-", dir=work_base))
     try:
         os.chmod(work, 0o755)
@@ -82,10 +88,12 @@ def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, An
             if f.is_file():
                 os.chmod(f, 0o644)
         installed = _install(policy, work, wheel.name)
-        run = run_sandboxed(policy, policy.run, [
-            Mount(venv, "/venv"), Mount(RUNNER, "/medbench/runner.py"),
-            Mount(work / "instances.jsonl", "/input/instances.jsonl"), Mount(work / "context.json", "/input/context.json"),
-        ], ["/venv/bin/python", "-I", "/medbench/runner.py", "/input/instances.jsonl", "/input/context.json"])
+        mounts = [Mount(venv, "/venv"), Mount(RUNNER, "/medbench/runner.py"),
+                  Mount(work / "instances.jsonl", "/input/instances.jsonl"),
+                  Mount(work / "context.json", "/input/context.json")]
+        if weights is not None:
+            mounts.append(Mount(weights, WEIGHTS))
+        run = run_sandboxed(policy, policy.run, mounts, ["/venv/bin/python", "-I", "/medbench/runner.py", "/input/instances.jsonl", "/input/context.json"])
         values, ordered = validate_answers(run, policy, expected_ids, ANSWER_FIELD[kind])
         return Answers(values=values, answers_jsonl=ordered, installed=installed, wall_seconds=run.wall_seconds)
     finally:

@@ -77,6 +77,20 @@ def test_a_well_behaved_package_answers(tmp_path):
     assert answers.values == {i: "A" for i in IDS}
 
 
+def test_the_weight_cache_is_readable_and_not_writable(open_dir):
+    (open_dir / "weights.safetensors").write_text("W")
+    (open_dir / "weights.safetensors").chmod(0o644)
+    open_dir.chmod(0o755)
+    wheel = build_wheel(open_dir, "def predict(instances, context):\n"
+                                  "    seen = open(context['weights'] + '/weights.safetensors').read()\n"
+                                  "    try:\n        open(context['weights'] + '/x', 'w')\n        seen += '+written'\n"
+                                  "    except OSError:\n        pass\n"
+                                  "    for i in instances:\n        yield {'instance_id': i['instance_id'], 'output': seen}\n")
+    answers = run_package(POLICY, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice", weights=open_dir)
+    assert answers.values == {i: "W" for i in IDS}
+    assert not (open_dir / "x").exists()
+
+
 def test_opening_a_socket_fails(tmp_path):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
