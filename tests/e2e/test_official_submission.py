@@ -68,6 +68,13 @@ def test_a_submitted_package_becomes_an_official_row(data, tmp_path):
         assert [(r["model"]["slug"], r["run_id"]) for r in rows] == [("acme/m1", final.run_ids[0])]
         provenance = client.get(f"/v1/results/{final.run_ids[0]}").json()["provenance"]
         assert provenance["submitted_by"] == "acme" and provenance["submission_id"] == sid
+    # a later publish from the specs alone (which do not hold acme/m1) keeps the submitted model's row
+    run_medbench("materialize", "--demo", "--task", "clinicalqa@0", "--model", "medbench/random", data=data)
+    with TestClient(create_app(data)) as client:
+        model = client.get("/v1/models/acme/m1").json()
+        assert [e["run_id"] for e in model["evaluations"]] == final.run_ids
+        rows = client.get("/v1/leaderboard", params={"task": "clinicalqa@0", "tier": "official"}).json()["rows"]
+        assert [r["run_id"] for r in rows] == final.run_ids
     store.close()
 
 
