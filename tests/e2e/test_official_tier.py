@@ -60,6 +60,7 @@ def test_the_worked_example_reaches_the_official_leaderboard_and_reproduces(demo
             assert set(c.get(f"/v1/results/{baseline}").json()["provenance"].values()) == {None}
             package = c.get(f"/artifacts/{run}/package.whl")
             assert package.status_code == 200 and hashlib.sha256(package.content).hexdigest() == sha
+            assert c.get(f"/artifacts/{baseline}/package.whl").json()["error"] == "run_not_found"
             page = c.get(f"/r/{run}").text
             assert "badge-official" in page and sha in page
         none = c.get("/v1/results", params={"tier": "official", "model": "medbench/linear-extrapolation"}).json()
