@@ -111,3 +111,17 @@ def test_the_package_sees_public_inputs_only(demo, monkeypatch):
         assert context["answer_field"] == ("output" if task.startswith("clinicalqa") else "score")
     qa = public_inputs(plan(specs, data, "clinicalqa@0", PAIRS["clinicalqa@0"]), data)[0]
     assert all(set(p["options"]) == {"A", "B", "C", "D", "E"} for p in qa)
+
+
+def test_a_replaced_package_is_not_served(demo, tmp_path):
+    """The wheel on disk must still be the one published: a replaced file answers 503, never its bytes."""
+    data, wheel = demo
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    official(data, wheel, "clinicalqa@0", "medbench")  # published (or reused) by the first test
+    kept = data / "packages" / sha / wheel.name
+    kept.write_bytes(kept.read_bytes() + b"tampered")
+    with TestClient(create_app(data)) as c:
+        run = c.get("/v1/leaderboard", params={"task": "clinicalqa@0", "tier": "official"}).json()["rows"][0]["run_id"]
+        answer = c.get(f"/artifacts/{run}/package.whl")
+        assert answer.status_code == 503 and answer.json()["error"] == "artifact_unavailable"
+    kept.write_bytes(wheel.read_bytes())
