@@ -93,3 +93,25 @@ def test_a_hostile_package_fails_its_submission_publishes_nothing_and_is_not_cha
     assert sorted(p.name for p in (data / "artifacts").iterdir()) == before
     assert (data / "warehouse" / "CURRENT").read_text() == pointer
     store.close()
+
+
+def test_medbench_submit_sends_the_sha256_and_uploads_the_package(data, tmp_path):
+    """The model author's path: ``medbench submit --tier official --package WHEEL`` against a real server."""
+    import re
+
+    from support.live_server import medbench_serve
+
+    secret = run_medbench("tokens", "create", "--owner", "acme", "--scope", "submit", data=data).stdout.strip()
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n    return iter(())\n", name="acme_m3")
+    spec = tmp_path / "acme-m3.toml"
+    spec.write_text(f'slug = "acme/m3"\nname = "M3"\ntype = "llm"\nprovider_model_id = "m3"\nrevision = "{REV}"\n'
+                    'backend = "transformers"\n\n[settings]\nmodel = "acme/m3"\n')
+    with medbench_serve(data, tmp_path / "server.log", ready_path="/v1/submissions") as server:
+        sent = run_medbench("submit", str(spec), "--task", "clinicalqa@0", "--tier", "official", "--package", str(wheel),
+                            "--api-url", server.base, data=data, env={"MEDBENCH_TOKEN": secret})
+        sid = re.search(r"^submission ([0-9a-f]{12}): awaiting_approval", sent.stdout, re.M).group(1)
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    store = SubmissionStore.for_data(DataDir(data))
+    assert store.get(sid).package_sha256 == sha
+    assert (data / "packages" / sha / wheel.name).read_bytes() == wheel.read_bytes()
+    store.close()
