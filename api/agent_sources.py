@@ -73,7 +73,8 @@ class LocalAnswers:
                 service.reuses.add()
             prepared = answer.prepared
         elif name == "leaderboard":
-            prepared = answers.leaderboard(tables, args.task, args.model_type, args.limit, base, args.metric)
+            prepared = answers.leaderboard(tables, args.task, args.model_type, args.limit, base, args.metric,
+                                           args.tier)
         elif name == "get_result":
             prepared = answers.result(tables, args.run_id, base)
         elif name == "compare":  # the route module owns the memoised (thread-run) computation
@@ -139,7 +140,7 @@ class RemoteAnswers:
             body = get("/v1/lookup", model=args.model, task=args.task)
         elif name == "leaderboard":
             body = get("/v1/leaderboard", task=args.task, model_type=args.model_type, limit=args.limit,
-                       metric=args.metric)
+                       metric=args.metric, tier=args.tier)
         elif name in ("get_result", "predictions_url"):
             body = get(f"/v1/results/{quote(args.run_id, safe='')}")
             if name == "predictions_url":

@@ -46,6 +46,8 @@ class LeaderboardArgs(_Args):
     limit: Limit = 100
     metric: Annotated[str | None, Meta(description="Rank by this published metric, in its direction "
                                         "(default: the task's primary metric).")] = None
+    tier: Annotated[schemas.Tier | None, Meta(description="Only rows of this tier (baseline or official); "
+                                              "no match is rows: [].")] = None
 
 
 class ResultArgs(_Args):

@@ -102,19 +102,22 @@ def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
 
 
 def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, base: str,
-                metric: str | None = None) -> Prepared:
-    """The task version's current results (one per model), optionally of one model type, ranked by
-    ``metric`` (default the primary) in its direction, with that ranking's rank sets."""
-    key = ("leaderboard", task, model_type, limit, base, metric)
+                metric: str | None = None, tier: str | None = None) -> Prepared:
+    """The task version's current results (one per model and tier), optionally of one model type,
+    ranked by ``metric`` (default the primary) in its direction, with that ranking's rank sets.
+    ``tier`` keeps that tier's rows only, each with its rank (and rank set) on the whole board: the
+    intervals were computed jointly over every current result, so re-numbering would break them."""
+    key = ("leaderboard", task, model_type, limit, base, metric, tier)
     prepared = tables.bodies.get(key)
     if prepared is None:
         check_limit(limit)
         check_model_type(model_type)
         entry = find_task(tables, task)
         name, ranked = ranked_board(tables, entry, model_type, metric)
-        rows = [render.row(p, base, rank, e, name) for rank, (p, e) in enumerate(ranked[:limit], start=1)]
+        kept = [(rank, p, e) for rank, (p, e) in enumerate(ranked, start=1) if tier is None or p.record.tier == tier]
+        rows = [render.row(p, base, rank, e, name) for rank, p, e in kept[:limit]]
         prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=name, rows=rows,
-                                               rank_method=board_method([e for _, e in ranked[:limit]])))
+                                               rank_method=board_method([e for _, _, e in kept[:limit]])))
         if _small(task, metric):
             tables.bodies.put(key, prepared)
     return prepared

@@ -106,9 +106,9 @@ class ApiClient:
         return self.fetch("/v1/datasets", schemas.DatasetList)
 
     def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None,
-                    metric: str | None = None) -> schemas.Leaderboard:
+                    metric: str | None = None, tier: str | None = None) -> schemas.Leaderboard:
         return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit,
-                          metric=metric)
+                          metric=metric, tier=tier)
 
     def result(self, run_id: str) -> schemas.Result:
         return self.fetch(f"/v1/results/{run_id}", schemas.Result)
@@ -149,6 +149,24 @@ class ApiClient:
             decoded = msgspec.json.decode(response.content)
             kind = schemas.AlreadyEvaluated if decoded.get("status") == "already_evaluated" else schemas.Submission
             return msgspec.convert(decoded, kind)
+        raise self._refusal(response)
+
+    def upload_package(self, submission_id: str, wheel: Path, token: str) -> schemas.Submission:
+        """PUT an official submission's wheel (streamed from disk); the submission, now awaiting approval."""
+        try:
+            with open(wheel, "rb") as body:
+                response = self._http.put(f"/v1/submissions/{submission_id}/package", content=body,
+                                          headers={"authorization": f"Bearer {token}",
+                                                   "content-type": "application/octet-stream",
+                                                   "content-length": str(wheel.stat().st_size)})
+        except httpx.HTTPError as exc:
+            raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+        if response.status_code == 200:
+            return msgspec.json.decode(response.content, type=schemas.Submission)
+        raise self._refusal(response)
+
+    def _refusal(self, response: httpx.Response) -> Exception:
+        """A write route's refusal as the exception the CLI maps to its exit code."""
         try:
             error = msgspec.json.decode(response.content, type=schemas.Error)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -157,8 +175,8 @@ class ApiClient:
         message = f"{error.error}: {error.message}"
         body = msgspec.to_builtins(error)
         if response.status_code in (400, 422):
-            raise UsageError(message, body)
-        raise ClientError(message, body)
+            return UsageError(message, body)
+        return ClientError(message, body)
 
     def text(self, path: str) -> str:
         """A page of the website as text (``/llms.txt``, ``/agents``)."""

@@ -73,6 +73,13 @@ def _contamination(r: ResultRecord) -> dict[str, object]:
     return {"contamination": CONTAMINATION_FLAG[status], "contamination_status": status, "contamination_basis": basis}
 
 
+def provenance(r: ResultRecord) -> schemas.Provenance:
+    """Who stands behind the result (all null for medbench's own runs)."""
+    o = r.provenance
+    return schemas.Provenance(submitted_by=o.submitted_by, submission_id=o.submission_id,
+                              package_sha256=o.package_sha256, sandbox=o.sandbox)
+
+
 def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: str | None = None) -> schemas.Row:
     """A leaderboard row ranked by metric ``by`` (default the primary), its rank set ``entry`` from
     ``api.rank_sets.rank_entry`` (none: the point [rank, rank])."""
@@ -127,6 +134,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         breakdowns=breakdowns(r),
         breakdowns_caveat=BREAKDOWNS_CAVEAT if r.breakdowns else None,
         unparsed_sample=unparsed(r),
+        provenance=provenance(r),
     )
 
 

@@ -155,6 +155,16 @@ class UnparsedOutput(msgspec.Struct):
     output: str
 
 
+class Provenance(msgspec.Struct):
+    """Who stands behind a result: all null for medbench's own runs; for a submitted package (the
+    official tier) its submitter, the submission, the wheel's sha256 and the sandbox policy."""
+
+    submitted_by: str | None = None
+    submission_id: str | None = None
+    package_sha256: str | None = None
+    sandbox: str | None = None
+
+
 class Result(msgspec.Struct):
     run_id: str
     task: str
@@ -185,6 +195,7 @@ class Result(msgspec.Struct):
     subgroups: dict[str, list[Subgroup]]
     # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
     breakdowns: dict[str, list[Breakdown]]
+    provenance: Provenance  # who stands behind it: all null for medbench's own runs
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for

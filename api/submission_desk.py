@@ -126,7 +126,7 @@ def decode_body(body: bytes) -> Any:
 
 
 def rule_one(tables: Tables | None, checked: Checked, base: str) -> list[schemas.Result] | None:
-    """Every requested task's current published result for this exact model spec, or None."""
+    """Every requested task's current published result for this exact model spec (and package), or None."""
     if tables is None:
         return None
     found = []
@@ -134,6 +134,8 @@ def rule_one(tables: Tables | None, checked: Checked, base: str) -> list[schemas
         published = tables.current.get((checked.model["slug"], ref))
         if published is None or published.record.versions.model_spec_hash != checked.model_spec_hash:
             return None
+        if published.record.provenance.package_sha256 != checked.package_sha256:
+            return None  # rule one applies to the exact package (none: medbench's own run)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
         found.append(render.result(published, base, dataset, tables.versus_baseline.get(published.run_id)))
     return found

@@ -33,6 +33,7 @@ from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
 from warehouse.versions import POINTER_MISSING, kept_versions, load_failure, pointer_state
+from warehouse.records import ResultRecord
 
 __all__ = ["Published", "StoreStatus", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
 
@@ -190,8 +191,10 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
             latest[t.slug] = t
 
     current = _current_results(published)
+    # one row per model and tier (and submitter): an official result stands beside medbench's own
+    standing = _current_results(published, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
     leaderboards = {
-        ref: tuple(sorted((p for (_, task), p in current.items() if task == ref), key=leaderboard_key))
+        ref: tuple(sorted((p for p in standing.values() if p.record.task == ref), key=leaderboard_key))
         for ref in by_task
     }
     listing = tuple(
@@ -231,11 +234,13 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
     ) for b in catalogue.baseline_comparisons}
 
 
-def _current_results(published: list[Published]) -> dict[tuple[str, str], Published]:
-    """Per (model, task version): the newest result not superseded (the newest of all if every one is)."""
-    chosen: dict[tuple[str, str], Published] = {}
+def _current_results(published: list[Published], key_of: Callable[[ResultRecord], tuple] | None = None
+                     ) -> dict[tuple, Published]:
+    """Per (model, task version), or per ``key_of(record)``: the newest result not superseded (the
+    newest of all if every one is)."""
+    chosen: dict[tuple, Published] = {}
     for p in published:
-        key = (p.record.model.slug, p.record.task)
+        key = key_of(p.record) if key_of is not None else (p.record.model.slug, p.record.task)
         best = chosen.get(key)
         rank = (p.superseded_by is None, p.record.created_at, p.run_id)
         if best is None or rank > (best.superseded_by is None, best.record.created_at, best.run_id):

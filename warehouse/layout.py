@@ -88,6 +88,17 @@ class DataDir:
     def result_path(self, run_id: str) -> Path:
         return self.run_dir(run_id) / "result.json"
 
+    @property
+    def packages(self) -> Path:
+        """Submitted official-tier packages, kept so their results can be reproduced."""
+        return self.root / "packages"
+
+    def package_path(self, sha256: str, name: str) -> Path:
+        """A kept wheel, by its sha256 (its file name is kept too: pip reads the tags from it)."""
+        if not re.fullmatch(r"[0-9a-f]{64}", sha256) or "/" in name or not name.endswith(".whl"):
+            raise ValueError(f"not a package: {sha256!r} {name!r}")
+        return self.packages / sha256 / name
+
     # -- published warehouse ----------------------------------------------------------
     @property
     def warehouse(self) -> Path:

@@ -89,13 +89,17 @@ class Catalog:
 
 
 def superseded_map(results: list[ResultRecord]) -> dict[str, str]:
-    """run_id -> the newest run of the same model and task version, for every older run."""
-    newest: dict[tuple[str, str], ResultRecord] = {}
+    """run_id -> the newest run of the same model, task version and tier, for every older run (an
+    official result, a submitter's and medbench's own baseline of the same pair all stay current)."""
+    def key(r: ResultRecord) -> tuple[str, str, str, str | None]:
+        return r.model.slug, r.task, r.tier, r.provenance.submitted_by
+
+    newest: dict[tuple[str, str, str, str | None], ResultRecord] = {}
     for r in results:
-        key = (r.model.slug, r.task)
-        if key not in newest or (r.created_at, r.run_id) > (newest[key].created_at, newest[key].run_id):
-            newest[key] = r
-    return {r.run_id: newest[(r.model.slug, r.task)].run_id for r in results if newest[(r.model.slug, r.task)].run_id != r.run_id}
+        k = key(r)
+        if k not in newest or (r.created_at, r.run_id) > (newest[k].created_at, newest[k].run_id):
+            newest[k] = r
+    return {r.run_id: newest[key(r)].run_id for r in results if newest[key(r)].run_id != r.run_id}
 
 
 def _is_current(data: DataDir, version: str, content_hash: str) -> bool:

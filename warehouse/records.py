@@ -92,6 +92,16 @@ class UsageRecord(msgspec.Struct, frozen=True):
     hardware: str
 
 
+class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+    """Who stands behind a result: all None for medbench's own runs; for a submitted package, its
+    submitter (a token's owner), the submission, the wheel's sha256 and the sandbox policy it ran under."""
+
+    submitted_by: str | None = None
+    submission_id: str | None = None
+    package_sha256: str | None = None
+    sandbox: str | None = None
+
+
 class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     task: str  # slug@version
@@ -121,6 +131,7 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     subgroups: dict[str, list[Subgroup]] = {}
     # {field: [Breakdown]}: per-group accuracy (category, purpose, source); per-group intervals, not simultaneous
     breakdowns: dict[str, list[Breakdown]] = {}
+    provenance: Provenance = msgspec.field(default_factory=Provenance)
 
     @property
     def primary(self) -> MetricValue:

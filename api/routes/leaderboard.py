@@ -1,6 +1,6 @@
 """``GET /v1/leaderboard``: one task version's current results, ranked.
 
-Rows are the task's results not superseded (one per model), already sorted per version by
+Rows are the task's results not superseded (one per model and tier), already sorted per version by
 ``api.tables``; a request only filters by model type, cuts to ``limit`` and numbers the rows
 (1-based, no shared ranks, so a filtered board is ranked among the models it shows).
 """
@@ -39,10 +39,12 @@ def handlers() -> list[HTTPRouteHandler]:
         limit: int = limit_parameter("At most this many rows."),
         metric: Optional[str] = Parameter(default=None, description="Rank by this published metric, in its "
                                           "direction (default: the task's primary metric)."),
+        tier: Optional[schemas.Tier] = Parameter(default=None, description="Only rows of this tier, each keeping "
+                                                 "its rank on the whole board; no match is `rows: []`."),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)
-        prepared = answers.leaderboard(tables, task, model_type, limit, base, metric)
+        prepared = answers.leaderboard(tables, task, model_type, limit, base, metric, tier)
         return respond(request.scope, prepared, version=tables.version)
 
     return leaderboard

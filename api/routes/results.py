@@ -24,7 +24,8 @@ from api.tables import Published, Tables
 
 
 def _matching(
-    tables: Tables, dataset: str | None, task: str | None, model: str | None, model_type: str | None
+    tables: Tables, dataset: str | None, task: str | None, model: str | None, model_type: str | None,
+    tier: str | None = None,
 ) -> list[Published]:
     refs: set[str] | None = None
     if task is not None:
@@ -38,6 +39,7 @@ def _matching(
         and (refs is None or p.record.task in refs)
         and (slugs is None or p.record.model.slug in slugs)
         and (model_type is None or p.record.model.type == model_type)
+        and (tier is None or p.record.tier == tier)
     ]
 
 
@@ -56,15 +58,16 @@ def handlers() -> list[HTTPRouteHandler]:
         task: Optional[str] = task_parameter(required=False),
         model: Optional[str] = Parameter(default=None, description="Model slug or provider model id."),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Model type."),
+        tier: Optional[schemas.Tier] = Parameter(default=None, description="Tier: baseline or official."),
         limit: int = limit_parameter(),
         offset: int = offset_parameter(),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         base = service.base_url(request.scope)
-        key = ("results", dataset, task, model, model_type, limit, offset, base)
+        key = ("results", dataset, task, model, model_type, tier, limit, offset, base)
         prepared = tables.bodies.get(key)
         if prepared is None:
-            matches = _matching(tables, dataset, task, model, model_type)
+            matches = _matching(tables, dataset, task, model, model_type, tier)
             page = [render.summary(p, base) for p in matches[offset : offset + limit]]
             body = schemas.ResultPage(results=page, total=len(matches), limit=limit, offset=offset)
             prepared = prepare(body)

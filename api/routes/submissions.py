@@ -13,7 +13,7 @@ import re
 from typing import Annotated, Optional, Union
 
 import anyio.to_thread
-from litestar import Request, post
+from litestar import Request, post, put
 from litestar.di import NamedDependency
 from litestar.exceptions import MethodNotAllowedException
 from litestar.handlers import HTTPRouteHandler
@@ -27,6 +27,7 @@ from api.params import limit_parameter, offset_parameter
 from api.responses import prepare, respond
 from api.routing import error_specs, read_only
 from api.service import Service
+from api.package_upload import upload_package
 from api.submission_desk import submit
 from warehouse.submissions import SubmissionNotFound
 
@@ -109,4 +110,27 @@ def handlers() -> list[HTTPRouteHandler]:
         return respond(request.scope, prepare(body), version=tables.version if tables else "none",
                        cache_control="no-store", status=status)
 
-    return [*list_submissions, *get_submission, create_submission]
+    @put(
+        "/v1/submissions/{submission_id:str}/package", operation_id="uploadPackage",
+        summary="Upload the wheel of an official submission",
+        description="The owner's token; the wheel as the body, streamed to disk, at most 100 MiB; its sha256 must be "
+        "the submission's `package_sha256`. 200 with the submission, now `awaiting_approval`.",
+        status_code=200,
+        responses={200: ResponseSpec(data_container=schemas.Submission, description="the submission",
+                                     generate_examples=False),
+                   **error_specs({**POST_ERRORS,
+                                  403: "`forbidden`: the submission is another owner's, or the token lacks `submit`",
+                                  404: "`submission_not_found`",
+                                  413: "`payload_too_large`: the package is over 100 MiB",
+                                  422: "`invalid_submission`: not a wheel, a sha256 that differs from "
+                                       "`package_sha256`, or a submission not awaiting its package"})},
+    )
+    async def put_package(request: Request, service: NamedDependency[Service], submission_id: FromPath[str]) -> ASGIResponse:
+        if service.desk is None:
+            raise MethodNotAllowedException()
+        if not SUBMISSION_ID_RE.fullmatch(submission_id):
+            raise submission_not_found(submission_id)
+        found = await upload_package(service.desk, service.settings.data, request, submission_id)
+        return respond(request.scope, prepare(found), version=_version(service), cache_control="no-store")
+
+    return [*list_submissions, *get_submission, create_submission, put_package]

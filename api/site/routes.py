@@ -79,6 +79,13 @@ def _on_crash(request: Request, exc: Exception) -> Response:
     return _error_page(request, 500, "Internal error", "something went wrong rendering this page; it has been logged")
 
 
+def _tier_of(tier: str | None) -> str | None:
+    """The leaderboard page's tier filter (blank: all tiers), or the error to show."""
+    if tier and tier not in views.TIERS:
+        raise invalid_parameter(f"tier must be one of {', '.join(views.TIERS)}")
+    return tier or None
+
+
 def _board_of(tables: Tables, slug: str, version: int | None, model_type: str | None) -> tuple[TaskEntry, str | None]:
     """The task version and model type a leaderboard page (or its CSV) asks for, or the error to show."""
     name, ref_version = parse_task_ref(slug, name="slug")
@@ -129,15 +136,18 @@ def _handlers() -> list[HTTPRouteHandler]:
         slug: FromPath[str],
         version: int | None = Parameter(default=None, ge=0),
         model_type: str | None = Parameter(default=None),
+        tier: str | None = Parameter(default=None),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         entry, model_type = _board_of(tables, slug, version, model_type)
+        tier = _tier_of(tier)
         base = service.base_url(request.scope)
-        twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type)
+        twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type, tier=tier)
         return _page(
             request, service, tables, "task.html", title=f"{entry.title or entry.ref}", twin=twin, nav="tasks",
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
-            model_types=views.MODEL_TYPES, board=views.leaderboard(tables, entry, model_type, base),
+            model_types=views.MODEL_TYPES, tier=tier, tiers=views.TIERS,
+            board=views.leaderboard(tables, entry, model_type, base, tier),
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
             csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),

@@ -29,6 +29,7 @@ from pipelines.core import kind as core_kind
 from pipelines.kinds import kind as kind_of
 
 MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
+TIERS = typing.get_args(schemas.Tier)  # ("baseline", "official")
 MAX_ROWS = 100  # rows a leaderboard page shows (the JSON twin pages through the rest); keeps pages small
 
 
@@ -67,23 +68,28 @@ def home(tables: Tables) -> list[TaskSummary]:
     return out
 
 
-def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: str) -> dict[str, Any]:
+def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: str,
+                tier: str | None = None) -> dict[str, Any]:
+    """The board's rows; ``tier`` keeps one tier's rows, each with its rank on the whole board (as
+    ``/v1/leaderboard?tier=`` does: the rank sets were computed over every current result)."""
     board = tables.leaderboards.get(task.ref, ())
     if model_type is not None:
         board = tuple(p for p in board if p.record.model.type == model_type)
-    shown = board[:MAX_ROWS]
-    scale = svg.interval_scale([p.record.primary.ci_low for p in shown], [p.record.primary.ci_high for p in shown])
+    ranked = [(rank, p) for rank, p in enumerate(board, start=1) if tier is None or p.record.tier == tier]
+    shown = ranked[:MAX_ROWS]
+    scale = svg.interval_scale([p.record.primary.ci_low for _, p in shown],
+                               [p.record.primary.ci_high for _, p in shown])
     reference = reference_line(task)
     rows = []
-    for rank, p in enumerate(shown, start=1):
+    for rank, p in shown:
         m = p.record.primary
         interval = rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank)
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
                              bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
     drawn = reference if reference is not None and scale.contains(reference) else None
-    return {"rows": rows, "total": len(board), "axis": svg.scale_axis(scale), "chance_line": drawn,
-            "truncated": len(board) > len(shown)}
+    return {"rows": rows, "total": len(ranked), "axis": svg.scale_axis(scale), "chance_line": drawn,
+            "truncated": len(ranked) > len(shown)}
 
 
 def task_versions(tables: Tables, slug: str) -> list[TaskEntry]:

@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
         return fetched
     result, original = fetched
+    if (result.get("provenance") or {}).get("package_sha256"):
+        shutil.rmtree(scratch, ignore_errors=True)
+        return _reproduce_official(args, result)
     try:
         code, report = _reproduce(args, result, original, scratch)
     except BaseException:
@@ -76,6 +79,26 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**report, "scratch": str(scratch) if keep else None}, ensure_ascii=False, default=str))
     return code
+
+
+def _reproduce_official(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    """An official result: its kept package rerun in the recorded sandbox on the local data directory."""
+    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.official.package import PackageFailed
+    from pipelines.official.reproduce import reproduce_official
+    from warehouse.layout import DataDir
+
+    try:
+        differences = reproduce_official(load_specs(), DataDir(), result, lambda line: say(args, line))
+    except (PackageFailed, ValueError) as exc:
+        differences = [f"the package did not rerun: {exc}"]
+    out = sys.stderr if args.json else sys.stdout
+    for line in differences:
+        print(f"  {line}", file=out)
+    print("IDENTICAL" if not differences else "DIFFERENT", file=out)
+    if args.json:
+        print(json.dumps({"run_id": args.run_id, "identical": not differences, "differences": differences}))
+    return 0 if not differences else 1
 
 
 def _scratch_dir(args: argparse.Namespace) -> Path | None:

@@ -43,6 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", type=Path, metavar="SPEC.toml")
     p.add_argument("--task", action="append", default=[], metavar="T", help="slug@version (repeatable)")
     p.add_argument("--tier", choices=("baseline", "official"), default="baseline")
+    p.add_argument("--package", type=Path, default=None, metavar="WHEEL",
+                   help="official tier: the wheel to submit (its sha256 is sent, then the file is uploaded)")
     p.add_argument("--token", default=None, help=f"the bearer token (default: ${TOKEN_ENV})")
     p.set_defaults(func=lambda args: run(_submit, args))
 
@@ -116,7 +118,16 @@ def _submit(client: Any, args: argparse.Namespace) -> int:
     for medbench_owned in ("provider", "price"):  # the token's owner and the maintainers' price table decide
         if model.pop(medbench_owned, None) is not None:
             print(f"note: `{medbench_owned}` in {args.spec} is left out: medbench sets it", file=sys.stderr)
-    answer = plain(client.submit({"model": model, "tasks": tasks, "tier": args.tier}, token))
+    request: dict[str, Any] = {"model": model, "tasks": tasks, "tier": args.tier}
+    if args.package is not None:
+        from warehouse.packages import sha256_of
+
+        if not args.package.is_file():
+            raise UsageError(f"--package {args.package}: no such file")
+        request["package_sha256"] = sha256_of(args.package)
+    answer = plain(client.submit(request, token))
+    if args.package is not None and answer.get("state") == "awaiting_package":
+        answer = plain(client.upload_package(answer["id"], args.package, token))
     if args.json:
         emit(answer)
     elif answer.get("status") == "already_evaluated":

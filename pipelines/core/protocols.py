@@ -213,6 +213,12 @@ class TaskFamily(Protocol):
         splits), published with the task; None: the family reports none, or its instances are not built."""
         return None
 
+    def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
+        """What an official package is given (``pipelines.official``): one JSON-able dict per instance
+        it must answer (``expected_ids``), with ``instance_id`` and the task's public inputs only,
+        never a label or an answer. Families without one take no official packages."""
+        raise NotImplementedError(f"family {self.name!r} takes no official packages")
+
     def score_replay(self, task: TaskSpec, snapshot: Path, outputs: Path) -> ReplayScore:
         """Score a file of raw outputs locally (``medbench score``); only where ``scores_replays``."""
         raise NotImplementedError(f"family {self.name!r} does not score raw outputs")

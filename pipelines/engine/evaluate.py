@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.core.evaluation import Evaluation, partition_key, split_partition_key
-from pipelines.core.outcomes import CheckOutcome, Usage
+from pipelines.core.outcomes import CheckOutcome, Predicted, Usage
 from pipelines.engine.costs import cost_usd
 from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.identity import code_revision, library_versions, run_id
@@ -36,8 +36,8 @@ from pipelines.engine.solvers import solve
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
-from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, ResultRecord, UsageRecord,
-                               Versions, decode_record, encode_record)
+from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, Provenance, ResultRecord,
+                               UsageRecord, Versions, decode_record, encode_record)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -98,7 +98,12 @@ def make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
 
 
 def _make_predictions(ev: Evaluation, data: DataDir, log: Log) -> RunInfo:
-    predicted = solve(ev, task_instances_path(data, ev.task, ev.family), data, log)
+    return write_predictions(ev, data, solve(ev, task_instances_path(data, ev.task, ev.family), data, log))
+
+
+def write_predictions(ev: Evaluation, data: DataDir, predicted: Predicted) -> RunInfo:
+    """Write the predictions Parquet (in the family's schema, or ValueError), then ``run.json``;
+    the metrics step reads both (medbench's own runs and official packages alike)."""
     if not predicted.table.schema.equals(ev.family.predictions_schema):
         raise ValueError(f"{ev.partition_key}: family {ev.task.family!r} predicted a table with schema "
                          f"{predicted.table.schema}, not its predictions_schema {ev.family.predictions_schema}")
@@ -119,7 +124,8 @@ def prediction_checks(ev: Evaluation, data: DataDir) -> list[CheckOutcome]:
 # --------------------------------------------------------------------------- metrics
 
 
-def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> ResultRecord:
+def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, *, tier: str = TIER,
+                    provenance: Provenance | None = None) -> ResultRecord:
     """Score the stored predictions and write ``result.json``, under the partition's lock.
 
     A result already computed from exactly these predictions (written after ``run.json``, same
@@ -132,21 +138,22 @@ def compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> Re
                 and done.versions.code_revision == code_revision()):
             log(f"{ev.partition_key}: run {ev.run_id} was just scored from these predictions; reusing its result")
             return done
-        return _compute_metrics(ev, specs, data, log)
+        return _compute_metrics(ev, specs, data, log, tier, provenance or Provenance())
 
 
 def _stored_info(data: DataDir, run: str) -> RunInfo:
     return msgspec.json.decode(_run_info_path(data, run).read_bytes(), type=RunInfo)
 
 
-def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> ResultRecord:
+def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier: str,
+                     provenance: Provenance) -> ResultRecord:
     info = msgspec.json.decode(_run_info_path(data, ev.run_id).read_bytes(), type=RunInfo)
     predictions = pq.read_table(data.predictions_path(ev.run_id))
     summary = ev.family.score(ev.task, predictions, task_instances_path(data, ev.task, ev.family))
     parser = ev.family.parser_version(ev.task)
     usage = Usage(**info.usage)
     record = ResultRecord(
-        run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=TIER,
+        run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=tier,
         demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost_usd(ev.model, usage, specs.prices),
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
@@ -160,7 +167,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log) -> R
                           wall_seconds=round(usage.wall_seconds, 3), hardware=usage.hardware),
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
-        subgroups=summary.subgroups, breakdowns=summary.breakdowns,
+        subgroups=summary.subgroups, breakdowns=summary.breakdowns, provenance=provenance,
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "

@@ -20,7 +20,9 @@ LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn",
              "torch", "transformers", "vllm")
 
 
-def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str) -> str:
+def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None) -> str:
+    """The run id; an official run (a submitted package) adds the package's sha256, so it never
+    shares an id with medbench's own run of the same model and task (whose ids stay as they were)."""
     fields = {
         "model": model.slug,
         "model_revision": model.revision,
@@ -29,6 +31,8 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str) -> str:
         "task_spec_hash": spec_hash(task),
         "dataset_snapshot": snapshot_id,
     }
+    if package_sha256 is not None:
+        fields["package_sha256"] = package_sha256
     return hashlib.sha256(canonical_json(fields)).hexdigest()[:12]
 
 

@@ -104,7 +104,10 @@ def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:
                         "provider_model_id": m.provider_model_id, "revision": m.revision,
                         "release_date": m.release_date, "knowledge_cutoff": m.knowledge_cutoff,
                         "backend": str(r.config.get("backend", "unknown")) if isinstance(r.config, dict) else "unknown",
-                        "description": "model spec removed; row kept from its published result(s)",
+                        "description": (f"submitted by {r.provenance.submitted_by} (submission "
+                                        f"{r.provenance.submission_id or 'none'}); row kept from its published result(s)"
+                                        if r.provenance.submitted_by else
+                                        "model spec removed; row kept from its published result(s)"),
                         "spec_hash": r.versions.model_spec_hash, "spec": {}}
     return list(rows.values())
 

@@ -24,9 +24,12 @@ CONTRACT_PATHS = {
     "/v1/lookup", "/v1/stats", "/v1/openapi.json", "/artifacts/{run_id}/predictions.parquet", "/healthz",
     "/v1/compare",  # issue 8: paired comparison of two results
     "/v1/models", "/v1/models/{provider}/{name}",  # agents first: find a model by any of its names
+    "/artifacts/{run_id}/package.whl",  # issue 30: the submitted package an official result ran
     "/v1/submissions", "/v1/submissions/{submission_id}",  # issue 29: the write path
+    "/v1/submissions/{submission_id}/package",  # issue 30: an official submission's wheel (PUT only)
 }
-WRITE_OPERATIONS = {("/v1/submissions", "post")}  # every other operation is a GET
+WRITE_OPERATIONS = {("/v1/submissions", "post"), ("/v1/submissions/{submission_id}/package", "put")}
+WRITE_ONLY_PATHS = {"/v1/submissions/{submission_id}/package"}  # every other path has a GET
 
 
 def test_info_version_is_a_package_version_and_the_guide_version_is_kept(document: dict[str, Any]) -> None:
@@ -100,7 +103,7 @@ def test_is_structurally_openapi_3_1(document: dict[str, Any]) -> None:
     operation_ids = []
     operations = [(path, method, op) for path, item in document["paths"].items() for method, op in item.items()]
     assert {(p, m) for p, m, _ in operations if m != "get"} == WRITE_OPERATIONS
-    assert {p for p, m, _ in operations if m == "get"} == CONTRACT_PATHS
+    assert {p for p, m, _ in operations if m == "get"} == CONTRACT_PATHS - WRITE_ONLY_PATHS
     for path, method, operation in operations:
         operation_ids.append(operation["operationId"])
         assert "200" in operation["responses"], path

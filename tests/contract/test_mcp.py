@@ -96,6 +96,10 @@ async def check_session(session: ClientSession, base: str, counted_here: bool = 
     by_parse = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "metric": "parse_rate"})
     assert by_parse.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&metric=parse_rate").json()
     assert by_parse.structured_content["metric"] == "parse_rate"
+    for tier in ("baseline", "official"):  # the shared data holds baseline results only: official is rows: []
+        by_tier = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "tier": tier})
+        assert by_tier.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&tier={tier}").json()
+        assert bool(by_tier.structured_content["rows"]) == (tier == "baseline")
     failed = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "metric": "no_such_metric"})
     assert failed.is_error and failed.structured_content["error"] == "invalid_parameter"
     assert "'metric'" in failed.structured_content["message"] and "parse_rate" in failed.structured_content["message"]

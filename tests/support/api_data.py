@@ -209,6 +209,7 @@ RESULT = {
     "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str"},
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
     "subgroups": "dict", "breakdowns": "dict",
+    "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}

@@ -140,6 +140,15 @@ class ClinicalQA(TaskFamily):
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
         return [predicted_once(predictions, expected)]
 
+    def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
+        """The question, the exam findings and the options (letter -> text) of each item; no answer."""
+        wanted = self.expected_ids(task, instances)
+        letters = task.settings.options
+        return [{"instance_id": str(row["question_id"]), "question": row["question"].strip(),
+                 "findings": (row.get("exam") or "").strip(),
+                 "options": {k: row["options"][f"option_{k}"].strip() for k in letters}}
+                for row in read_clinicalqa_snapshot(snapshot) if str(row["question_id"]) in wanted]
+
     # -- medbench score ----------------------------------------------------------------
 
     def score_replay(self, task: TaskSpec, snapshot: Path, outputs: Path) -> ReplayScore:

@@ -170,6 +170,15 @@ class VitalDbIoh(TaskFamily):
         return score_metrics(predictions, task.bootstrap, task.intervals, task.settings.reporting,
                              test_attributes(instances, predictions))
 
+    def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
+        """Each test window's input: mean arterial pressure (mmHg) every ``step_seconds``, null where
+        missing; no label, no subject or case id."""
+        meta, inputs = read_windows(instances, split="test")
+        step = task.settings.bin_seconds
+        return [{"instance_id": iid, "step_seconds": step,
+                 "map": [None if np.isnan(v) else round(float(v), 4) for v in row]}
+                for iid, row in zip(meta["instance_id"].to_list(), inputs)]
+
     def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
         """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not built)."""
         path = flow_path(instances)

@@ -1,0 +1,126 @@
+"""An official evaluation: a submitted package's answers, scored by the task's own scorer.
+
+Why through the engine: the package only answers (raw text for choice tasks, a probability for
+score tasks); the family's own ``problem`` turns those answers into its predictions table exactly
+as it does a backend's (its parser; its probability metadata), and the engine's metrics step
+(``compute_metrics``) scores them with the task's metrics and intervals. So an official result is
+a normal result, with its own run id (the package's sha256 is part of it), its ``tier`` and its
+``provenance``. Rule one applies to the exact package: the same wheel on the same model, task and
+snapshot is the same run id, reused, never rerun.
+
+The wheel is kept in the data directory (``packages/<sha256>/<file>``), and the package's answers
+beside the predictions (``artifacts/<run_id>/package-answers.jsonl``), so ``medbench reproduce``
+can rerun it in the same sandbox policy and compare its answers byte for byte.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+from pipelines.core.evaluation import Evaluation
+from pipelines.core.outcomes import Predicted, Usage
+from pipelines.core.protocols import FitAndScore, TextChoice
+from pipelines.engine.evaluate import compute_metrics, existing_result, plan, write_predictions
+from pipelines.engine.identity import run_id
+from pipelines.engine.inputs import task_instances_path
+from pipelines.engine.locks import evaluation_lock
+from pipelines.engine.snapshots import current_snapshot
+from pipelines.engine.specs import Specs
+from pipelines.official.package import GROUP, check_wheel
+from pipelines.official.policy import SandboxPolicy
+from pipelines.official.run import ANSWER_FIELD, Answers, run_package
+from warehouse.files import atomic_write_bytes
+from warehouse.layout import DataDir
+from warehouse.records import Provenance, ResultRecord
+
+Log = Callable[[str], None]
+ANSWERS_FILE = "package-answers.jsonl"
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who submitted the package: a token's owner (a provider namespace) and the submission, if any."""
+
+    owner: str
+    submission_id: str | None = None
+
+
+def tier_for(ev: Evaluation, submitter: Submitter) -> str:
+    """``official`` only when the submitter is the model's provider; anyone else's package is a baseline."""
+    return "official" if submitter.owner == ev.model.provider else "baseline"
+
+
+def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str) -> Evaluation:
+    ev = plan(specs, data, task_ref, model_slug)
+    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256))
+
+
+def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
+    """The task's public instances (no label, no answer) and the context the package is handed."""
+    instances = task_instances_path(data, ev.task, ev.family)
+    public = ev.family.public_instances(ev.task, current_snapshot(data, ev.task.dataset).path, instances)
+    context = {"task": ev.task.ref, "kind": ev.family.kind, "answer_field": ANSWER_FIELD[ev.family.kind],
+               "model": ev.model.slug, "revision": ev.model.revision}
+    return public, context
+
+
+def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, weights: Path | None = None) -> Answers:
+    """Install and run the package in the sandbox on the public instances (PackageFailed on any breach)."""
+    public, context = public_inputs(ev, data)
+    return run_package(policy, wheel, public, context, [p["instance_id"] for p in public], ev.family.kind,
+                       weights=weights)
+
+
+def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) -> pa.Table:
+    """The family's predictions table from the package's answers, through the family's own problem."""
+    problem = ev.family.problem(ev, task_instances_path(data, ev.task, ev.family))
+    if isinstance(problem, TextChoice):
+        return problem.parse(dict(answers.values))
+    if isinstance(problem, FitAndScore):
+        public, _ = public_inputs(ev, data)  # the test windows in the order ``problem.table`` takes them
+        table = problem.table(np.asarray([answers.values[p["instance_id"]] for p in public], dtype=np.float64))
+        if problem.finish is not None:  # the package's scores are probabilities: nothing is refitted
+            metadata, _ = problem.finish(np.zeros(0), True, log)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+        return table
+    raise TypeError(f"family {ev.family.name!r} declared a {type(problem).__name__}")
+
+
+def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, wheel: Path,
+                      submitter: Submitter, policy: SandboxPolicy, log: Log,
+                      expected_sha256: str | None = None, weights: Path | None = None) -> ResultRecord:
+    """Run the package and write its result (not published: ``release`` does that); PackageFailed
+    with a one-line reason leaves nothing under ``artifacts/``."""
+    sha = check_wheel(wheel, expected_sha256)
+    ev = plan_official(specs, data, task_ref, model_slug, sha)
+    done = existing_result(data, ev.run_id)
+    if done is not None:
+        log(f"{ev.partition_key}: package {sha[:12]} was already evaluated (run {ev.run_id}); reusing it")
+        return done
+    kept = data.package_path(sha, wheel.name)
+    if not kept.exists():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(wheel, kept)
+    answers = answer(ev, data, kept, policy, weights)
+    log(f"{ev.partition_key}: package {sha[:12]} answered {len(answers.values)} instances in the sandbox")
+    table = predictions_from(ev, data, answers, log)
+    config = {"official": {"package_sha256": sha, "package_file": wheel.name, "entry_point_group": GROUP,
+                           "installed": answers.installed, "sandbox": policy.describe(),
+                           "weights": str(weights) if weights is not None else None},
+              "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "intervals": msgspec.to_builtins(ev.task.intervals),
+              "parser": ev.family.parser_version(ev.task)}
+    usage = Usage(wall_seconds=answers.wall_seconds, device_seconds=answers.wall_seconds,
+                  hardware=f"medbench sandbox ({policy.pool} pool)")
+    with evaluation_lock(data, ev.run_id, log):
+        write_predictions(ev, data, Predicted(table=table, usage=asdict(usage), config=config))
+        atomic_write_bytes(data.run_dir(ev.run_id) / ANSWERS_FILE, answers.answers_jsonl)
+    provenance = Provenance(submitted_by=submitter.owner, submission_id=submitter.submission_id,
+                            package_sha256=sha, sandbox=policy.describe())
+    return compute_metrics(ev, specs, data, log, tier=tier_for(ev, submitter), provenance=provenance)

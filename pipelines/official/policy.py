@@ -1,0 +1,83 @@
+"""The sandbox policy: what a submitted package may use, as one versioned, recorded value.
+
+Why a value: the result of an official run records exactly the policy it ran under
+(``provenance.sandbox``), and ``medbench reproduce`` reruns it under the same one; a change of any
+limit is a new policy string, so two results never silently disagree on what their code was allowed.
+Configuration comes from the environment (``from_env``), so production can name its package-index
+proxy, its sandbox user and its limits without a code change.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+POLICY_VERSION = "medbench-sandbox/1"
+NOBODY = 65534  # Debian's ``nobody``/``nogroup``: owns no file medbench needs
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """Per-step limits (setrlimit, plus wall time and output size enforced by the parent)."""
+
+    cpu_seconds: int = 600
+    memory_bytes: int = 4 << 30  # RLIMIT_AS: address space, so a package cannot exhaust the host
+    processes: int = 64          # RLIMIT_NPROC of the sandbox uid (root would ignore it)
+    open_files: int = 256        # RLIMIT_NOFILE
+    file_bytes: int = 1 << 30    # RLIMIT_FSIZE: the largest file it may write (scratch only)
+    wall_seconds: int = 900      # the whole process group is killed past it
+    output_bytes: int = 64 << 20  # stdout + stderr together; past it the run is killed
+    scratch_bytes: int = 1 << 30  # the size of the scratch tmpfs
+
+
+class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything that decides what a package may do; ``describe`` is what provenance records."""
+
+    version: str = POLICY_VERSION
+    uid: int = NOBODY
+    gid: int = NOBODY
+    python: str = "/usr/bin/python3"
+    index_url: str | None = None  # the package-index proxy; None: install offline from the wheel alone
+    pool: str = "cpu"              # "gpu" passes the NVIDIA devices through (untested without a GPU)
+    install: Limits = Limits(cpu_seconds=300, memory_bytes=2 << 30, wall_seconds=600, output_bytes=8 << 20)
+    run: Limits = Limits()
+
+    def describe(self) -> str:
+        """The policy as one canonical string (``provenance.sandbox``): version, pool, network, limits."""
+        body = {"pool": self.pool, "install_network": "index" if self.index_url else "none",
+                "run_network": "none", "install": msgspec.to_builtins(self.install),
+                "run": msgspec.to_builtins(self.run)}
+        return f"{self.version} " + msgspec.json.encode(body, order="sorted").decode()
+
+    def recorded(self, description: str) -> "SandboxPolicy":
+        """This machine's policy (uid, python, index) with the version, pool and limits a result
+        recorded (``describe``), so a reproduction runs under the limits the result ran under."""
+        version, _, body = description.partition(" ")
+        if version != self.version:
+            raise ValueError(f"the result ran under sandbox policy {version!r}; this checkout has {self.version!r}")
+        fields = msgspec.json.decode(body)
+        return msgspec.structs.replace(self, pool=fields["pool"], install=msgspec.convert(fields["install"], Limits),
+                                       run=msgspec.convert(fields["run"], Limits))
+
+    def with_run_limits(self, **changes: int) -> "SandboxPolicy":
+        return msgspec.structs.replace(self, run=msgspec.structs.replace(self.run, **changes))
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def from_env(pool: str = "cpu", memory_gib: float | None = None, wall_minutes: float | None = None) -> SandboxPolicy:
+    """The policy configured for this machine: ``MEDBENCH_SANDBOX_UID``/``_GID`` (the dedicated
+    unprivileged user), ``MEDBENCH_SANDBOX_PYTHON``, ``MEDBENCH_SANDBOX_INDEX_URL`` (the index
+    proxy); a submission's ``resources`` (memory, wall time) narrow the run limits."""
+    base = SandboxPolicy()
+    run = base.run
+    if memory_gib is not None:
+        run = msgspec.structs.replace(run, memory_bytes=int(memory_gib * (1 << 30)))
+    if wall_minutes is not None:
+        run = msgspec.structs.replace(run, wall_seconds=int(wall_minutes * 60))
+    return SandboxPolicy(uid=_int_env("MEDBENCH_SANDBOX_UID", NOBODY), gid=_int_env("MEDBENCH_SANDBOX_GID", NOBODY),
+                         python=os.environ.get("MEDBENCH_SANDBOX_PYTHON", base.python),
+                         index_url=os.environ.get("MEDBENCH_SANDBOX_INDEX_URL") or None, pool=pool, run=run)

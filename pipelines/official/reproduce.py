@@ -1,0 +1,60 @@
+"""Reproduce an official result: rerun its kept package in the sandbox it ran under, compare.
+
+The package is rerun on the public instances of the local data directory (which must hold the
+snapshot the result records, and the kept wheel), under the recorded sandbox policy; its answers
+are compared byte for byte with the ones kept beside the result, and the predictions it makes
+(through the task's own parser or table) by sha256 with the published file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.engine.snapshots import current_snapshot
+from pipelines.engine.specs import Specs
+from pipelines.official.evaluate import ANSWERS_FILE, answer, plan_official, predictions_from
+from pipelines.official.policy import from_env
+from warehouse.layout import DataDir
+
+Log = Callable[[str], None]
+
+
+def parquet_sha256(table: pa.Table) -> str:
+    """The sha256 of the table as the engine writes predictions (zstd Parquet)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def reproduce_official(specs: Specs, data: DataDir, result: dict[str, Any], log: Log) -> list[str]:
+    """The differences found (empty: identical); a reason it cannot run here is one difference."""
+    provenance = result["provenance"]
+    sha = provenance["package_sha256"]
+    name = (result["config"].get("official") or {}).get("package_file", "")
+    run = result["run_id"]
+    snapshot = current_snapshot(data, specs.task(result["task"]).dataset).snapshot_id
+    if snapshot != result["versions"]["dataset_snapshot"]:
+        return [f"dataset snapshot: the result records {result['versions']['dataset_snapshot']}, {data.root} holds {snapshot}"]
+    wheel = data.package_path(sha, name)
+    kept_answers = data.run_dir(run) / ANSWERS_FILE
+    if not wheel.exists() or not kept_answers.exists():
+        return [f"the kept package or its answers are not in {data.root} (expected {wheel} and {kept_answers})"]
+    ev = plan_official(specs, data, result["task"], result["model"]["slug"], sha)
+    if ev.run_id != run:
+        return [f"run id: this checkout makes {ev.run_id} from the same specs, snapshot and package"]
+    policy = from_env().recorded(provenance["sandbox"])
+    log(f"rerunning package {sha[:12]} for {ev.partition_key} in the sandbox ({policy.version})")
+    recorded_weights = (result["config"].get("official") or {}).get("weights")
+    answers = answer(ev, data, wheel, policy, Path(recorded_weights) if recorded_weights else None)
+    differences = []
+    if answers.answers_jsonl != kept_answers.read_bytes():
+        differences.append("package answers: the rerun's differ from the kept ones (not byte for byte identical)")
+    again = parquet_sha256(predictions_from(ev, data, answers, log))
+    if again != result["predictions_sha256"]:
+        differences.append(f"predictions sha256: published {result['predictions_sha256']}, reproduced {again}")
+    return differences

@@ -1,0 +1,167 @@
+"""Install a package and run it on public instances, each step in the sandbox; validate its answers.
+
+Two sandboxed steps share one work directory, made fresh per run and owned by the sandbox uid
+(so no run sees another's files; it is deleted afterwards): the install step creates a virtual
+environment at ``/venv`` and installs the wheel into it with pip, wheels only
+(``--only-binary=:all:``) and offline unless the policy names an index proxy; pip's install
+report, with the sha256 of every file installed, is kept. The run step mounts that environment
+read-only, with no network, and runs ``runner.py`` on the instances file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.official.package import PackageFailed
+from pipelines.official.policy import SandboxPolicy
+from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
+
+RUNNER = Path(__file__).with_name("runner.py")
+ANSWER_FIELD = {"choice": "output", "score": "score"}  # what a package yields per instance, by kind
+WEIGHTS = "/weights"  # where the read-only weight cache appears in the run step
+
+
+@dataclass(frozen=True)
+class Answers:
+    """A package's validated answers, by instance id, and what its install kept."""
+
+    values: dict[str, Any]
+    answers_jsonl: bytes  # the answers exactly as yielded, in instance order (what reproduce compares)
+    installed: list[dict[str, Any]]  # pip's report: name, version, sha256 of each distribution installed
+    wall_seconds: float
+
+
+def _reason(step: str, outcome: Outcome, limits) -> str:
+    if outcome.stopped:
+        return f"{step} stopped: {outcome.stopped}"
+    signal_number = -outcome.returncode if outcome.returncode < 0 else outcome.returncode - 128
+    if signal_number > 0:  # killed by a signal (bwrap reports its child's as 128 + the signal)
+        hint = {9: f"killed (CPU time over {limits.cpu_seconds} s or memory over {limits.memory_bytes} bytes)",
+                24: f"CPU time over {limits.cpu_seconds} s", 25: f"a file over {limits.file_bytes} bytes"}
+        return f"{step} {hint.get(signal_number, f'killed by signal {signal_number}')}"
+    last = [line for line in outcome.stderr_tail.splitlines() if line.strip()]
+    return f"{step} failed (exit {outcome.returncode}): {last[-1][:300] if last else 'no message'}"
+
+
+def _installed(report_path: Path) -> list[dict[str, Any]]:
+    if not report_path.exists():
+        return []
+    report = json.loads(report_path.read_text())
+    out = []
+    for item in report.get("install", []):
+        hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
+        out.append({"name": item["metadata"]["name"], "version": item["metadata"]["version"],
+                    "sha256": hashes.get("sha256")})
+    return out
+
+
+def _own(path: Path, policy: SandboxPolicy) -> None:
+    if os.geteuid() == 0:
+        os.chown(path, policy.uid, policy.gid)
+
+
+def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, Any]], context: dict[str, Any],
+                expected_ids: list[str], kind: str, work_base: Path | None = None,
+                weights: Path | None = None) -> Answers:
+    """Install ``wheel`` and run it on ``instances``; raises PackageFailed with a one-line reason.
+
+    ``weights``: a folder medbench filled beforehand from the model's pinned revision, mounted
+    read-only at ``/weights`` for the run step (``context["weights"]`` says where, or None)."""
+    context = {**context, "weights": WEIGHTS if weights is not None else None}
+    work = Path(tempfile.mkdtemp(prefix="medbench-sandbox-", dir=work_base))
+    try:
+        os.chmod(work, 0o755)
+        venv = work / "venv"
+        venv.mkdir()
+        _own(venv, policy)
+        shutil.copy(wheel, work / wheel.name)
+        (work / "instances.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in instances))
+        (work / "context.json").write_text(json.dumps(context))
+        for f in work.iterdir():
+            if f.is_file():
+                os.chmod(f, 0o644)
+        installed = _install(policy, work, wheel.name)
+        mounts = [Mount(venv, "/venv"), Mount(RUNNER, "/medbench/runner.py"),
+                  Mount(work / "instances.jsonl", "/input/instances.jsonl"),
+                  Mount(work / "context.json", "/input/context.json")]
+        if weights is not None:
+            mounts.append(Mount(weights, WEIGHTS))
+        run = run_sandboxed(policy, policy.run, mounts, ["/venv/bin/python", "-I", "/medbench/runner.py", "/input/instances.jsonl", "/input/context.json"])
+        values, ordered = validate_answers(run, policy, expected_ids, ANSWER_FIELD[kind])
+        return Answers(values=values, answers_jsonl=ordered, installed=installed, wall_seconds=run.wall_seconds)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _install(policy: SandboxPolicy, work: Path, wheel_name: str) -> list[dict[str, Any]]:
+    index = ["--index-url", policy.index_url] if policy.index_url else ["--no-index"]
+    script = (f"{policy.python} -m venv /venv && /venv/bin/python -m pip install --disable-pip-version-check "
+              f"--no-cache-dir --only-binary=:all: --no-compile --report /venv/install-report.json "
+              f"{' '.join(index)} /wheel/{wheel_name}")
+    outcome = run_sandboxed(policy, policy.install, [Mount(work / "venv", "/venv", writable=True),
+                                                     Mount(work / wheel_name, f"/wheel/{wheel_name}")],
+                            ["/bin/sh", "-c", script], network=policy.index_url is not None)
+    if outcome.stopped or outcome.returncode != 0:
+        raise PackageFailed(_reason("install", outcome, policy.install))
+    return _installed(work / "venv" / "install-report.json")
+
+
+def validate_answers(outcome: Outcome, policy: SandboxPolicy, expected_ids: list[str],
+                     field: str) -> tuple[dict[str, Any], bytes]:
+    """The answers by instance id, or PackageFailed naming the first broken rule."""
+    if outcome.stopped or outcome.returncode < 0 or outcome.returncode > 128:
+        raise PackageFailed(_reason("run", outcome, policy.run))
+    values: dict[str, Any] = {}
+    expected = set(expected_ids)
+    done = None
+    for number, line in enumerate(outcome.stdout.decode("utf-8", "replace").splitlines(), 1):
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise PackageFailed(f"answer {number} is not JSON") from None
+        if isinstance(answer, dict) and "medbench_error" in answer:
+            raise PackageFailed(f"the package raised {str(answer['medbench_error'])[:300]}")
+        if isinstance(answer, dict) and set(answer) == {"medbench_done"}:
+            done = answer["medbench_done"]
+            break
+        values[_instance_id(answer, number, field, expected, values)] = _value(answer, number, field)
+    if outcome.returncode != 0:
+        raise PackageFailed(_reason("run", outcome, policy.run))
+    if done is None:
+        raise PackageFailed("the package's answers ended before the runner finished")
+    missing = expected - set(values)
+    if missing:
+        raise PackageFailed(f"no answer for {len(missing)} of {len(expected)} instances (e.g. {sorted(missing)[0]!r})")
+    ordered = "".join(json.dumps({"instance_id": i, field: values[i]}, ensure_ascii=False, sort_keys=True) + "\n"
+                      for i in expected_ids)
+    return values, ordered.encode("utf-8")
+
+
+def _instance_id(answer: Any, number: int, field: str, expected: set[str], seen: dict[str, Any]) -> str:
+    if not isinstance(answer, dict) or set(answer) != {"instance_id", field}:
+        keys = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
+        raise PackageFailed(f"answer {number} is malformed: expected keys instance_id and {field}, got {keys}")
+    iid = answer["instance_id"]
+    if not isinstance(iid, str) or iid not in expected:
+        raise PackageFailed(f"answer {number} names an unknown instance_id {str(iid)[:60]!r}")
+    if iid in seen:
+        raise PackageFailed(f"answer {number} repeats instance_id {iid!r}")
+    return iid
+
+
+def _value(answer: dict[str, Any], number: int, field: str) -> Any:
+    value = answer[field]
+    if field == "output":
+        if not isinstance(value, str):
+            raise PackageFailed(f"answer {number}: output must be a string, got {type(value).__name__}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+        raise PackageFailed(f"answer {number}: score must be a finite number in [0, 1], got {str(value)[:40]}")
+    return float(value)

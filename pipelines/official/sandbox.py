@@ -1,0 +1,189 @@
+"""Run a submitted package's code under bubblewrap, as an unprivileged uid, within limits.
+
+Why each layer:
+- ``setpriv`` drops to the policy's dedicated uid *before* ``bwrap``: the kernel ignores
+  ``RLIMIT_NPROC`` for root (and ``bwrap --uid`` only renames root inside a user namespace), so a
+  fork bomb is stopped only when the real uid is unprivileged.
+- ``bwrap`` gives a new root holding only a read-only system (``/usr`` and friends, a few files of
+  ``/etc``), an empty read-only home, a scratch tmpfs of bounded size, and the paths a step names;
+  new pid, ipc, uts, cgroup and network namespaces (the network is kept only for an install step
+  that names an index proxy); a cleared environment; ``--die-with-parent``.
+- ``setrlimit`` in the child caps CPU time, address space, processes, open files and file size;
+  the parent caps wall time and output size, and kills the whole process group past either.
+
+The GPU pool binds ``/dev/nvidia*`` into the sandbox. UNTESTED: no GPU was available where this
+was written; the CPU pool is what the tests exercise.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.official.policy import Limits, SandboxPolicy
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime",
+             "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/mime.types")
+NETWORK_ETC = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
+HOME = "/home/sandbox"
+SCRATCH = "/scratch"
+STDERR_KEPT = 4000  # the tail of stderr kept for the failure reason
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap or setpriv is missing; says what to install."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path bound into the sandbox (read-only unless ``writable``)."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass
+class Outcome:
+    """How one sandboxed step ended: its exit status, its answers channel and why it was stopped."""
+
+    returncode: int
+    stdout: bytes
+    stderr_tail: str
+    stopped: str | None = None  # "wall time", "output size": the parent killed it
+    wall_seconds: float = 0.0
+    lines: list[str] = field(default_factory=list)
+
+
+def check_available() -> None:
+    for tool, package in (("bwrap", "bubblewrap"), ("setpriv", "util-linux")):
+        if shutil.which(tool) is None:
+            raise SandboxUnavailable(f"{tool} is not installed: install Debian's {package} (apt-get install {package})")
+
+
+def _system_args(python: str) -> list[str]:
+    args: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    prefix = str(Path(os.path.realpath(python)).parents[1])
+    if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
+        args += ["--ro-bind", prefix, prefix]  # a Python installed outside /usr (read-only too)
+    for f in ETC_FILES:
+        args += ["--ro-bind-try", f, f]
+    return args
+
+
+def _gpu_args() -> list[str]:
+    """The NVIDIA device nodes (UNTESTED without a GPU: see the module docstring)."""
+    return [a for dev in sorted(Path("/dev").glob("nvidia*")) for a in ("--dev-bind", str(dev), str(dev))]
+
+
+def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], command: list[str], *,
+               network: bool, env: dict[str, str]) -> list[str]:
+    """The full command line: setpriv (drop to the sandbox uid) -> bwrap -> ``command``.
+
+    Run by root, medbench drops to the policy's uid; run by an unprivileged user (who cannot
+    switch uid), the package runs as that user, whose processes ``RLIMIT_NPROC`` then counts."""
+    drop = (["setpriv", f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups", "--inh-caps=-all"]
+            if os.geteuid() == 0 else ["setpriv"])
+    argv = [*drop, "--no-new-privs", "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
+            "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
+    argv += ["--share-net"] if network else ["--unshare-net"]
+    argv += _system_args(policy.python)
+    if network:
+        for f in NETWORK_ETC:
+            argv += ["--ro-bind-try", f, f]
+    if policy.pool == "gpu":
+        argv += _gpu_args()
+    argv += ["--tmpfs", HOME, "--remount-ro", HOME]
+    argv += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
+    for m in mounts:
+        argv += ["--bind" if m.writable else "--ro-bind", str(m.source), m.target]
+    argv += ["--remount-ro", "/", "--chdir", SCRATCH]
+    base_env = {"HOME": HOME, "TMPDIR": SCRATCH, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+    for key, value in {**base_env, **env}.items():
+        argv += ["--setenv", key, value]
+    return argv + ["--", *command]
+
+
+def _apply_limits(limits: Limits):
+    def preexec() -> None:
+        for which, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_NPROC, limits.processes),
+                             (resource.RLIMIT_NOFILE, limits.open_files), (resource.RLIMIT_FSIZE, limits.file_bytes),
+                             (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(which, (value, value))
+        # SIGXCPU at the limit (a nameable death), SIGKILL a second later should it be caught
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    return preexec
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_sandboxed(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], command: list[str], *,
+                  network: bool = False, env: dict[str, str] | None = None) -> Outcome:
+    """Run ``command`` in the sandbox; stream its output under the cap; kill its group past a limit.
+
+    The sandbox's pid namespace dies with bwrap's child (``--die-with-parent``), so killing the
+    process group ends every process the package started, whatever sessions it made."""
+    check_available()
+    argv = bwrap_argv(policy, limits, mounts, command, network=network, env=env or {})
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, start_new_session=True,
+                            preexec_fn=_apply_limits(limits), close_fds=True)
+    out, err = bytearray(), bytearray()
+    total, stopped = 0, None
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, out)
+    selector.register(proc.stderr, selectors.EVENT_READ, err)
+    try:
+        while selector.get_map():
+            left = limits.wall_seconds - (time.monotonic() - started)
+            if left <= 0:
+                stopped = f"wall time over {limits.wall_seconds} s"
+                break
+            for key, _ in selector.select(timeout=min(left, 1.0)):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                total += len(chunk)
+                key.data.extend(chunk)
+                if key.data is err and len(err) > STDERR_KEPT:
+                    del err[:-STDERR_KEPT]
+            if total > limits.output_bytes:
+                stopped = f"output over {limits.output_bytes} bytes"
+                break
+    finally:
+        selector.close()
+        if stopped is not None:
+            _kill_group(proc)
+        try:
+            proc.wait(timeout=max(1.0, limits.wall_seconds - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            stopped = stopped or f"wall time over {limits.wall_seconds} s"
+            _kill_group(proc)
+            proc.wait()
+        _kill_group(proc)  # anything left in the group (bwrap's child takes its pid namespace with it)
+        proc.stdout.close()
+        proc.stderr.close()
+    return Outcome(returncode=proc.returncode, stdout=bytes(out), stderr_tail=err.decode("utf-8", "replace"),
+                   stopped=stopped, wall_seconds=time.monotonic() - started)
