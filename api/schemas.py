@@ -151,7 +151,39 @@ class UnparsedOutput(msgspec.Struct):
     output: str
 
 
-class Result(msgspec.Struct):
+class Withdrawn(msgspec.Struct):
+    reason: str
+    date: dt.date
+
+
+class ReleaseSummary(msgspec.Struct):
+    """One release of ``GET /v1/releases`` (CONTRACT.md "Releases")."""
+
+    id: str
+    published_at: str
+    n_results: int
+    tasks: list[str]
+    manifest_sha256: str
+    previous: str | None
+    url: str  # addition: the release's page
+    signature: dict[str, Any] | None = None  # {key_id, value, signed}; null: published without a signing key
+
+
+class ReleasePage(msgspec.Struct):
+    releases: list[ReleaseSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class Release(ReleaseSummary, kw_only=True):
+    """``GET /v1/releases/{id}``: the release, its manifest (the exact object signed and hashed) and BibTeX."""
+
+    manifest: dict[str, Any]
+    bibtex: str
+
+
+class Result(msgspec.Struct, kw_only=True):
     run_id: str
     task: str
     model: ModelDetail
@@ -186,6 +218,10 @@ class Result(msgspec.Struct):
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
     unparsed_sample: list[UnparsedOutput] | None = None
+    # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
+    status: Literal["current", "superseded", "withdrawn"]
+    withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
+    supersedes: list[str]  # the older runs of the same model and task version this one replaced
 
 
 
@@ -254,9 +290,11 @@ class ResultPage(msgspec.Struct):
     offset: int
 
 
-class Lookup(msgspec.Struct):
+class Lookup(msgspec.Struct, omit_defaults=True):
     status: Literal["evaluated", "not_evaluated"]
     result: Result | None
+    # the pair's withdrawn run ids (a withdrawn result is never the answer); absent when there are none
+    withdrawn: list[str] = []
 
 
 class Stats(msgspec.Struct):
@@ -268,6 +306,7 @@ class Stats(msgspec.Struct):
     reuses: int
     warehouse_version: str
     demo: bool  # addition: whether this data directory holds demo results
+    release: str | None = None  # the release answered from (the current one: the warehouse version)
 
 
 class Health(msgspec.Struct):

@@ -23,7 +23,7 @@ from litestar.params import FromPath, Parameter
 from litestar.response import Response
 from litestar.response.base import ASGIResponse
 
-from api import render
+from api import answers, render
 from api.errors import ApiError, invalid_parameter, task_not_found
 from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
@@ -166,7 +166,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             raise ApiError(404, "run_not_found", f"no published result has the run id {run_id[:40]!r}")
         base = service.base_url(request.scope)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
-        full = render.result(published, base, dataset, tables.versus_baseline.get(run_id))
+        full = answers.full_result(tables, published, base)
         task = tables.task_by_ref.get(full.task)
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",

@@ -24,6 +24,7 @@ CONTRACT_PATHS = {
     "/v1/lookup", "/v1/stats", "/v1/openapi.json", "/artifacts/{run_id}/predictions.parquet", "/healthz",
     "/v1/compare",  # issue 8: paired comparison of two results
     "/v1/models", "/v1/models/{provider}/{name}",  # agents first: find a model by any of its names
+    "/v1/releases", "/v1/releases/{id}",  # issue 28: citable releases
 }
 
 
