@@ -152,3 +152,19 @@ def test_supersedes_is_shown_beside_superseded_by(own_data) -> None:
         newer = c.get(f"/v1/results/{old['superseded_by']}").json()
         assert old["run_id"] in newer["supersedes"] and newer["status"] == "current"
         assert c.get(f"/v1/results/{old['run_id']}").json()["status"] == "superseded"
+
+
+def test_the_site_picks_a_release_and_says_as_of_which(five) -> None:
+    root, versions, _ = five
+    (run_id, _w), = withdrawals(DataDir(root)).items()
+    with TestClient(app=create_app(root)) as c:
+        current = c.get("/tasks/clinicalqa?version=0").text
+        assert '<select id="release" name="release">' in current and all(v in current for v in versions)
+        assert 'id="as-of"' not in current and f"/r/{run_id}" not in current
+        old = c.get(f"/tasks/clinicalqa?version=0&release={versions[-2]}").text
+        assert 'id="as-of"' in old and "As of release" in old and f"/r/{run_id}" in old
+        assert f'<option value="{versions[-2]}" selected>' in old
+        page = c.get(f"/r/{run_id}").text
+        assert 'id="withdrawn"' in page and "label leak found in the prompt" in page
+        assert 'id="withdrawn"' not in c.get(f"/r/{run_id}?release={versions[-2]}").text
+        assert c.get("/tasks/clinicalqa?version=0&release=nonsense").status_code == 404
