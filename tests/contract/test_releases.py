@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,9 @@ def test_release_detail_manifest_and_bibtex(five) -> None:
     with _client(root) as c:
         body = c.get(f"/v1/releases/{versions[0]}").json()
         assert body["manifest_sha256"] == hashlib.sha256(manifest_bytes(body["manifest"])).hexdigest()
+        # as docs/api.md says anyone can check it, with the standard library alone
+        plain = json.dumps(body["manifest"], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        assert hashlib.sha256(plain).hexdigest() == body["manifest_sha256"]
         assert body["manifest"]["release"] == versions[0] and body["signature"] is None
         assert {r["run_id"] for r in body["manifest"]["results"]} and all(
             len(r["predictions_sha256"]) == 64 for r in body["manifest"]["results"])
