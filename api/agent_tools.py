@@ -28,6 +28,8 @@ RunId = Annotated[str, Meta(description="Run id: 12 lowercase hex digits.", exam
 CheckedRunId = Annotated[str, Meta(pattern=RUN_ID_PATTERN, description="Run id: 12 lowercase hex digits.")]
 Limit = Annotated[int, Meta(ge=1, le=1000, description="At most this many items (1..1000).")]
 Offset = Annotated[int, Meta(ge=0, description="Items to skip.")]
+Release = Annotated[str | None, Meta(description="Answer as of this release (an id of `GET /v1/releases`); "
+                                     "default: the current one.")]
 
 
 class _Args(msgspec.Struct, forbid_unknown_fields=True):
@@ -38,6 +40,7 @@ class LookupArgs(_Args):
     model: Annotated[str, Meta(pattern=NOT_BLANK_PATTERN, description="Model slug (`provider/name`) or the provider's model id.",
                                examples=["medbench/random"])]
     task: Task
+    release: Release = None
 
 
 class LeaderboardArgs(_Args):
@@ -48,10 +51,12 @@ class LeaderboardArgs(_Args):
                                         "(default: the task's primary metric).")] = None
     tier: Annotated[schemas.Tier | None, Meta(description="Only rows of this tier (baseline or official); "
                                               "no match is rows: [].")] = None
+    release: Release = None
 
 
 class ResultArgs(_Args):
     run_id: RunId
+    release: Release = None
 
 
 class CompareArgs(_Args):

@@ -53,11 +53,18 @@ def _lookup(tables: Tables, model: str | None, task: str | None, base: str) -> A
             f"model {model!r} is the provider model id of several models; use one of their slugs: {', '.join(slugs)}"
         )
     published = tables.current.get((slugs[0], entry.ref)) if slugs else None
+    withdrawn = list(tables.withdrawn_pairs.get((slugs[0], entry.ref), ())) if slugs else []
     if published is None:
-        return Answer(prepare(schemas.Lookup(status="not_evaluated", result=None)))
-    dataset = tables.dataset_by_slug.get(published.record.dataset)
-    evaluated = prepare(schemas.Lookup(status="evaluated", result=render.result(published, base, dataset, tables.versus_baseline.get(published.run_id))))
+        return Answer(prepare(schemas.Lookup(status="not_evaluated", result=None, withdrawn=withdrawn)))
+    evaluated = prepare(schemas.Lookup(status="evaluated", result=full_result(tables, published, base),
+                                       withdrawn=withdrawn))
     return Answer(evaluated, counts_reuse=True)
+
+
+def full_result(tables: Tables, found: Published, base: str) -> schemas.Result:
+    """A Result with everything the tables know of it: its dataset, baseline comparison and the runs it superseded."""
+    return render.result(found, base, tables.dataset_by_slug.get(found.record.dataset),
+                         tables.versus_baseline.get(found.run_id), tables.supersedes.get(found.run_id, ()))
 
 
 def find_task(tables: Tables, task: str, name: str = "task") -> TaskEntry:
@@ -136,10 +143,7 @@ def published(tables: Tables, run_id: str) -> Published:
 def result(tables: Tables, run_id: str, base: str) -> Prepared:
     found = published(tables, run_id)
     key = ("result", run_id, base)
-    return tables.bodies.get(key) or tables.bodies.put(
-        key, prepare(render.result(found, base, tables.dataset_by_slug.get(found.record.dataset),
-                                   tables.versus_baseline.get(run_id)))
-    )
+    return tables.bodies.get(key) or tables.bodies.put(key, prepare(full_result(tables, found, base)))
 
 
 def predictions_link(tables: Tables, run_id: str, base: str) -> Prepared:

@@ -34,6 +34,10 @@ def run_not_found(run_id: str, why: str = "no published result has this run id")
     return ApiError(404, "run_not_found", f"{run_id!r}: {why}")
 
 
+def release_not_found(release: str) -> ApiError:
+    return ApiError(404, "release_not_found", f"no release {release[:60]!r}; GET /v1/releases lists the releases")
+
+
 def invalid_parameter(message: str) -> ApiError:
     return ApiError(400, "invalid_parameter", message)
 

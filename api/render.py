@@ -104,8 +104,9 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
 
 
 def result(p: Published, base: str, dataset: schemas.Dataset | None,
-           versus: schemas.BaselineComparison | None = None) -> schemas.Result:
+           versus: schemas.BaselineComparison | None = None, supersedes: tuple[str, ...] = ()) -> schemas.Result:
     r = p.record
+    withdrawn = p.withdrawn
     url = result_url(base, r.run_id)
     return schemas.Result(
         run_id=r.run_id, task=r.task, model=model_detail(r.model), tier=r.tier,  # type: ignore[arg-type]
@@ -135,6 +136,9 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         breakdowns_caveat=BREAKDOWNS_CAVEAT if r.breakdowns else None,
         unparsed_sample=unparsed(r),
         provenance=provenance(r),
+        status=p.status,  # type: ignore[arg-type]
+        withdrawn=schemas.Withdrawn(reason=withdrawn["reason"], date=withdrawn["date"]) if withdrawn else None,  # type: ignore[arg-type]
+        supersedes=list(supersedes),
     )
 
 
@@ -151,6 +155,7 @@ def stats(tables: Tables, reuses: int) -> schemas.Stats:
     return schemas.Stats(
         datasets=len(tables.datasets), tasks=len(tables.tasks), models=tables.model_count, results=len(tables.results),
         total_cost_usd=tables.total_cost_usd, reuses=reuses, warehouse_version=tables.version, demo=tables.demo,
+        release=tables.release or tables.version,
     )
 
 

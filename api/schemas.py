@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from api.release_schemas import Release, ReleasePage, ReleaseSummary, Withdrawn  # noqa: F401  (api.schemas.X for every body)
 from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
 ModelType = Literal["llm", "ml", "rule"]
@@ -165,7 +166,7 @@ class Provenance(msgspec.Struct):
     sandbox: str | None = None
 
 
-class Result(msgspec.Struct):
+class Result(msgspec.Struct, kw_only=True):
     run_id: str
     task: str
     model: ModelDetail
@@ -201,6 +202,10 @@ class Result(msgspec.Struct):
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
     unparsed_sample: list[UnparsedOutput] | None = None
+    # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
+    status: Literal["current", "superseded", "withdrawn"]
+    withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
+    supersedes: list[str]  # the older runs of the same model and task version this one replaced
 
 
 
@@ -269,9 +274,11 @@ class ResultPage(msgspec.Struct):
     offset: int
 
 
-class Lookup(msgspec.Struct):
+class Lookup(msgspec.Struct, omit_defaults=True):
     status: Literal["evaluated", "not_evaluated"]
     result: Result | None
+    # the pair's withdrawn run ids (a withdrawn result is never the answer); absent when there are none
+    withdrawn: list[str] = []
 
 
 class Stats(msgspec.Struct):
@@ -283,6 +290,7 @@ class Stats(msgspec.Struct):
     reuses: int
     warehouse_version: str
     demo: bool  # addition: whether this data directory holds demo results
+    release: str | None = None  # the release answered from (the current one: the warehouse version)
 
 
 class Health(msgspec.Struct):

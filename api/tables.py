@@ -29,6 +29,7 @@ import msgspec
 from api import schemas
 from api.reporting import baseline_at_floor
 from api.rank_sets import RankMap, rank_map
+from api.status_index import status_index
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
@@ -76,7 +77,6 @@ class ModelEntry:
 
 class BodyCache:
     """Encoded responses of one version keyed by (route, parameters, base URL); bounded, cleared when full."""
-
     __slots__ = ("_entries", "_limit")
 
     def __init__(self, limit: int):
@@ -94,7 +94,6 @@ class BodyCache:
 
     def __len__(self) -> int:
         return len(self._entries)
-
 
 @dataclass(frozen=True)
 class Tables:
@@ -119,6 +118,10 @@ class Tables:
     ranks: RankMap = field(default_factory=dict)
     # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
     versus_baseline: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
+    # run_id -> the older runs it superseded; (model slug, task ref) -> its withdrawn run ids (``api.status_index``)
+    supersedes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    withdrawn_pairs: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    release: str | None = None  # the release these tables answer as of; None: the current one
 
     def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
         if version is None:
@@ -190,20 +193,15 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         if t.slug not in latest or t.version > latest[t.slug].version:
             latest[t.slug] = t
 
-    current = _current_results(published)
+    current = current_results(published)
     # one row per model and tier (and submitter): an official result stands beside medbench's own
-    standing = _current_results(published, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
+    standing = current_results(published, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
     leaderboards = {
         ref: tuple(sorted((p for p in standing.values() if p.record.task == ref), key=leaderboard_key))
         for ref in by_task
     }
-    listing = tuple(
-        sorted(
-            published,
-            key=lambda p: (p.record.task.partition("@")[0], int(p.record.task.partition("@")[2] or 0),
-                           p.superseded_by is not None, *leaderboard_key(p)),
-        )
-    )
+    listing = tuple(sorted(published, key=lambda p: (p.record.task.partition("@")[0], int(p.record.task.partition("@")[2] or 0),
+                                                     p.superseded_by is not None, *leaderboard_key(p))))
     return Tables(
         version=catalogue.version,
         demo=catalogue.demo,
@@ -223,6 +221,7 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         bodies=BodyCache(cache_entries),
         ranks=_freeze(rank_map(catalogue.ranks)),
         versus_baseline=_freeze(_versus(catalogue)),
+        **status_index(published),
     )
 
 
@@ -234,12 +233,14 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
     ) for b in catalogue.baseline_comparisons}
 
 
-def _current_results(published: list[Published], key_of: Callable[[ResultRecord], tuple] | None = None
-                     ) -> dict[tuple, Published]:
-    """Per (model, task version), or per ``key_of(record)``: the newest result not superseded (the
-    newest of all if every one is)."""
+def current_results(published: list[Published], key_of: Callable[[ResultRecord], tuple] | None = None
+                    ) -> dict[tuple, Published]:
+    """Per (model, task version), or per ``key_of(record)``: the newest result not superseded (else the
+    newest), never a withdrawn one."""
     chosen: dict[tuple, Published] = {}
     for p in published:
+        if p.withdrawn:
+            continue
         key = key_of(p.record) if key_of is not None else (p.record.model.slug, p.record.task)
         best = chosen.get(key)
         rank = (p.superseded_by is None, p.record.created_at, p.run_id)

@@ -117,6 +117,17 @@ class DataDir:
     def version_file(self, version: str) -> Path:
         return self.warehouse / f"medbench-{version}.duckdb"
 
+    # -- kept for ever, beside the warehouse (pruning version files never touches them) -----
+    @property
+    def release_log(self) -> Path:
+        """The append-only release log (``warehouse.releases``)."""
+        return self.root / "releases" / "releases.jsonl"
+
+    @property
+    def withdrawal_log(self) -> Path:
+        """The append-only record of withdrawn results (``warehouse.withdrawals``)."""
+        return self.root / "releases" / "withdrawals.jsonl"
+
     # -- service state (never inside the warehouse) ------------------------------------
     @property
     def state(self) -> Path:

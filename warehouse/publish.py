@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ import duckdb
 import msgspec
 
 from warehouse.files import PUBLIC_FILE, atomic_path
+from warehouse.portable import create_prediction_tables, insert_releases
+from warehouse.releases import ReleaseRecord, Signer, append_release, build_manifest, make_record, read_releases
 from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
@@ -36,7 +39,6 @@ from warehouse.tempfiles import clean_warehouse_temp, publish_lock
 from warehouse.records import ResultRecord, contamination_of
 from warehouse.schema import (
     CREATE_TABLES,
-    PREDICTIONS_RUN_COLUMN,
     SCHEMA_VERSION,
     DatasetRow,
     LeaderboardRankRow,
@@ -73,6 +75,11 @@ class Catalog:
     # the tasks' predictions schemas (pyarrow, handed in by the pipeline): the ``predictions`` view's
     # columns while no predictions file exists; derived from ``tasks``, so not part of the content hash
     prediction_schemas: list[Any] = field(default_factory=list)
+    # run_id -> {reason, date} of every withdrawn result (``warehouse.withdrawals``): they stay
+    # published, marked withdrawn, and leave the current leaderboards and lookups
+    withdrawn: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the publisher's code revision, recorded in the release manifest
+    code_revision: str = ""
 
     def content_hash(self) -> str:
         body = {
@@ -82,24 +89,34 @@ class Catalog:
             "results": sorted((msgspec.to_builtins(r) for r in self.results), key=lambda r: r["run_id"]),
             "demo": self.demo,
         }
+        if self.withdrawn:  # absent when empty, so catalogs without withdrawals keep their hash
+            body["withdrawn"] = self.withdrawn
         if self.baseline_comparisons:  # absent when empty, so catalogs without any keep their hash
             body["baseline_comparisons"] = sorted(self.baseline_comparisons,
                                                   key=lambda b: (b["run_id"], b["baseline_run_id"]))
         return hashlib.sha256(msgspec.json.encode(msgspec.to_builtins(body), order="sorted")).hexdigest()
 
 
-def superseded_map(results: list[ResultRecord]) -> dict[str, str]:
-    """run_id -> the newest run of the same model, task version and tier, for every older run (an
-    official result, a submitter's and medbench's own baseline of the same pair all stay current)."""
+def superseded_map(results: list[ResultRecord], withdrawn: Collection[str] = ()) -> dict[str, str]:
+    """run_id -> the newest run of the same model, task version, tier and submitter, for every older run
+    (an official result, a submitter's and medbench's own baseline of the same pair all stay current).
+    A withdrawn run supersedes nothing (the run before it is current again)."""
     def key(r: ResultRecord) -> tuple[str, str, str, str | None]:
         return r.model.slug, r.task, r.tier, r.provenance.submitted_by
 
     newest: dict[tuple[str, str, str, str | None], ResultRecord] = {}
     for r in results:
+        if r.run_id in withdrawn:
+            continue
         k = key(r)
         if k not in newest or (r.created_at, r.run_id) > (newest[k].created_at, newest[k].run_id):
             newest[k] = r
-    return {r.run_id: newest[key(r)].run_id for r in results if newest[key(r)].run_id != r.run_id}
+    out = {}
+    for r in results:
+        n = newest.get(key(r))
+        if n is not None and n.run_id != r.run_id and (n.created_at, n.run_id) > (r.created_at, r.run_id):
+            out[r.run_id] = n.run_id
+    return out
 
 
 def _is_current(data: DataDir, version: str, content_hash: str) -> bool:
@@ -109,13 +126,18 @@ def _is_current(data: DataDir, version: str, content_hash: str) -> bool:
     return meta.get("content_hash") == content_hash and schema_version_of(meta) >= SCHEMA_VERSION
 
 
-def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None) -> tuple[str, bool]:
+def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
+            sign: Signer | None = None) -> tuple[str, bool]:
     """Publish ``catalog``; return (version, changed). Identical content keeps the current version
     (unless its schema is older, see the module docstring), and repairs the pointer and the link.
 
     One publish at a time per data directory (``publish_lock``); under it, the temporaries of
     killed publishes are removed first, and a damaged pointer or current file is worked around and
-    repaired (``warehouse.repair``, a warning line each)."""
+    repaired (``warehouse.repair``, a warning line each).
+
+    Every new version is a release: its record (``warehouse.releases``; signed with ``sign`` when
+    given) is appended to the release log before the pointer switches, and mirrored, with every
+    earlier release, in the version's ``releases`` table."""
     data.warehouse.mkdir(parents=True, exist_ok=True)
     make_public_dir(data.warehouse)
     content_hash = catalog.content_hash()
@@ -128,12 +150,14 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None) -> 
             return current, False
         now = now or dt.datetime.now(dt.timezone.utc)
         version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + content_hash[:8]
+        record = release_record(data, catalog, version, now, sign)
         with atomic_path(data.version_file(version), mode=PUBLIC_FILE) as tmp:
             try:
-                _build(tmp, data, catalog, version, content_hash, now)
+                _build(tmp, data, catalog, version, content_hash, now, record)
             except BaseException:
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
+        append_release(data, record)
         install(data, version)
         prune(data, keep=KEEP_VERSIONS, current=version)
     return version, True
@@ -180,7 +204,20 @@ def model_row(m: dict[str, Any]) -> ModelRow:
     )
 
 
-def result_row(r: ResultRecord, superseded_by: str | None) -> ResultRow:
+def release_record(data: DataDir, catalog: Catalog, version: str, now: dt.datetime,
+                   sign: Signer | None) -> ReleaseRecord:
+    """The release record of the version being published (``warehouse.releases``)."""
+    superseded = superseded_map(catalog.results, catalog.withdrawn)
+    manifest = build_manifest(
+        release_id=version, results=catalog.results, superseded=superseded, withdrawn=catalog.withdrawn,
+        task_specs={f"{t['slug']}@{t['version']}": t["spec_hash"] for t in catalog.tasks},
+        model_specs={m["slug"]: m["spec_hash"] for m in catalog.models},
+        code_revision=catalog.code_revision, demo=catalog.demo, ranks=catalog.ranks)
+    earlier = read_releases(data)
+    return make_record(manifest, now, earlier[-1].id if earlier else None, sign)
+
+
+def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, str] | None = None) -> ResultRow:
     task_slug, _, task_version = r.task.partition("@")
     p, v = r.primary, r.versions
     status, basis = contamination_of(r)
@@ -193,6 +230,9 @@ def result_row(r: ResultRecord, superseded_by: str | None) -> ResultRow:
         parser=v.parser, code_revision=v.code_revision, price_table_date=r.price_table_date,
         predictions_sha256=r.predictions_sha256, record=msgspec.json.encode(r).decode(),
         contamination_status=status, contamination_basis=basis,
+        status="withdrawn" if withdrawn else "superseded" if superseded_by else "current",
+        withdrawn_reason=withdrawn["reason"] if withdrawn else None,
+        withdrawn_date=dt.date.fromisoformat(withdrawn["date"]) if withdrawn else None,
     )
 
 
@@ -202,8 +242,9 @@ def metric_rows(r: ResultRecord) -> list[MetricRow]:
             for i, m in enumerate(r.metrics)]
 
 
-def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_hash: str, now: dt.datetime) -> None:
-    superseded = superseded_map(catalog.results)
+def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_hash: str, now: dt.datetime,
+           record: ReleaseRecord) -> None:
+    superseded = superseded_map(catalog.results, catalog.withdrawn)
     con = duckdb.connect(str(path))
     try:
         for statement in CREATE_TABLES:
@@ -212,42 +253,13 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
         insert_rows(con, [dataset_row(d) for d in catalog.datasets])
         insert_rows(con, [task_row(t) for t in catalog.tasks])
         insert_rows(con, [model_row(m) for m in catalog.models])
-        insert_rows(con, [result_row(r, superseded.get(r.run_id)) for r in catalog.results])
+        insert_rows(con, [result_row(r, superseded.get(r.run_id), catalog.withdrawn.get(r.run_id))
+                          for r in catalog.results])
         insert_rows(con, [row for r in catalog.results for row in metric_rows(r)])
         insert_rows(con, catalog.ranks)
         insert_rows(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])
-        _create_predictions_view(con, data, catalog)
+        create_prediction_tables(con, data, catalog.results, catalog.tasks, catalog.prediction_schemas)
+        insert_releases(con, [*read_releases(data), record])
         con.execute("CHECKPOINT")
     finally:
         con.close()
-
-
-# Parquet (pyarrow) type names -> DuckDB types, for the empty view; anything else is VARCHAR.
-_ARROW_SQL = {"string": "VARCHAR", "large_string": "VARCHAR", "bool": "BOOLEAN", "double": "DOUBLE", "float": "FLOAT",
-              "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT"}
-
-
-def empty_view_columns(schemas: list[Any]) -> list[tuple[str, str]]:
-    """``run_id`` and every column of the tasks' predictions schemas, each name once (the first type
-    wins), in task order: what ``read_parquet(..., union_by_name = true)`` gives once files exist."""
-    cols = dict([PREDICTIONS_RUN_COLUMN, ("instance_id", "VARCHAR")])
-    for schema in schemas:
-        for f in schema:
-            cols.setdefault(f.name, _ARROW_SQL.get(str(f.type), "VARCHAR"))
-    return list(cols.items())
-
-
-def _create_predictions_view(con: duckdb.DuckDBPyConnection, data: DataDir, catalog: Catalog) -> None:
-    """A view over the published runs' Parquet files (absolute paths: the view works from any cwd).
-
-    Its columns are the files' own, by name; nothing here names a task's column."""
-    files = [str(data.predictions_path(r.run_id)) for r in catalog.results if data.predictions_path(r.run_id).exists()]
-    if not files:
-        cols = ", ".join(f"CAST(NULL AS {typ}) AS {name}" for name, typ in empty_view_columns(catalog.prediction_schemas))
-        con.execute(f"CREATE VIEW predictions AS SELECT {cols} WHERE false")
-        return
-    listing = ", ".join("'" + f.replace("'", "''") + "'" for f in sorted(files))
-    con.execute(
-        r"CREATE VIEW predictions AS SELECT regexp_extract(filename, '([0-9a-f]{12})/predictions\.parquet$', 1) "
-        f"AS run_id, * EXCLUDE (filename) FROM read_parquet([{listing}], union_by_name = true, filename = true)"
-    )

@@ -92,10 +92,17 @@ class Published:
 
     record: ResultRecord
     superseded_by: str | None
+    # {reason, date} when a maintainer withdrew it (schema 6; ``warehouse.withdrawals``), else None
+    withdrawn: Mapping[str, str] | None = None
 
     @property
     def run_id(self) -> str:
         return self.record.run_id
+
+    @property
+    def status(self) -> str:
+        """current | superseded | withdrawn (CONTRACT.md "Result status")."""
+        return "withdrawn" if self.withdrawn else "superseded" if self.superseded_by else "current"
 
 
 def _rows(con: duckdb.DuckDBPyConnection, row_type: type[R], order_by: str) -> tuple[R, ...]:
@@ -118,11 +125,28 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT key, value FROM meta").fetchall())
 
 
-def _published(rows: Sequence[tuple[Any, Any]]) -> tuple[Published, ...]:
-    return tuple(Published(decode_record(record), superseded_by) for record, superseded_by in rows)
+def _published(rows: Sequence[tuple[Any, ...]]) -> tuple[Published, ...]:
+    return tuple(Published(decode_record(row[0]), row[1], _withdrawal(*row[2:])) for row in rows)
 
 
-_RESULTS = "SELECT record, superseded_by FROM results"
+def _withdrawal(reason: str | None = None, date: Any = None) -> Mapping[str, str] | None:
+    return MappingProxyType({"reason": reason, "date": str(date)}) if reason is not None else None
+
+
+_RESULTS = "SELECT record, superseded_by, withdrawn_reason, withdrawn_date FROM results"
+_RESULTS_BEFORE_6 = "SELECT record, superseded_by FROM results"
+
+
+def _results_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """The results query for this file (one built before schema 6 has no withdrawals)."""
+    found = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'results' "
+                        "AND column_name = 'withdrawn_reason'").fetchone()
+    return _RESULTS if found and found[0] else _RESULTS_BEFORE_6
+
+
+def _not_withdrawn(con: duckdb.DuckDBPyConnection) -> str:
+    """A condition leaving withdrawn results out (none in a file built before schema 6)."""
+    return " AND coalesce(status, '') <> 'withdrawn'" if _results_sql(con) == _RESULTS else ""
 
 
 @dataclass(frozen=True)
@@ -171,7 +195,7 @@ def read_version(data: DataDir, version: str) -> Catalogue:
         datasets = _rows(con, DatasetRow, "slug")
         tasks = _rows(con, TaskRow, "slug, version")
         models = _rows(con, ModelRow, "slug")
-        results = _published(con.execute(f"{_RESULTS} ORDER BY run_id").fetchall())
+        results = _published(con.execute(f"{_results_sql(con)} ORDER BY run_id").fetchall())
         ranks = _ranks(con)
         baselines = _optional_rows(con, BaselineComparisonRow, "run_id")
     finally:
@@ -244,7 +268,7 @@ def read_metrics(data: DataDir, version: str, run_id: str) -> tuple[MetricRow, .
 def _current_one(data: DataDir, sql: str, params: list[Any]) -> Published | None:
     con = _connect(data, _require_version(data))
     try:
-        row = con.execute(sql, params).fetchone()
+        row = con.execute(_results_sql(con) + sql.replace("{not_withdrawn}", _not_withdrawn(con)), params).fetchone()
     finally:
         con.close()
     return _published([row])[0] if row else None
@@ -252,15 +276,16 @@ def _current_one(data: DataDir, sql: str, params: list[Any]) -> Published | None
 
 def result_by_id(data: DataDir, run_id: str) -> Published | None:
     """The current version's result ``run_id``, or None. Raises NoWarehouse before the first publish."""
-    return _current_one(data, f"{_RESULTS} WHERE run_id = ?", [run_id])
+    return _current_one(data, " WHERE run_id = ?", [run_id])
 
 
 def current_result(data: DataDir, model_slug: str, task_ref: str) -> Published | None:
-    """The result lookup answers for (model, task version): the newest one not superseded (the newest
-    of all if every one is), or None. Raises NoWarehouse before the first publish."""
+    """The result lookup answers for (model, task version): the newest one neither superseded nor
+    withdrawn (the newest of all if every one is superseded), or None. Raises NoWarehouse before the
+    first publish."""
     return _current_one(
         data,
-        f"{_RESULTS} WHERE model_slug = ? AND task = ? "
+        " WHERE model_slug = ? AND task = ?{not_withdrawn} "
         "ORDER BY superseded_by IS NULL DESC, created_at DESC, run_id DESC LIMIT 1",
         [model_slug, task_ref],
     )
@@ -287,7 +312,7 @@ def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
     con = _connect(data, _require_version(data))
     try:
         rows = con.execute(
-            f"SELECT {names} FROM results WHERE superseded_by IS NULL "
+            f"SELECT {names} FROM results WHERE superseded_by IS NULL{_not_withdrawn(con)} "
             "ORDER BY task, metric_value DESC, eval_date, run_id"
         ).fetchall()
     finally:

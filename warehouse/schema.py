@@ -26,7 +26,12 @@ import msgspec
 #    ``leaderboard_ranks`` gains ``metric`` (a block per published metric, ranked in its direction)
 #    and ``marginal_rank_low``/``marginal_rank_high``; ``rank_low``/``rank_high`` become the hull of
 #    the simultaneous rank set and the marginal interval.
-SCHEMA_VERSION = 5
+# 6: ``results`` gains ``status`` (current | superseded | withdrawn), ``withdrawn_reason`` and
+#    ``withdrawn_date``; new table ``releases`` (the release log, ``warehouse.releases``); the
+#    predictions are copied into the file as tables ``predictions_choice`` (label VARCHAR) and
+#    ``predictions_score`` (label INTEGER 0/1), and the ``predictions`` view reads those tables, so
+#    the file answers from any working directory after the data directory moves.
+SCHEMA_VERSION = 6
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
 Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]
@@ -137,6 +142,10 @@ class ResultRow(Row, frozen=True, kw_only=True):
     # derived from the status); NULL in files built before schema 5
     contamination_status: str | None = None
     contamination_basis: str | None = None
+    # current | superseded | withdrawn (schema 6; NULL in older files: read from ``superseded_by``)
+    status: str | None = None
+    withdrawn_reason: str | None = None  # why a maintainer withdrew the result (``medbench withdraw``)
+    withdrawn_date: dt.date | None = None
 
 
 class MetricRow(Row, frozen=True, kw_only=True):
@@ -210,6 +219,24 @@ class LeaderboardRankRow(Row, frozen=True, kw_only=True):
 
 
 TABLES = (*TABLES, LeaderboardRankRow)
+
+
+class ReleaseRow(Row, frozen=True, kw_only=True):
+    """One release of the append-only release log (schema 6), mirrored into every version built after it."""
+
+    __table__ = "releases"
+    __key__ = ("id",)
+    id: str  # the warehouse version it was published as
+    published_at: TimestampTz
+    n_results: int
+    tasks: Json  # ["slug@version", ...]
+    manifest_sha256: str
+    previous: str | None
+    manifest: Json  # every result with its predictions_sha256 and status, each task's leaderboard rows
+    signature: Json | None = None  # {key_id, value, signed}; NULL: published without a signing key
+
+
+TABLES = (*TABLES, ReleaseRow)
 
 _SQL_TYPES: dict[type, str] = {
     msgspec.inspect.StrType: "VARCHAR",

@@ -13,7 +13,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
-from api import answers, schemas
+from api import answers, release_views, schemas
 from api.params import limit_parameter, task_parameter
 from api.responses import respond
 from api.routing import read_only
@@ -29,7 +29,8 @@ def handlers() -> list[HTTPRouteHandler]:
         "et al. 2024) and the marginal bootstrap interval (`marginal_rank_low`/`marginal_rank_high`), recomputed "
         "for the metric ranked by; `rank_method` says how, or that only point ranks are available.",
         body=schemas.Leaderboard,
-        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type, unknown metric", 404: "`task_not_found`"},
+        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type, unknown metric",
+                404: "`task_not_found`, `release_not_found`"},
     )
     async def leaderboard(
         request: Request,
@@ -41,8 +42,10 @@ def handlers() -> list[HTTPRouteHandler]:
                                           "direction (default: the task's primary metric)."),
         tier: Optional[schemas.Tier] = Parameter(default=None, description="Only rows of this tier, each keeping "
                                                  "its rank on the whole board; no match is `rows: []`."),
+        release: Optional[str] = release_views.release_parameter(),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
+        tables = release_views.as_of(tables, service.settings.data, release)
         base = service.base_url(request.scope)
         prepared = answers.leaderboard(tables, task, model_type, limit, base, metric, tier)
         return respond(request.scope, prepared, version=tables.version)

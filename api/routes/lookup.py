@@ -9,12 +9,14 @@ memoised per version, parameters and base URL; repeats of the exact request are 
 reuses through ``Service.reply``, as the replays do.
 """
 
+from typing import Optional
+
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 
-from api import answers, schemas
+from api import answers, release_views, schemas
 from api.params import model_parameter, task_parameter
 from api.routing import read_only
 from api.service import Service
@@ -29,7 +31,7 @@ def handlers() -> list[HTTPRouteHandler]:
         errors={
             400: "`invalid_parameter`: missing parameter, or a provider model id shared by several models "
             "(the message lists their slugs)",
-            404: "`task_not_found`",
+            404: "`task_not_found`, `release_not_found`",
         },
     )
     async def lookup(
@@ -37,9 +39,10 @@ def handlers() -> list[HTTPRouteHandler]:
         service: NamedDependency[Service],
         model: str = model_parameter("Model slug (`provider/name`) or the provider's model id."),
         task: str = task_parameter(),
+        release: Optional[str] = release_views.release_parameter(),
     ) -> ASGIResponse:
         scope = request.scope
-        tables = service.tables(scope)
+        tables = release_views.as_of(service.tables(scope), service.settings.data, release)
         base = service.base_url(scope)
         return service.reply(scope, tables, answers.lookup(tables, model, task, base))
 

@@ -14,7 +14,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, Parameter
 from litestar.response.base import ASGIResponse
 
-from api import answers, render, schemas
+from api import answers, release_views, render, schemas
 from api.params import (BLANKS, MAX_CACHED_PARAMETER_CHARS, limit_parameter, offset_parameter, parse_task_ref,
                         task_parameter)
 from api.responses import prepare, respond
@@ -49,7 +49,7 @@ def handlers() -> list[HTTPRouteHandler]:
         description="Result summaries, filtered (all filters combine with AND) and paginated. "
         "`task` accepts `slug@version` or `slug` (latest version); `model` a slug or a provider model id.",
         body=schemas.ResultPage,
-        errors={400: "`invalid_parameter`"},
+        errors={400: "`invalid_parameter`", 404: "`release_not_found`"},
     )
     async def results(
         request: Request,
@@ -61,8 +61,9 @@ def handlers() -> list[HTTPRouteHandler]:
         tier: Optional[schemas.Tier] = Parameter(default=None, description="Tier: baseline or official."),
         limit: int = limit_parameter(),
         offset: int = offset_parameter(),
+        release: Optional[str] = release_views.release_parameter(),
     ) -> ASGIResponse:
-        tables = service.tables(request.scope)
+        tables = release_views.as_of(service.tables(request.scope), service.settings.data, release)
         base = service.base_url(request.scope)
         key = ("results", dataset, task, model, model_type, tier, limit, offset, base)
         prepared = tables.bodies.get(key)
@@ -79,10 +80,11 @@ def handlers() -> list[HTTPRouteHandler]:
         "/v1/results/{run_id:str}", operation_id="getResult", summary="One result",
         description="All metrics with 95% CIs, configuration, versions, usage, cost, BibTeX and the predictions URL.",
         body=schemas.Result,
-        errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id)"},
+        errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id); `release_not_found`"},
     )
-    async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
-        tables = service.tables(request.scope)
+    async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str],
+                     release: Optional[str] = release_views.release_parameter()) -> ASGIResponse:
+        tables = release_views.as_of(service.tables(request.scope), service.settings.data, release)
         prepared = answers.result(tables, run_id, service.base_url(request.scope))
         return respond(request.scope, prepared, version=tables.version)
 

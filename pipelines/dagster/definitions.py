@@ -24,6 +24,7 @@ from pipelines.dagster.assets.evaluations import evaluation_assets
 from pipelines.dagster.assets.inputs import instances_asset, snapshot_asset, snapshot_asset_name
 from pipelines.dagster.assets.published import published_asset
 from pipelines.dagster.evaluate_all import evaluate_all_job
+from pipelines.dagster.withdraw_job import withdraw_result_job
 from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor, publish_sensor
@@ -105,7 +106,7 @@ publish_automation = publish_sensor(
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
-    jobs=[*JOBS, evaluate_all_job],
+    jobs=[*JOBS, evaluate_all_job, withdraw_result_job],
     sensors=[evaluation_partitions_sensor, dead_runs_sensor, publish_automation],
     resources={"medbench": MedbenchResource()},
     # In-process for the UI's asset runs too ("Materialize", backfills): a run is one partition's

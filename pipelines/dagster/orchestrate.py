@@ -164,6 +164,10 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
         report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in skipped]
         for p in skipped:
             print(f"skipping {p.partition}: {p.reason}", flush=True)
+        withdrawn = [p for p in planned if p.status == "withdrawn"]
+        report.outcomes += [Outcome(p.partition, "withdrawn", p.run_id, p.reason) for p in withdrawn]
+        for p in withdrawn:
+            print(f"not recomputing {p.partition} ({p.run_id}): {p.reason}", flush=True)
         from pipelines.dagster.skip_records import record_skips
 
         record_skips(instance, built, specs, skipped)  # materialised as skipped, as a backfill records them

@@ -27,7 +27,7 @@ class Planned:
     partition: str
     task: TaskSpec
     model: ModelSpec
-    status: str  # run | reuse | skip
+    status: str  # run | reuse | skip | withdrawn (never recomputed: rule one)
     run_id: str = ""
     pool: str = "cpu"
     reason: str = ""
@@ -75,8 +75,11 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
     from pipelines.engine.inputs import task_instances_path
     from pipelines.engine.snapshots import NotMaterialised
 
+    from warehouse.withdrawals import withdrawals
+
     out: list[Planned] = []
     items_cache: dict[str, int | None] = {}
+    withdrawn = withdrawals(data)  # rule one: a withdrawn run id is never recomputed, not even with --force
     for task, model in pairs:
         backend, family = specs.backend_of(model), specs.family_of(task)
         key, pool = partition_key(task.ref, model.slug), backend.pool(model)
@@ -87,7 +90,11 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
             run_id, instances = "", None
         done = bool(run_id) and existing_result(data, run_id) is not None
         reason = backend.not_runnable_reason(model, data)
-        if done and not force:
+        if run_id in withdrawn:
+            w = withdrawn[run_id]
+            status, reason = "withdrawn", (f"withdrawn on {w.date}: {w.reason} (not recomputed under the same id; "
+                                           "a changed spec or revision evaluates it again)")
+        elif done and not force:
             status = "reuse"
         else:
             status = "skip" if reason else "run"
@@ -113,8 +120,9 @@ def render_plan(planned: list[Planned]) -> str:
         items = "?" if p.items is None else str(p.items)
         lines.append(f"{p.partition:48} {p.status:6} {p.pool:4} {p.run_id or '(new)':12} {items:>6} {cost:>10}  "
                      f"{p.reason}")
-    counts = {s: sum(p.status == s for p in planned) for s in ("run", "reuse", "skip")}
+    counts = {s: sum(p.status == s for p in planned) for s in ("run", "reuse", "skip", "withdrawn")}
     unknown = sum(p.status == "run" and p.cost_usd is None for p in planned)
-    lines.append(f"would run {counts['run']}, reuse {counts['reuse']}, skip {counts['skip']}; "
+    withdrawn = f", leave {counts['withdrawn']} withdrawn" if counts["withdrawn"] else ""
+    lines.append(f"would run {counts['run']}, reuse {counts['reuse']}, skip {counts['skip']}{withdrawn}; "
                  f"estimated cost {total_cost(planned):.4f} USD" + (f" (+{unknown} without a price)" if unknown else ""))
     return "\n".join(lines)

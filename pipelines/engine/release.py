@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pipelines.engine.identity import code_revision
 from pipelines.engine.ranking import rank_rows
 from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
@@ -18,6 +19,8 @@ from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.read import read_ranks
 from warehouse.records import ResultRecord, decode_record
+from warehouse.releases import Signer
+from warehouse.withdrawals import public_map, withdrawals
 
 Log = Callable[[str], None]
 
@@ -70,6 +73,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     results = finished_results(data)
     models += orphan_models(specs, results)
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
+                   withdrawn=public_map(withdrawals(data)), code_revision=code_revision(),
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
                    prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()])
 
@@ -93,7 +97,7 @@ def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:
     Why: a published result is never withdrawn by deleting a spec file (rule one: nobody should
     pay for it twice), and a result row must keep its model row. The row is rebuilt from the
     result record (which carries the model's identity) and says so in its description. To
-    withdraw a result on purpose, move its ``artifacts/<run_id>/`` folder out of the data directory.
+    withdraw a result on purpose, ``medbench withdraw RUN_ID --reason TEXT`` (``warehouse.withdrawals``).
     """
     rows: dict[str, dict] = {}
     for r in results:
@@ -112,10 +116,12 @@ def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:
     return list(rows.values())
 
 
-def release(specs: Specs, data: DataDir, log: Log) -> tuple[str, bool, int]:
+def release(specs: Specs, data: DataDir, log: Log, sign: Signer | None = None) -> tuple[str, bool, int]:
+    """Publish every finished result; withdrawn ones stay published but are ranked on no leaderboard."""
     catalog = build_catalog(specs, data)
-    catalog.ranks = rank_rows(data, catalog.results, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks
-    version, changed = publish(data, catalog)
+    ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
+    catalog.ranks = rank_rows(data, ranked, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks
+    version, changed = publish(data, catalog, sign=sign)
     log(("published" if changed else "unchanged, kept") + f" warehouse version {version} "
         f"with {len(catalog.results)} results at {data.duckdb_link}")
     return version, changed, len(catalog.results)

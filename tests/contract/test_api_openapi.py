@@ -27,6 +27,7 @@ CONTRACT_PATHS = {
     "/artifacts/{run_id}/package.whl",  # issue 30: the submitted package an official result ran
     "/v1/submissions", "/v1/submissions/{submission_id}",  # issue 29: the write path
     "/v1/submissions/{submission_id}/package",  # issue 30: an official submission's wheel (PUT only)
+    "/v1/releases", "/v1/releases/{id}",  # issue 28: citable releases
 }
 WRITE_OPERATIONS = {("/v1/submissions", "post"), ("/v1/submissions/{submission_id}/package", "put")}
 WRITE_ONLY_PATHS = {"/v1/submissions/{submission_id}/package"}  # every other path has a GET

@@ -210,13 +210,14 @@ RESULT = {
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
+    "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}
 TASK = {"slug": "str", "version": "int", "dataset": "str", "kind": "str", "primary_metric": "str", "preview": "bool",
         "n_results": "int", "spec_hash": "str"}
 STATS = {"datasets": "int", "tasks": "int", "models": "int", "results": "int", "total_cost_usd": "float", "reuses": "int",
-         "warehouse_version": "str"}
+         "warehouse_version": "str", "release": "str?"}
 ERROR = {"error": "str", "message": "str"}
 
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake

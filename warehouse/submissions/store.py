@@ -145,7 +145,8 @@ class SubmissionStore:
 
     def list(self, *, owner: str | None = None, state: str | None = None, limit: int = 100,
              offset: int = 0) -> tuple[list[Submission], int]:
-        """(one page, newest first; the total matching)."""
+        """(one page, newest first; the total matching). An offset past the total is an empty page, as
+        on every listing; SQL integers are 64-bit, so one beyond the total is not sent to the database."""
         where = []
         if owner is not None:
             where.append(submissions.c.owner == owner)
@@ -153,6 +154,8 @@ class SubmissionStore:
             where.append(submissions.c.state == state)
         with self._reader.connect() as conn:
             total = conn.execute(sa.select(sa.func.count()).select_from(submissions).where(*where)).scalar_one()
+            if offset >= total:
+                return [], total
             rows = conn.execute(submissions.select().where(*where)
                                 .order_by(submissions.c.created_at.desc(), submissions.c.id)
                                 .limit(limit).offset(offset)).all()

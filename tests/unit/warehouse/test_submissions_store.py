@@ -125,6 +125,7 @@ def test_list_filters_and_pages_newest_first(store):
     assert [s.id for s in store.list(state="rejected")[0]] == [ids[0]]
     page, total = store.list(limit=1, offset=1)
     assert total == 3 and [s.id for s in page] == [ids[1]]
+    assert store.list(offset=2**70) == ([], 3)  # past any SQL integer: an empty page, as on every listing
     assert store.owners_of(slug="beta/m") == {"beta"} and store.owners_of(provider_model_id="acme-m") == {"acme"}
 
 

@@ -1,0 +1,157 @@
+"""Answers as of a release (``?release=<id>``), and the ``/v1/releases`` listing and detail.
+
+A release is answered from its record in the release log (``warehouse.releases``), never from a
+DuckDB file, so every release stays answerable whatever number of versions is kept. Its manifest
+names every result with its status as it stood (current, superseded, withdrawn), and each task's
+leaderboard rows in order with their rank sets. A result's record never changes for its run id
+(``artifacts/<run_id>/result.json``, never deleted: withdrawing marks it), so the view takes the
+records from the served tables (or, for a result no longer in them, from its ``result.json``) and the
+statuses and orders from the manifest.
+
+The view is a ``Tables`` like the current one (``dataclasses.replace``), so every answer function
+(``api.answers``), the routes and the MCP tools answer a release exactly as they answer the current
+state, memoised in the view's own body cache; the view itself is kept in the served version's body
+cache, so a repeated ``?release=`` costs what a current answer costs (and the outer answer cache
+replays it by its query string, ``api.answer_cache``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from types import MappingProxyType
+from typing import Any
+
+from litestar.params import Parameter
+
+from api import schemas
+from api.errors import release_not_found
+from api.params import BLANKS
+from api.rank_sets import POINT_METHOD, RankEntry
+from api.responses import Prepared, prepare
+from api.status_index import status_index
+from api.tables import BodyCache, Published, Tables, current_results, leaderboard_key
+from warehouse.layout import DataDir
+from warehouse.read import READ_ERRORS
+from warehouse.records import ResultRecord, decode_record
+from warehouse.releases import ReleaseRecord, find_release, read_releases
+from warehouse.versions import VERSION_RE
+
+VIEW_BODY_ENTRIES = 1024
+
+
+def release_url(base: str, release_id: str) -> str:
+    return f"{base}/releases/{release_id}"
+
+
+def find(data: DataDir, release: str) -> ReleaseRecord:
+    """The release named ``release``; ``release_not_found`` for a malformed or unknown id."""
+    wanted = release.strip(BLANKS)
+    record = find_release(data, wanted) if VERSION_RE.match(wanted) else None
+    if record is None:
+        raise release_not_found(wanted)
+    return record
+
+
+def as_of(tables: Tables, data: DataDir, release: str | None) -> Tables:
+    """``tables`` itself when no release is asked for, else the view of that release."""
+    if release is None or not release.strip(BLANKS):
+        return tables
+    key = ("release-view", release)
+    view = tables.bodies.get(key)
+    if view is None:
+        view = tables.bodies.put(key, build_view(tables, data, find(data, release)))
+    return view
+
+
+def _record(tables: Tables, data: DataDir, run_id: str) -> ResultRecord | None:
+    found = tables.results.get(run_id)
+    if found is not None:
+        return found.record
+    try:
+        return decode_record(data.result_path(run_id).read_bytes())
+    except READ_ERRORS:
+        return None  # its folder was moved away by hand: the release is answered without it
+
+
+def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
+    """The tables as of ``release``: its results with their statuses then, its leaderboards in its order."""
+    manifest = release.manifest
+    published: dict[str, Published] = {}
+    for entry in manifest["results"]:
+        record = _record(tables, data, entry["run_id"])
+        if record is not None:
+            withdrawn = entry.get("withdrawn")
+            published[record.run_id] = Published(record, entry.get("superseded_by"),
+                                                 MappingProxyType(dict(withdrawn)) if withdrawn else None)
+    boards, ranks = {}, {}
+    for task, rows in manifest["leaderboards"].items():
+        boards[task] = tuple(published[r["run_id"]] for r in rows if r["run_id"] in published)
+        for r in rows:
+            ranks[(task, "", r["metric"]["name"], r["run_id"])] = RankEntry(
+                r["rank"], r["rank_low"], r["rank_high"], r["tied_with_leader"], r["marginal_rank_low"],
+                r["marginal_rank_high"], r.get("rank_method") or POINT_METHOD)
+    values = list(published.values())
+    listing = tuple(sorted(values, key=lambda p: (p.record.task.partition("@")[0],
+                                                   int(p.record.task.partition("@")[2] or 0),
+                                                   p.status != "current", *leaderboard_key(p))))
+    return dataclasses.replace(
+        tables, results=MappingProxyType(published), listing=listing, leaderboards=MappingProxyType(boards),
+        current=MappingProxyType(current_results(values)), ranks=MappingProxyType(ranks),
+        total_cost_usd=round(math.fsum(p.record.cost_usd for p in values), 6), bodies=BodyCache(VIEW_BODY_ENTRIES),
+        release=release.id, **status_index(values),
+    )
+
+
+def recent_ids(data: DataDir, limit: int = 100) -> list[str]:
+    """The newest releases' ids, newest first: the site's release picker."""
+    return [r.id for r in read_releases(data)[::-1][:limit]]
+
+
+def bibtex(release: ReleaseRecord, url: str) -> str:
+    """A ``@misc`` entry citing the release: its id, date, size and the manifest's checksum."""
+    year = release.published_at[:4]
+    note = (f"medbench release {release.id}, published {release.published_at[:10]}: {release.n_results} results "
+            f"on {', '.join(release.tasks) or 'no task'}; manifest sha256 {release.manifest_sha256}")
+    return (f"@misc{{medbench-release-{release.id},\n  title = {{medbench leaderboards, release {release.id}}},\n"
+            f"  author = {{medbench}},\n  year = {{{year}}},\n  howpublished = {{\\url{{{url}}}}},\n"
+            f"  note = {{{note}.}}\n}}\n")
+
+
+def _summary(r: ReleaseRecord, base: str) -> schemas.ReleaseSummary:
+    return schemas.ReleaseSummary(id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),
+                                  manifest_sha256=r.manifest_sha256, previous=r.previous,
+                                  url=release_url(base, r.id), signature=r.signature)
+
+
+def listing(tables: Tables, data: DataDir, limit: int, offset: int, base: str) -> Prepared:
+    """``GET /v1/releases``: newest first, paginated."""
+    records = read_releases(data)
+    key = ("releases", len(records), limit, offset, base)
+    prepared = tables.bodies.get(key)
+    if prepared is None:
+        newest = records[::-1]
+        prepared = tables.bodies.put(key, prepare(schemas.ReleasePage(
+            releases=[_summary(r, base) for r in newest[offset:offset + limit]], total=len(records), limit=limit,
+            offset=offset)))
+    return prepared
+
+
+def detail(tables: Tables, data: DataDir, release: str, base: str) -> Prepared:
+    """``GET /v1/releases/{id}``: the release with its manifest and BibTeX."""
+    key = ("release", release, base)
+    prepared = tables.bodies.get(key)
+    if prepared is None:
+        r = find(data, release)
+        url = release_url(base, r.id)
+        prepared = tables.bodies.put(key, prepare(schemas.Release(
+            id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),
+            manifest_sha256=r.manifest_sha256, previous=r.previous, url=url, manifest=r.manifest,
+            bibtex=bibtex(r, url), signature=r.signature)))
+    return prepared
+
+
+def release_parameter() -> Any:
+    """The ``release`` query parameter of the leaderboard, results, result and lookup routes."""
+    return Parameter(default=None, description="Answer as of this release (an id of `GET /v1/releases`); "
+                     "default: the current one.")

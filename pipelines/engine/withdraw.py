@@ -1,0 +1,27 @@
+"""Withdraw a published result and publish: what ``medbench withdraw`` and the ``withdraw_result`` job do.
+
+The withdrawal is recorded first (``warehouse.withdrawals``: appended to the data directory's
+withdrawal log, nothing deleted), then the warehouse is published again, so the result leaves the
+current leaderboards and lookups at once and the new release's manifest attests the change of status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pipelines.engine.release import release
+from pipelines.engine.specs import Specs
+from warehouse.layout import DataDir
+from warehouse.withdrawals import Withdrawal, withdraw
+
+Log = Callable[[str], None]
+
+
+def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str,
+                         log: Log) -> tuple[Withdrawal, str]:
+    """Record the withdrawal (``WithdrawalError`` for an unknown id, a second withdrawal or no reason), then
+    publish; return the withdrawal and the new warehouse version (the release that attests it)."""
+    withdrawal = withdraw(data, run_id, reason)
+    log(f"withdrew {run_id} on {withdrawal.date}: {withdrawal.reason}")
+    version, _, _ = release(specs, data, log)
+    return withdrawal, version
