@@ -71,6 +71,13 @@ def leaderboard(root: Path) -> dict[str, float]:
     return {r["model"]["slug"]: (r["metric"]["value"], r["tier"], r["run_id"]) for r in rows}
 
 
+def tick(instance: dg.DagsterInstance):
+    """One evaluation of the ``submissions`` sensor, as the daemon makes it (partitions from the instance)."""
+    context = dg.build_sensor_context(instance_ref=instance.get_ref(), definitions=defs)
+    with dg.partition_loading_context(dynamic_partitions_store=instance):
+        return defs.get_sensor_def("submissions").evaluate_tick(context)
+
+
 def review(instance: dg.DagsterInstance, sub_id: str, decision: str, reason: str) -> None:
     config = {"ops": {"review_submission_op": {"config": {"submission_id": sub_id, "decision": decision,
                                                          "reason": reason}}}}
@@ -99,8 +106,7 @@ def test_the_sensor_launches_the_runs_and_follows_them_to_evaluated(data: Path) 
     with dg.DagsterInstance.get() as instance:
         review(instance, sub_id, "approve", "looks fine")
         assert state(data, sub_id).state == "queued"
-        sensor = defs.get_sensor_def("submissions")
-        result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+        result = tick(instance)
         [request] = result.run_requests
         assert request.tags[SUBMISSION_TAG] == sub_id and request.partition_key == f"{TASK}|acme/sim-english"
         for added in result.dynamic_partitions_requests:
@@ -108,7 +114,7 @@ def test_the_sensor_launches_the_runs_and_follows_them_to_evaluated(data: Path) 
         job = defs.resolve_job_def(request.job_name)
         run = job.execute_in_process(partition_key=request.partition_key, tags=request.tags, instance=instance)
         assert run.success
-        sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+        tick(instance)
     sub = state(data, sub_id)
     assert sub.state == "evaluated", sub.state_reason
     assert [h.state for h in sub.history][-3:] == ["queued", "running", "evaluated"]
@@ -119,11 +125,10 @@ def test_a_run_that_dies_fails_its_submission_through_run_monitoring(data: Path)
     sub_id = submit(data, SIM)
     with dg.DagsterInstance.get() as instance:
         review(instance, sub_id, "approve", "ok")
-        sensor = defs.get_sensor_def("submissions")
-        [request] = sensor.evaluate_tick(dg.build_sensor_context(instance=instance)).run_requests
+        [request] = tick(instance).run_requests
         job = defs.resolve_job_def(request.job_name)
         run = instance.create_run_for_job(job, tags=request.tags, status=dg.DagsterRunStatus.STARTED)
-        sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+        tick(instance)
         assert state(data, sub_id).state == "running"
         instance.report_run_failed(run, "the process running it was killed")  # as the dead-runs sensor does
         run = instance.get_run_by_id(run.run_id)
