@@ -176,4 +176,6 @@ async def submit(desk: SubmissionDesk, request: Request, tables: Tables | None, 
         submission, created = await anyio.to_thread.run_sync(store_checked, desk, checked, token)
     except QuotaExceeded as exc:
         raise ApiError(429, "quota_exceeded", str(exc), headers={"retry-after": str(exc.retry_after)}) from None
+    except SubmissionRefused as refused:  # another provider took the id while this request was validated
+        raise ApiError(refused.status, refused.code, str(refused)) from None
     return (201 if created else 200), submission

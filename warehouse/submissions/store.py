@@ -34,6 +34,7 @@ from warehouse.submissions.records import (
     Resources,
     Submission,
     SubmissionNotFound,
+    SubmissionRefused,
     iso,
 )
 from warehouse.submissions.tables import history, submissions
@@ -90,17 +91,20 @@ class SubmissionStore:
         now = time.time() if now is None else now
         key = dedupe_key(model_spec_hash, tasks, tier)
         waiting = "awaiting_package" if tier == "official" else "awaiting_approval"
+        slug, model_id = str(model.get("slug", "")), str(model.get("provider_model_id", ""))
         with self._writer.begin() as conn:
-            self._lock_owner(conn, owner)
+            self._lock(conn, f"owner:{owner}")
+            self._lock(conn, f"model-id:{model_id}")  # two providers racing for one id: one wins
             existing = conn.execute(sa.select(submissions.c.id).where(submissions.c.open_key == key)).scalar()
             if existing is not None:
                 return Created(self._read(conn, existing), created=False)
+            self._check_identity(conn, owner, slug, model_id)
             if quota is not None:
                 self._check_quota(conn, owner, quota, now)
             sid = random.token_hex(6)
             conn.execute(submissions.insert().values(
                 id=sid, owner=owner, token_id=token_id, state=waiting, state_reason=None, tier=tier,
-                slug=str(model.get("slug", "")), provider_model_id=str(model.get("provider_model_id", "")),
+                slug=slug, provider_model_id=model_id,
                 model=_json.encode(model).decode(), tasks=_json.encode(list(tasks)).decode(),
                 model_spec_hash=model_spec_hash, package_sha256=package_sha256,
                 resources=_json.encode(resources).decode() if resources is not None else None,
@@ -189,9 +193,20 @@ class SubmissionStore:
             return set(conn.execute(sa.select(submissions.c.owner).where(sa.or_(*where)).distinct()).scalars())
 
     # -- internals ---------------------------------------------------------------------
-    def _lock_owner(self, conn: sa.Connection, owner: str) -> None:
-        if not is_sqlite(self.url):  # SQLite: BEGIN IMMEDIATE already holds the database's write lock
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"medbench-owner:{owner}"})
+    def _lock(self, conn: sa.Connection, name: str) -> None:
+        """A transaction-long lock on a name (PostgreSQL advisory lock); SQLite's BEGIN IMMEDIATE already
+        holds the database's one write lock."""
+        if not is_sqlite(self.url):
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"medbench-{name}"})
+
+    def _check_identity(self, conn: sa.Connection, owner: str, slug: str, model_id: str) -> None:
+        """A slug or provider model id another provider submitted stays theirs (lookups stay unambiguous)."""
+        for column, value, field in ((submissions.c.slug, slug, "model.slug"),
+                                     (submissions.c.provider_model_id, model_id, "model.provider_model_id")):
+            other = conn.execute(sa.select(submissions.c.owner).where(column == value, submissions.c.owner != owner)
+                                 .limit(1)).scalar()
+            if other is not None:
+                raise SubmissionRefused(field, f"{value!r} was submitted by another provider ({other})")
 
     def _charged_times(self, conn: sa.Connection, owner: str, now: float) -> list[float]:
         return list(conn.execute(sa.select(submissions.c.created_at).where(

@@ -14,7 +14,8 @@ from alembic.runtime.migration import MigrationContext
 from support.postgres import postgres  # noqa: F401  (the session's PostgreSQL cluster)
 from warehouse.layout import DataDir
 from warehouse.submissions import (
-    AuthFailure, IllegalTransition, QuotaExceeded, SubmissionNotFound, SubmissionStore, TokenNotFound,
+    AuthFailure, IllegalTransition, QuotaExceeded, SubmissionNotFound, SubmissionRefused, SubmissionStore,
+    TokenNotFound,
 )
 from warehouse.submissions.engine import URL_ENV
 from warehouse.submissions.tables import metadata
@@ -37,7 +38,7 @@ def store(request, tmp_path):
 
 
 def submit(store, owner="acme", spec_hash=HASH, tasks=("clinicalqa@0",), tier="baseline", quota=None, now=T0):
-    return store.create(owner=owner, model={"slug": f"{owner}/m", "provider_model_id": "m"}, tasks=list(tasks),
+    return store.create(owner=owner, model={"slug": f"{owner}/m", "provider_model_id": f"{owner}-m"}, tasks=list(tasks),
                         tier=tier, model_spec_hash=spec_hash, quota=quota, now=now)
 
 
@@ -124,7 +125,7 @@ def test_list_filters_and_pages_newest_first(store):
     assert [s.id for s in store.list(state="rejected")[0]] == [ids[0]]
     page, total = store.list(limit=1, offset=1)
     assert total == 3 and [s.id for s in page] == [ids[1]]
-    assert store.owners_of(slug="beta/m") == {"beta"} and store.owners_of(provider_model_id="m") == {"acme", "beta"}
+    assert store.owners_of(slug="beta/m") == {"beta"} and store.owners_of(provider_model_id="acme-m") == {"acme"}
 
 
 def test_tokens_keep_only_a_hash_and_say_why_they_are_refused(store):
@@ -211,3 +212,11 @@ def test_the_api_state_enum_is_the_stores() -> None:
     from warehouse.submissions import STATES
 
     assert get_args(SubmissionState) == STATES
+
+
+def test_a_provider_model_id_stays_with_the_provider_that_submitted_it_first(store):
+    submit(store, owner="acme")
+    with pytest.raises(SubmissionRefused, match="model.provider_model_id: 'acme-m' was submitted by another provider"):
+        store.create(owner="beta", model={"slug": "beta/m", "provider_model_id": "acme-m"}, tasks=["clinicalqa@0"],
+                     tier="baseline", model_spec_hash="b" * 64, quota=None)
+    assert store.list()[1] == 1
