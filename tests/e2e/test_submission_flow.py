@@ -8,19 +8,23 @@ accuracy must be exactly the replay model ``medbench-sim/english``'s."""
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
+from bench._servers import LOOPBACK, free_port, running
 from pipelines.cli.demo_endpoint import configure
 from pipelines.cli.submission_desk import build_desk
 from pipelines.dagster.definitions import defs
 from pipelines.dagster.submission_flow import SUBMISSION_TAG
 from pipelines.dagster.submission_jobs import submission_run_failures
+from pipelines.engine.submission_policy import load_policy
 from pipelines.datasets.clinicalqa.simulated_server import SimulatedChatServer
 from support.commands import run_medbench
 from support.paths import REPO
@@ -163,3 +167,18 @@ def test_a_maintainer_rejects_with_a_reason_in_the_dagster_job(data: Path) -> No
     sub = state(data, sub_id)
     assert sub.state == "rejected" and sub.state_reason == "not a medical model"
     assert not bad.success  # a rejected submission cannot be approved afterwards
+
+
+def test_medbench_demo_serves_its_loopback_endpoint_and_stops_it_with_the_demo(demo_data: Path,
+                                                                                tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    shutil.copytree(demo_data, root)
+    port = free_port()
+    command = [sys.executable, "-m", "pipelines.cli.main", "demo", "--host", LOOPBACK, "--port", str(port)]
+    env = {"MEDBENCH_DATA": str(root), "DAGSTER_HOME": str(root / "dagster"), "MEDBENCH_PUBLIC_URL": ""}
+    with running(command, port, "/healthz", tmp_path / "demo.log", env=env, start_timeout_s=300) as demo:
+        url = load_policy(data=DataDir(root)).endpoints["demo-sim"].base_url
+        assert url.startswith(f"http://{LOOPBACK}:") and url in demo.log()
+        assert "english" in {m["id"] for m in httpx.get(f"{url}/models").json()["data"]}
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/models", timeout=5)
