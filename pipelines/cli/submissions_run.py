@@ -23,17 +23,37 @@ def add_action(actions: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def settle_dead(store, data) -> None:
+    """Submissions left ``running`` by a run that died (a killed ``submissions run``): its Dagster run
+    is reported failed (this host's dead runs, as ``medbench materialize`` does), then the submission
+    fails with "run <id> died", as the sensors would with a daemon."""
+    from pipelines.dagster.cli_instance import open_cli_instance
+    from pipelines.dagster.orchestrate import prepare_dagster_home
+    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.dagster.stale_runs import fail_dead_runs
+    from pipelines.dagster.submission_flow import observe
+
+    running = store.in_state("running")
+    if not running:
+        return
+    with open_cli_instance(prepare_dagster_home(data)) as instance:
+        fail_dead_runs(instance)
+        for sub in running:
+            observe(instance, store, sub, data, load_specs)
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from pipelines.dagster.plugins import specs as load_specs
     from pipelines.dagster.report import Outcome
-    from pipelines.dagster.submission_flow import prepare, settle
+    from pipelines.dagster.submission_flow import SUBMISSION_TAG, prepare, settle
     from warehouse.layout import DataDir
     from warehouse.submissions import SubmissionStore
 
     data = DataDir()
     store = SubmissionStore.for_data(data)
     try:
+        settle_dead(store, data)
         waiting = store.approved(limit=args.limit)
         if not waiting:
             print("no approved submission is waiting")
@@ -46,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
                 store.transition(sub.id, "running", "evaluating in-process (medbench submissions run)")
                 try:
                     report = materialize_selection(demo=data.kind() == "demo", tasks=list(sub.tasks),
-                                                   models=[sub.model["slug"]], data=data)
+                                                   models=[sub.model["slug"]], data=data,
+                                                   extra_tags={SUBMISSION_TAG: sub.id})
                     outcomes = report.outcomes + [Outcome("publish", "failed", "", e) for e in report.errors]
                 except MaterializeError as exc:
                     outcomes = [Outcome(sub.model["slug"], "failed", "", str(exc))]

@@ -182,3 +182,22 @@ def test_medbench_demo_serves_its_loopback_endpoint_and_stops_it_with_the_demo(d
         assert "english" in {m["id"] for m in httpx.get(f"{url}/models").json()["data"]}
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/models", timeout=5)
+
+
+def test_a_submission_left_running_by_a_killed_submissions_run_fails_with_run_died(data: Path) -> None:
+    import subprocess
+
+    from pipelines.dagster.stale_runs import HOST_TAG, PID_TAG, run_tags
+
+    sub_id = submit(data, SIM)
+    run_medbench("submissions", "approve", sub_id, "--reason", "ok", data=data)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process that ran this submission's run, then was killed
+    with dg.DagsterInstance.get() as instance:
+        job = defs.resolve_job_def("evaluate_clinicalqa")
+        tags = {SUBMISSION_TAG: sub_id, HOST_TAG: run_tags()[HOST_TAG], PID_TAG: str(gone.pid)}
+        run = instance.create_run_for_job(job, tags=tags, status=dg.DagsterRunStatus.STARTED)
+    SubmissionStore.for_data(DataDir(data)).transition(sub_id, "running", "evaluating in-process")
+    run_medbench("submissions", "run", data=data)
+    sub = state(data, sub_id)
+    assert sub.state == "failed" and sub.state_reason == f"run {run.run_id} died"
