@@ -79,7 +79,7 @@ def tick(instance: dg.DagsterInstance):
     """One evaluation of the ``submissions`` sensor, as the daemon makes it (partitions from the instance)."""
     context = dg.build_sensor_context(instance_ref=instance.get_ref(), definitions=defs)
     with dg.partition_loading_context(dynamic_partitions_store=instance):
-        return defs.get_sensor_def("submissions").evaluate_tick(context)
+        return defs.resolve_sensor_def("submissions").evaluate_tick(context)
 
 
 def review(instance: dg.DagsterInstance, sub_id: str, decision: str, reason: str) -> None:
