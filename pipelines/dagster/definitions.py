@@ -104,7 +104,7 @@ publish_automation = publish_sensor(
     [*(evaluation_job_name(name) for name in FAMILY_ASSETS), evaluate_all_job.name])
 
 # Submissions: approved ones become spec files and evaluation runs (submission_jobs.py).
-submissions_automation = submissions_sensor([j for j in JOBS if j.name.startswith("evaluate_")])
+submissions_automation = submissions_sensor([j for j in JOBS if j.name in {evaluation_job_name(n) for n in FAMILY_ASSETS}])
 
 defs = dg.Definitions(
     assets=ASSETS,
