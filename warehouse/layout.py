@@ -134,6 +134,12 @@ class DataDir:
         return self.root / "state"
 
     @property
+    def submitted_specs(self) -> Path:
+        """Model specs written from approved submissions (``models/<provider>/<name>.toml``): loaded
+        with the checkout's specs, never executed, written only by the submissions sensor."""
+        return self.root / "submitted-specs"
+
+    @property
     def submissions_db(self) -> Path:
         """The submissions and tokens store (SQLite, WAL) when no PostgreSQL URL is configured."""
         return self.state / "submissions.sqlite3"

@@ -90,11 +90,31 @@ def check_vllm(needed: int = 1) -> str | None:
 
 
 def _check_openai(settings: OpenAISettings) -> str | None:
+    if settings.endpoint:
+        from pipelines.backends.endpoints import EndpointError, resolve_endpoint
+
+        try:
+            address = resolve_endpoint(settings.endpoint)
+        except EndpointError as exc:
+            return f"not runnable here: {exc}"
+        if not address.base_url:
+            return f"not runnable here: no server URL for the openai backend ({address.where})"
+        return missing_api_key(address.api_key_env)
     if not resolve_base_url(settings):
         env = settings.base_url_env
         where = f"environment variable {env} is unset" if env else "the spec sets neither base_url nor base_url_env"
         return f"not runnable here: no server URL for the openai backend ({where})"
     return missing_api_key(settings.api_key_env)
+
+
+def resolve_api_key_env(settings: Any) -> str | None:
+    """The variable holding the key: the configured endpoint's when the spec names one, else the spec's."""
+    settings = settings_for("openai", settings)
+    if settings.endpoint:
+        from pipelines.backends.endpoints import resolve_endpoint
+
+        return resolve_endpoint(settings.endpoint).api_key_env
+    return settings.api_key_env
 
 
 def missing_api_key(key_env: str | None) -> str | None:
@@ -112,8 +132,16 @@ def parallel_devices(engine: Mapping[str, Any]) -> int:
 
 def resolve_base_url(settings: Any) -> str | None:
     """The server URL of an openai-backend spec: ``base_url``, else the variable ``base_url_env``
-    names (so a maintainer points the same spec at their own server without editing it)."""
+    names (so a maintainer points the same spec at their own server without editing it); for a spec
+    naming an ``endpoint``, that configured endpoint's URL (``endpoints.py``)."""
     settings = settings_for("openai", settings)
+    if settings.endpoint:
+        from pipelines.backends.endpoints import EndpointError, resolve_endpoint
+
+        try:
+            return resolve_endpoint(settings.endpoint).base_url
+        except EndpointError:
+            return None
     if settings.base_url:
         return settings.base_url
     env = settings.base_url_env

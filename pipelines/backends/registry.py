@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
-from pipelines.backends.availability import check_backend, resolve_base_url
+from pipelines.backends.availability import check_backend, resolve_api_key_env, resolve_base_url
 from pipelines.backends.pools import pool_of
 from pipelines.backends.redact import has_userinfo, public_settings
 from pipelines.backends.replay import ReplayGenerator
@@ -167,6 +167,18 @@ class OpenAIBackend(_LanguageModel):
         if has_userinfo(spec.settings.base_url or ""):
             raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
                             "them and name the key's environment variable in `settings.api_key_env`")
+        s = spec.settings
+        if s.endpoint is not None:
+            from pipelines.backends.endpoints import EndpointError, check_name
+
+            try:
+                check_name(s.endpoint)
+            except EndpointError as exc:
+                raise SpecError(f"{path}: key `settings.endpoint`: {exc}") from None
+            given = [k for k in ("base_url", "base_url_env", "api_key_env") if getattr(s, k) is not None]
+            if given:
+                raise SpecError(f"{path}: key `settings.endpoint`: a named endpoint brings its own address and key; "
+                                f"remove {', '.join('settings.' + k for k in given)}")
         return spec
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
@@ -177,7 +189,7 @@ class OpenAIBackend(_LanguageModel):
         s = model.settings
         return OpenAIChatGenerator(
             base_url=resolve_base_url(s), model=model.provider_model_id if s.model is None else s.model,
-            max_new_tokens=max_new_tokens, api_key_env=s.api_key_env, concurrency=s.concurrency,
+            max_new_tokens=max_new_tokens, api_key_env=resolve_api_key_env(s), concurrency=s.concurrency,
             timeout_s=s.timeout_s, max_retries=s.max_retries, checkpoint_every=s.checkpoint_every,
             extra_body=s.extra_body,
         )

@@ -210,9 +210,13 @@ class VllmSettings(_Settings):
 class OpenAISettings(_Settings):
     """Any OpenAI-compatible server. ``model`` defaults to the spec's ``provider_model_id``;
     the URL is ``base_url``, else the variable ``base_url_env`` names; the key is read from the
-    variable ``api_key_env`` names (never stored)."""
+    variable ``api_key_env`` names (never stored). ``endpoint`` instead names an endpoint the
+    maintainers configured (``submissions.toml``, ``[endpoints.<name>]``), resolved when the model
+    runs (``pipelines.backends.endpoints``): a submitted model names one and never carries a URL,
+    and its spec hash does not change when the endpoint's address does."""
 
     model: str | None = None
+    endpoint: str | None = None
     base_url: str | None = None
     base_url_env: str | None = None
     api_key_env: str | None = None
@@ -224,7 +228,7 @@ class OpenAISettings(_Settings):
     extra_body: dict[str, Any] = {}
 
     public_fields: ClassVar[frozenset[str]] = frozenset(
-        {"model", "base_url_env", "api_key_env", "max_new_tokens", "concurrency", "timeout_s", "max_retries",
+        {"model", "endpoint", "base_url_env", "api_key_env", "max_new_tokens", "concurrency", "timeout_s", "max_retries",
          "checkpoint_every"})
     url_fields: ClassVar[frozenset[str]] = frozenset({"base_url"})
     free_form_fields: ClassVar[frozenset[str]] = frozenset({"extra_body"})

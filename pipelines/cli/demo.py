@@ -50,7 +50,12 @@ def run(args: argparse.Namespace) -> int:
     if args.no_serve:
         return 0
     from api.server import serve
+    from pipelines.cli.demo_endpoint import ENDPOINT, demo_endpoint
     from pipelines.cli.submission_desk import build_desk
 
-    serve(args.host, args.port, data_dir=data.root, desk=build_desk(data.root))  # demo data accepts submissions
+    # Demo data accepts submissions; an openai model may name the loopback endpoint started here
+    # (it answers as a simulated LLM, and stops with the demo).
+    with demo_endpoint(data) as url:
+        print(f"submission endpoint {ENDPOINT!r} (a simulated LLM) at {url}")
+        serve(args.host, args.port, data_dir=data.root, desk=build_desk(data.root))
     return 0

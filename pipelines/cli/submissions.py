@@ -66,6 +66,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--reason", required=True, help="one line, shown in the submission's history")
         p.set_defaults(func=_decide)
 
+    from pipelines.cli.submissions_run import add_action
+
+    add_action(actions)
+
     tokens = sub.add_parser("tokens", help="API tokens (maintainers): create, list, revoke")
     actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = actions.add_parser("create", help="create a token and print its secret (once)")
@@ -173,15 +177,14 @@ def _list(client: Any, args: argparse.Namespace) -> int:
 def _decide(args: argparse.Namespace) -> int:
     from warehouse.submissions import IllegalTransition, SubmissionNotFound
 
-    store = _store()
-    to_state = "queued" if args.action == "approve" else "rejected"
-    reason = f"approved: {args.reason}" if args.action == "approve" else args.reason
+    from pipelines.engine.submission_review import review
+
     try:
-        sub = store.transition(args.id, to_state, reason)
-    except (SubmissionNotFound, IllegalTransition) as exc:
+        sub = review(_store(), args.id, args.action, args.reason)  # the same as the Dagster job review_submission
+    except (SubmissionNotFound, IllegalTransition, ValueError) as exc:
         print(f"medbench submissions {args.action}: {exc}", file=sys.stderr)
         return 1
-    print(f"submission {sub.id}: {sub.state} ({reason})")
+    print(f"submission {sub.id}: {sub.state} ({sub.state_reason})")
     return 0
 
 

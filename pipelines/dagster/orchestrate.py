@@ -107,8 +107,10 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                           data: DataDir | None = None, jobs: int | None = None, max_cost: float | None = None,
                           pools: list[str] = (), refresh_inputs: bool = False,
                           dagster_home: Path | str | None = None, lock_wait_s: float | None = None,
-                          interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> Report:
+                          interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
+                          extra_tags: dict[str, str] | None = None) -> Report:
     """``dagster_home``: the instance to record in (default DAGSTER_HOME, else <data>/dagster);
+    ``extra_tags``: added to every run (``medbench submissions run`` tags its runs with the submission);
     ``interrupts``: the exceptions that mean "stop" (Ctrl-C; inside a run also Dagster's own);
     ``lock_wait_s``: how long to wait for another process's run of a partition (``launch.partition_wait_s``)."""
     from dagster import AssetKey
@@ -131,7 +133,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     jobs = jobs or limits.max_runs
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
     report = Report(data=data)
-    tags = base_tags()
+    tags = {**base_tags(), **(extra_tags or {})}
     # Built now, not at import: a family registered at runtime (a plug-in, a test) gets its assets too.
     built = build(specs)
     jobs_by_name = _named_jobs(built, resources)

@@ -84,6 +84,14 @@ def specs_root(root: Path | str | None = None) -> Path:
     return Path(root or os.environ.get(SPECS_DIR_ENV) or DEFAULT_SPECS_DIR)
 
 
+def submitted_model_files() -> list[Path]:
+    """The model specs written from approved submissions in the data directory (``MEDBENCH_DATA``):
+    loaded with the checkout's, so the code location and the CLI see submitted models."""
+    from warehouse.layout import DataDir
+
+    return sorted((DataDir().submitted_specs / "models").glob("*/*.toml"))
+
+
 class Specs:
     """All specs of one specs directory, validated together (cross-references included)."""
 
@@ -103,13 +111,17 @@ class Specs:
             _expect(path, "version", str(spec.version), path.stem)
             _check_task(path, spec, self.datasets, plugins)
             self.tasks[spec.ref] = spec
-        for path in sorted((self.root / "models").glob("*/*.toml")):
+        checkout_models = sorted((self.root / "models").glob("*/*.toml"))
+        for path in checkout_models + submitted_model_files():
             spec = _decode_model(path, plugins)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
             for ref in spec.tasks:
                 if ref not in self.tasks:
                     raise SpecError(f"{path}: key `tasks` names unknown task {ref!r}; known: {sorted(self.tasks)}")
+            if spec.slug in self.models:
+                raise SpecError(f"{path}: key `slug`: {spec.slug!r} is already a model of the specs directory; "
+                                "remove the submitted spec or the checkout's")
             self.models[spec.slug] = spec
         self.prices = _decode(self.root / "prices.toml", PriceTable)
 

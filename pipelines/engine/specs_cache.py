@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from pipelines.core.registry import Plugins
-from pipelines.engine.specs import Specs, specs_root
+from pipelines.engine.specs import Specs, specs_root, submitted_model_files
 
 _lock = threading.Lock()
 _cache: dict[tuple[Path, int], tuple[tuple, tuple, Specs]] = {}
@@ -30,7 +30,7 @@ def _stat(path: Path) -> tuple:
 
 
 def _spec_files(root: Path) -> tuple:
-    return tuple(_stat(p) for p in sorted(root.rglob("*.toml")))
+    return tuple(_stat(p) for p in [*sorted(root.rglob("*.toml")), *submitted_model_files()])
 
 
 def _outputs_files(specs: Specs) -> tuple:

@@ -214,9 +214,10 @@ class SubmissionChecker:
         chosen = msgspec.to_builtins(settings)
         if isinstance(settings, SubmittedOpenAI):
             endpoint = policy.endpoints[settings.endpoint]
-            chosen = {"model": settings.model, "base_url": endpoint.base_url, "base_url_env": endpoint.base_url_env,
-                      "api_key_env": endpoint.api_key_env, "max_new_tokens": settings.max_new_tokens,
-                      "concurrency": settings.concurrency}
+            # The endpoint's name, resolved when the model runs (pipelines.backends.endpoints): the spec
+            # never holds a URL, and its hash stays when the maintainers move the endpoint.
+            chosen = {"model": settings.model, "endpoint": settings.endpoint,
+                      "max_new_tokens": settings.max_new_tokens, "concurrency": settings.concurrency}
             price = endpoint.price
         else:
             pool = request.resources.pool if request.resources else ("gpu" if model.backend == "vllm" else "cpu")

@@ -107,7 +107,8 @@ def test_publishing_follows_new_results_as_the_publish_job(data):
     assert sensor.job_name == "publish" and sensor.default_status == dg.DefaultSensorStatus.RUNNING
     # No automation condition left on an asset, or Dagster adds its default sensor, whose runs are __ASSET_JOB.
     assert {s.name for s in defs.get_repository_def().sensor_defs} == {
-        "publish_on_new_results", "evaluation_partitions_sensor", "dead_runs_sensor"}
+        "publish_on_new_results", "evaluation_partitions_sensor", "dead_runs_sensor", "submissions",
+        "submission_run_failures"}
     with dg.DagsterInstance.ephemeral() as instance:
         sync_evaluation_partitions(instance, load_specs())
         requests, cursor = _publish_requests(instance)

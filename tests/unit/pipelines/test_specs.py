@@ -162,7 +162,7 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
         "gpu_memory_utilization": None, "enforce_eager": None, "extra": {},
     },
     "OpenAISettings": {
-        "model": None, "base_url": None, "base_url_env": None, "api_key_env": None, "max_new_tokens": None,
+        "model": None, "endpoint": None, "base_url": None, "base_url_env": None, "api_key_env": None, "max_new_tokens": None,
         "concurrency": 8, "timeout_s": 120.0, "max_retries": 6, "checkpoint_every": 32, "extra_body": {},
     },
 }

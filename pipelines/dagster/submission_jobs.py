@@ -1,0 +1,112 @@
+"""Submissions in the Dagster UI: the ``review_submission`` job (a maintainer approves or rejects,
+with a reason, from the Launchpad), the ``submissions`` sensor (approved submissions -> spec files ->
+evaluation runs launched through the instance, within the pools; their states follow the runs) and
+the ``submission_run_failures`` run-failure sensor (a run that fails or dies fails its submission at
+once, "run <id> died" when its process was killed). The work itself is ``submission_flow``'s plain
+functions, which ``medbench submissions run`` calls in-process when no daemon runs.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the op's config type from its real annotation.
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import dagster as dg
+
+from pipelines.dagster.partitions import evaluation_job_name, partitions_name
+from pipelines.dagster.plugins import specs as load_specs
+from pipelines.dagster.submission_flow import SUBMISSION_TAG, observe, open_submissions, prepare, runs_of
+from warehouse.layout import DataDir
+from warehouse.submissions import URL_ENV, SubmissionNotFound, SubmissionStore
+
+
+@contextmanager
+def _store(data: DataDir) -> Iterator[SubmissionStore | None]:
+    """The submissions store, or None when this data directory has none (nothing was ever submitted)."""
+    if not os.environ.get(URL_ENV) and not data.submissions_db.exists():
+        yield None
+        return
+    store = SubmissionStore.for_data(data)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+class ReviewConfig(dg.Config):
+    submission_id: str
+    decision: str  # approve | reject
+    reason: str
+
+
+@dg.op(description="Approve (-> queued) or reject a submission awaiting approval, with the reason its owner reads.")
+def review_submission_op(context: dg.OpExecutionContext, config: ReviewConfig) -> None:
+    from pipelines.engine.submission_review import review
+
+    with _store(DataDir()) as store:
+        if store is None:
+            raise dg.Failure(f"no submissions store in {DataDir().root}: nothing was submitted here")
+        sub = review(store, config.submission_id, config.decision, config.reason)
+    context.log.info(f"submission {sub.id}: {sub.state} ({sub.state_reason})")
+
+
+@dg.job(name="review_submission",
+        description="A maintainer's decision on a submission: config {submission_id, decision: approve|reject, "
+                    "reason}. Approved submissions are evaluated by the `submissions` sensor.")
+def review_submission() -> None:
+    review_submission_op()
+
+
+def submissions_sensor(evaluation_jobs: Sequence) -> dg.SensorDefinition:
+    """The sensor over ``evaluation_jobs`` (the families' named jobs, which its run requests name)."""
+
+    @dg.sensor(name="submissions", jobs=list(evaluation_jobs), minimum_interval_seconds=30,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Turns approved submissions into model spec files (submitted-specs/ in the data "
+                           "directory, validated again), adds their partitions and requests their evaluation runs; "
+                           "moves each submission to running, evaluated or failed as its runs report.")
+    def submissions(context: dg.SensorEvaluationContext):
+        data = DataDir()
+        runs: list[dg.RunRequest] = []
+        partitions: dict[str, list[str]] = {}
+        with _store(data) as store:
+            if store is None:
+                return dg.SkipReason("no submissions store in this data directory")
+            for sub in open_submissions(store):
+                if runs_of(context.instance, sub.id) or sub.state == "running":
+                    observe(context.instance, store, sub, data, load_specs, log=context.log.info)
+                    continue
+                prepared = prepare(store, sub, data, load_specs, log=context.log.info)
+                for p in prepared.to_run if prepared else []:
+                    name = partitions_name(p.task.family)
+                    if not context.instance.has_dynamic_partition(name, p.partition):
+                        partitions.setdefault(name, []).append(p.partition)
+                    runs.append(dg.RunRequest(run_key=f"{sub.id}:{p.partition}", partition_key=p.partition,
+                                              job_name=evaluation_job_name(p.task.family),
+                                              tags={SUBMISSION_TAG: sub.id}))
+        if not runs and not partitions:
+            return dg.SkipReason("no approved submission waits for a run")
+        return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=[
+            dg.AddDynamicPartitionsRequest(name, keys) for name, keys in partitions.items()])
+
+    return submissions
+
+
+@dg.run_failure_sensor(name="submission_run_failures", default_status=dg.DefaultSensorStatus.RUNNING,
+                       description="A failed or killed evaluation run of a submission fails the submission "
+                                   "with the run's root cause (\"run <id> died\" when no step failed).")
+def submission_run_failures(context: dg.RunFailureSensorContext) -> None:
+    sub_id = context.dagster_run.tags.get(SUBMISSION_TAG)
+    if not sub_id:
+        return
+    data = DataDir()
+    with _store(data) as store:
+        if store is None:
+            return
+        try:
+            sub = store.get(sub_id)
+        except SubmissionNotFound:
+            return
+        if sub.open:
+            observe(context.instance, store, sub, data, load_specs, log=context.log.info)
