@@ -156,6 +156,30 @@ class Withdrawn(msgspec.Struct):
     date: dt.date
 
 
+class Signature(msgspec.Struct):
+    """An Ed25519 signature (CONTRACT.md "Signatures"): ``value`` (base64) signs the UTF-8 bytes of
+    ``signed``, the exact string signed (canonical JSON), with the key ``key_id`` of ``/v1/keys``."""
+
+    key_id: str
+    value: str
+    signed: str
+
+
+class PublicKey(msgspec.Struct, kw_only=True):
+    """A public key that signed results or releases; ``valid_until`` null while it is the current one."""
+
+    key_id: str
+    algorithm: Literal["ed25519"]
+    public_key: str  # base64 of the 32 raw bytes
+    fingerprint: str  # SHA256:<unpadded base64 of the raw key's sha256>
+    valid_from: dt.date
+    valid_until: dt.date | None = None
+
+
+class KeyList(msgspec.Struct):
+    keys: list[PublicKey]
+
+
 class ReleaseSummary(msgspec.Struct):
     """One release of ``GET /v1/releases`` (CONTRACT.md "Releases")."""
 
@@ -166,7 +190,7 @@ class ReleaseSummary(msgspec.Struct):
     manifest_sha256: str
     previous: str | None
     url: str  # addition: the release's page
-    signature: dict[str, Any] | None = None  # {key_id, value, signed}; null: published without a signing key
+    signature: Signature | None = None  # over the manifest; null: published without a signing key
 
 
 class ReleasePage(msgspec.Struct):
@@ -222,6 +246,9 @@ class Result(msgspec.Struct, kw_only=True):
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
     supersedes: list[str]  # the older runs of the same model and task version this one replaced
+    # over the fields that never change (run_id, task, model, metrics, versions, config,
+    # predictions_sha256); null for a result published before signing
+    signature: Signature | None = None
 
 
 

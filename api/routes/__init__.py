@@ -8,11 +8,12 @@ from __future__ import annotations
 from litestar import Router
 
 from api.routes import (
-    artifacts, compare, datasets, health, leaderboard, lookup, models, openapi, releases, results, stats, tasks,
+    artifacts, compare, datasets, health, keys, leaderboard, lookup, models, openapi, releases, results, stats,
+    tasks,
 )
 
-RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, releases, openapi, artifacts,
-             health)
+RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, releases, keys, openapi,
+             artifacts, health)
 
 
 def api_router() -> Router:

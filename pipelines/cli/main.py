@@ -16,7 +16,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = ["materialize", "serve", "demo", "ui", "score", "client", "eval", "reproduce", "mcp_command", "sql", "withdraw"]
+COMMANDS = ["materialize", "serve", "demo", "ui", "score", "client", "eval", "reproduce", "mcp_command", "sql", "withdraw", "verify"]
 
 
 def build_parser() -> argparse.ArgumentParser:
