@@ -25,6 +25,7 @@ CONTRACT_PATHS = {
     "/v1/compare",  # issue 8: paired comparison of two results
     "/v1/models", "/v1/models/{provider}/{name}",  # agents first: find a model by any of its names
     "/v1/releases", "/v1/releases/{id}",  # issue 28: citable releases
+    "/v1/keys",  # issue 28: the public keys that check signatures
 }
 
 
