@@ -30,7 +30,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from warehouse.files import PUBLIC_FILE, atomic_path
 from warehouse.layout import DataDir
-from warehouse.signing import ALGORITHM, SigningKey
+from warehouse.publish import Catalog
+from warehouse.releases import Signer
+from warehouse.signing import ALGORITHM, SigningKey, sign_results
 
 KEY_ENV = "MEDBENCH_SIGNING_KEY"
 KEY_HOME_ENV = "MEDBENCH_KEY_HOME"
@@ -140,6 +142,15 @@ def signing_key(data: DataDir, log: Callable[[str], None]) -> SigningKey:
     return key
 
 
+def sign_catalog(data: DataDir, catalog: Catalog, key: SigningKey, today: dt.date | None = None) -> Signer:
+    """Make ``catalog`` ready to publish signed: list ``key`` in the keys file, sign its results
+    (``catalog.signatures``; a result keeps a signature made under a listed key), and return the
+    signer of the release manifest for ``warehouse.publish.publish(..., sign=)``."""
+    known = {k.key_id for k in record_key(data, key, today)}
+    catalog.signatures = sign_results(data, catalog.results, key, known)
+    return key.sign
+
+
 def public_keys(keys: list[PublicKey]) -> dict[str, str]:
     """key_id -> base64 public key, for ``warehouse.signing.verify``."""
     return {k.key_id: k.public_key for k in keys}
@@ -150,4 +161,4 @@ def keys_body(keys: list[PublicKey]) -> dict[str, Any]:
 
 
 __all__ = ["KEY_ENV", "KEY_HOME_ENV", "PublicKey", "SigningKeyError", "demo_key_path", "keys_body", "keys_path",
-           "load_key", "public_keys", "read_keys", "record_key", "signing_key", "write_new_key"]
+           "load_key", "public_keys", "read_keys", "record_key", "sign_catalog", "signing_key", "write_new_key"]

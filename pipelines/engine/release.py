@@ -19,8 +19,8 @@ from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.read import read_ranks
 from warehouse.records import ResultRecord, decode_record
-from warehouse.keys import record_key, signing_key
-from warehouse.signing import SigningKey, sign_results
+from warehouse.keys import sign_catalog, signing_key
+from warehouse.signing import SigningKey
 from warehouse.withdrawals import public_map, withdrawals
 
 Log = Callable[[str], None]
@@ -121,12 +121,11 @@ def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None
     (``warehouse.keys.signing_key``: ``SigningKeyError`` on real data without ``MEDBENCH_SIGNING_KEY``,
     raised before anything is published); the key is listed in the data directory's keys file."""
     key = key or signing_key(data, log)
-    known = {k.key_id for k in record_key(data, key)}
     catalog = build_catalog(specs, data)
-    catalog.signatures = sign_results(data, catalog.results, key, known)
+    sign = sign_catalog(data, catalog, key)
     ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
     catalog.ranks = rank_rows(data, ranked, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks
-    version, changed = publish(data, catalog, sign=key.sign)
+    version, changed = publish(data, catalog, sign=sign)
     log(("published" if changed else "unchanged, kept") + f" warehouse version {version} "
         f"with {len(catalog.results)} results at {data.duckdb_link}")
     return version, changed, len(catalog.results)

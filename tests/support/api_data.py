@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from warehouse.keys import KEY_ENV, load_key, sign_catalog
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
@@ -181,8 +183,13 @@ def distinct_choice_predictions(data: DataDir, records) -> None:
 
 
 def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | None = None) -> str:
+    """Publish the fixture catalog signed, as the pipeline does, with the test run's key
+    (``MEDBENCH_SIGNING_KEY``, set by tests/conftest.py)."""
     data = DataDir(root)
-    version, _ = publish(data, catalog(data, with_late_run), now=now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC))
+    now = now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
+    cat = catalog(data, with_late_run)
+    sign = sign_catalog(data, cat, load_key(Path(os.environ[KEY_ENV])), today=now.date())
+    version, _ = publish(data, cat, now=now, sign=sign)
     return version
 
 

@@ -19,13 +19,13 @@ from litestar.testing import TestClient
 from api.app import create_app
 from pipelines.cli.main import main
 from support.api_data import catalog
-from warehouse.keys import (KEY_ENV, KEY_HOME_ENV, SigningKeyError, load_key, read_keys, record_key, signing_key,
+from warehouse.keys import (KEY_ENV, KEY_HOME_ENV, SigningKeyError, load_key, read_keys, sign_catalog, signing_key,
                             write_new_key)
 from warehouse.layout import DataDir
 from warehouse.publish import publish
 from warehouse.records import encode_record
 from warehouse.releases import read_releases
-from warehouse.signing import SIGNED_RESULT_FIELDS, read_signature, result_signed_string, sign_results
+from warehouse.signing import SIGNED_RESULT_FIELDS, read_signature, result_signed_string
 
 UTC = dt.timezone.utc
 
@@ -36,10 +36,8 @@ def _publish_signed(data: DataDir, key_path: Path, day: dt.date, drop: int = 0) 
     cat.results = cat.results[:len(cat.results) - drop]
     for r in cat.results:
         data.result_path(r.run_id).write_bytes(encode_record(r))
-    key = load_key(key_path)
-    known = {k.key_id for k in record_key(data, key, today=day)}
-    cat.signatures = sign_results(data, cat.results, key, known)
-    publish(data, cat, now=dt.datetime.combine(day, dt.time(12), tzinfo=UTC), sign=key.sign)
+    sign = sign_catalog(data, cat, load_key(key_path), today=day)
+    publish(data, cat, now=dt.datetime.combine(day, dt.time(12), tzinfo=UTC), sign=sign)
     return [r.run_id for r in cat.results]
 
 
