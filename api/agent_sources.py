@@ -19,7 +19,7 @@ from urllib.parse import quote
 import anyio.to_thread
 import msgspec
 
-from api import answers, model_answers, schemas
+from api import answers, model_answers, release_views, schemas
 from api.agent_tools import ToolSpec
 from api.errors import ApiError
 from api.responses import prepare
@@ -62,7 +62,7 @@ class LocalAnswers:
 
     async def call(self, tool: ToolSpec, args: Any, base: str | None) -> Answered:
         service = self.service
-        tables = service.tables({})
+        tables = release_views.as_of(service.tables({}), service.settings.data, getattr(args, "release", None))
         base = self._base(base)
         name = tool.name
         if name == "lookup":
@@ -125,12 +125,12 @@ class RemoteAnswers:
     def _ask(self, name: str, args: Any) -> Answered:
         get = self.client.get
         if name == "lookup":
-            body = get("/v1/lookup", model=args.model, task=args.task)
+            body = get("/v1/lookup", model=args.model, task=args.task, release=args.release)
         elif name == "leaderboard":
             body = get("/v1/leaderboard", task=args.task, model_type=args.model_type, limit=args.limit,
-                       metric=args.metric)
+                       metric=args.metric, release=args.release)
         elif name in ("get_result", "predictions_url"):
-            body = get(f"/v1/results/{quote(args.run_id, safe='')}")
+            body = get(f"/v1/results/{quote(args.run_id, safe='')}", release=args.release)
             if name == "predictions_url":
                 body = msgspec.to_builtins(schemas.PredictionsLink(
                     run_id=body["run_id"], task=body["task"], predictions_url=body["predictions_url"],

@@ -28,6 +28,8 @@ RunId = Annotated[str, Meta(description="Run id: 12 lowercase hex digits.", exam
 CheckedRunId = Annotated[str, Meta(pattern=RUN_ID_PATTERN, description="Run id: 12 lowercase hex digits.")]
 Limit = Annotated[int, Meta(ge=1, le=1000, description="At most this many items (1..1000).")]
 Offset = Annotated[int, Meta(ge=0, description="Items to skip.")]
+Release = Annotated[str | None, Meta(description="Answer as of this release (an id of `GET /v1/releases`); "
+                                     "default: the current one.")]
 
 
 class _Args(msgspec.Struct, forbid_unknown_fields=True):
@@ -38,6 +40,7 @@ class LookupArgs(_Args):
     model: Annotated[str, Meta(pattern=NOT_BLANK_PATTERN, description="Model slug (`provider/name`) or the provider's model id.",
                                examples=["medbench/random"])]
     task: Task
+    release: Release = None
 
 
 class LeaderboardArgs(_Args):
@@ -46,10 +49,12 @@ class LeaderboardArgs(_Args):
     limit: Limit = 100
     metric: Annotated[str | None, Meta(description="Rank by this published metric, in its direction "
                                         "(default: the task's primary metric).")] = None
+    release: Release = None
 
 
 class ResultArgs(_Args):
     run_id: RunId
+    release: Release = None
 
 
 class CompareArgs(_Args):

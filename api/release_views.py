@@ -108,6 +108,11 @@ def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
     )
 
 
+def recent_ids(data: DataDir, limit: int = 100) -> list[str]:
+    """The newest releases' ids, newest first: the site's release picker."""
+    return [r.id for r in read_releases(data)[::-1][:limit]]
+
+
 def bibtex(release: ReleaseRecord, url: str) -> str:
     """A ``@misc`` entry citing the release: its id, date, size and the manifest's checksum."""
     year = release.published_at[:4]

@@ -15,7 +15,9 @@ after a warm-up, cycling through every model's lookup, both leaderboards and eve
 - Datasette (``datasette serve -i``) on an immutable SQLite copy of the same published tables, with a
   canned query per route (see ``bench._datasette``).
 
-Targets (issue 4): lookup and leaderboard >= 15x Datasette's requests/s, and lookup-cors too (issue
+The same lookups and leaderboards asked ``?release=<id>`` (``lookup-release``, ``leaderboard-release``,
+issue 28: answered from the release log through a per-release view of the tables): p99 <= 1.2x the
+current answers' p99. Targets (issue 4): lookup and leaderboard >= 15x Datasette's requests/s, and lookup-cors too (issue
 22); lookup >= 0.7x the trivial route; p99 <= 20 ms on our routes. The data is a synthetic warehouse
 of a few hundred results in a scratch data directory, so the reuses the benchmark's lookups count go to its own store.
 ``--soak SECONDS`` instead loads our routes for that long and prints the server's resident memory
@@ -49,6 +51,8 @@ from warehouse.publish import Catalog
 MODELS = {"full": 150, "smoke": 4}
 CONNECTIONS = 50
 TARGET_VS_DATASETTE, TARGET_VS_CEILING, TARGET_P99_MS, TARGET_SOAK_GROWTH = 15.0, 0.7, 20.0, 0.10
+TARGET_RELEASE_P99 = 1.2  # issue 28: p99 of ?release= at most 1.2x the current release's, in the same run
+RELEASE_ROUTES = ("lookup", "leaderboard")
 CONST_PATH = "/bench/const"
 BARE_PATH = "/bench/bare"
 CROSS_ORIGIN = "Origin: https://bench.example"  # as a browser's fetch from another site sends it
@@ -202,7 +206,18 @@ def report(ours: dict[str, WrkResult], theirs: dict[str, WrkResult]) -> list[str
         f"lookup >= {TARGET_VS_CEILING}x trivial route: {_verdict(vs_ceiling >= TARGET_VS_CEILING)} ({vs_ceiling:.2f}x); "
         f"p99 <= {TARGET_P99_MS:.0f} ms: {_verdict(worst_p99 <= TARGET_P99_MS)} (worst {worst_p99:.2f} ms)"
     )
+    for route in RELEASE_ROUTES:
+        if f"{route}-release" in ours:
+            ratio = ours[f"{route}-release"].p99_ms / max(ours[route].p99_ms, 1e-9)
+            lines.append(f"{route + '-release':<12} {_cell(ours[f'{route}-release']):>36} | (as of a release, "
+                         f"?release=) p99 {ratio:.2f}x the current {route}'s: target <= {TARGET_RELEASE_P99}x "
+                         f"{_verdict(ratio <= TARGET_RELEASE_P99)}")
     return lines
+
+
+def release_paths(paths: list[str], release: str) -> list[str]:
+    """The same requests, as of ``release``."""
+    return [f"{p}{'&' if '?' in p else '?'}release={release}" for p in paths]
 
 
 def reuses_line(server: Running, data_root: Path) -> str:
@@ -226,11 +241,17 @@ def compare(args: argparse.Namespace, work: Path) -> None:
         datasette_server(data.version_file(version), work) as theirs,
     ):
         print(f"same answers from both servers on {check_same_answers(ours, theirs, paths)}", flush=True)
+        with httpx.Client(base_url=ours.base, timeout=30) as c:  # the current release, asked by id: same rows
+            for path in paths.ours["leaderboard"]:
+                assert c.get(release_paths([path], version)[0]).json()["rows"] == c.get(path).json()["rows"], path
         mine: dict[str, WrkResult] = {}
         for route in ROUTES:
             mine[route] = measure(ours.base, paths.ours[route], args.duration, args.warmup, work, f"ours-{route}")
         mine["lookup-cors"] = measure(ours.base, paths.ours["lookup"], args.duration, args.warmup, work,
                                       "ours-lookup-cors", headers=(CROSS_ORIGIN,))
+        for route in RELEASE_ROUTES:
+            mine[f"{route}-release"] = measure(ours.base, release_paths(paths.ours[route], version), args.duration,
+                                               args.warmup, work, f"ours-{route}-release")
         mine["const"] = measure(ours.base, [CONST_PATH], args.duration, args.warmup, work, "ours-const")
         mine["bare"] = measure(ours.base, [BARE_PATH], args.duration, args.warmup, work, "ours-bare")
         reuses = reuses_line(ours, data.root)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from litestar import Request, Router, get, route
 from litestar.enums import HttpMethod
@@ -23,7 +24,7 @@ from litestar.params import FromPath, Parameter
 from litestar.response import Response
 from litestar.response.base import ASGIResponse
 
-from api import answers, render
+from api import answers, release_views, render
 from api.errors import ApiError, invalid_parameter, task_not_found
 from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
@@ -47,6 +48,9 @@ def _common(request: Request, service: Service, tables: Tables | None, *, title:
         "title": title, "twin": twin, "nav": nav, "css": CSS_PATH,
         "demo": bool(tables and tables.demo), "version": tables.version if tables else NO_WAREHOUSE,
         "base": service.base_url(request.scope),
+        # a page reached through a release link says so ("as of release X"), with a link to the current state
+        "as_of": tables.release if tables else None,
+        "current_query": urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "release"]),
     }
 
 
@@ -128,11 +132,12 @@ def _handlers() -> list[HTTPRouteHandler]:
         slug: FromPath[str],
         version: int | None = Parameter(default=None, ge=0),
         model_type: str | None = Parameter(default=None),
+        release: str | None = Parameter(default=None),
     ) -> ASGIResponse:
-        tables = service.tables(request.scope)
+        tables = release_views.as_of(service.tables(request.scope), service.settings.data, release)
         entry, model_type = _board_of(tables, slug, version, model_type)
         base = service.base_url(request.scope)
-        twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type)
+        twin = views.query("/v1/leaderboard", task=entry.ref, model_type=model_type, release=tables.release)
         return _page(
             request, service, tables, "task.html", title=f"{entry.title or entry.ref}", twin=twin, nav="tasks",
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
@@ -140,6 +145,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
             csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
+            releases=release_views.recent_ids(service.settings.data),
         )
 
     @_page_route("/tasks/{slug:str}/leaderboard.csv")
@@ -159,8 +165,9 @@ def _handlers() -> list[HTTPRouteHandler]:
                        media_type=downloads.CSV, extra_headers=headers)
 
     @_page_route("/r/{run_id:str}")
-    async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str]) -> ASGIResponse:
-        tables = service.tables(request.scope)
+    async def result(request: Request, service: NamedDependency[Service], run_id: FromPath[str],
+                     release: str | None = Parameter(default=None)) -> ASGIResponse:
+        tables = release_views.as_of(service.tables(request.scope), service.settings.data, release)
         published = tables.results.get(run_id) if RUN_ID_RE.match(run_id) else None
         if published is None:
             raise ApiError(404, "run_not_found", f"no published result has the run id {run_id[:40]!r}")
@@ -170,7 +177,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         task = tables.task_by_ref.get(full.task)
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
-            twin=f"/v1/results/{run_id}", nav="tasks", r=full, dataset=dataset,
+            twin=views.query(f"/v1/results/{run_id}", release=tables.release), nav="tasks", r=full, dataset=dataset,
             task=task, picture=views.result_picture(full, task), clinical=views.clinical_pictures(full),
             unit=views.resampling_unit(task),
             columns=views.predictions_columns(service.settings.data.predictions_path(run_id), task),

@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.engine.specs import load_specs
+    from pipelines.dagster.plugins import specs as load_specs
     from pipelines.engine.withdraw import withdraw_and_publish
     from warehouse.layout import DataDir
     from warehouse.withdrawals import WithdrawalError

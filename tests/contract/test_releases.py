@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,9 @@ def test_release_detail_manifest_and_bibtex(five) -> None:
     with _client(root) as c:
         body = c.get(f"/v1/releases/{versions[0]}").json()
         assert body["manifest_sha256"] == hashlib.sha256(manifest_bytes(body["manifest"])).hexdigest()
+        # as docs/api.md says anyone can check it, with the standard library alone
+        plain = json.dumps(body["manifest"], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        assert hashlib.sha256(plain).hexdigest() == body["manifest_sha256"]
         assert body["manifest"]["release"] == versions[0] and body["signature"] is None
         assert {r["run_id"] for r in body["manifest"]["results"]} and all(
             len(r["predictions_sha256"]) == 64 for r in body["manifest"]["results"])
@@ -152,3 +156,19 @@ def test_supersedes_is_shown_beside_superseded_by(own_data) -> None:
         newer = c.get(f"/v1/results/{old['superseded_by']}").json()
         assert old["run_id"] in newer["supersedes"] and newer["status"] == "current"
         assert c.get(f"/v1/results/{old['run_id']}").json()["status"] == "superseded"
+
+
+def test_the_site_picks_a_release_and_says_as_of_which(five) -> None:
+    root, versions, _ = five
+    (run_id, _w), = withdrawals(DataDir(root)).items()
+    with TestClient(app=create_app(root)) as c:
+        current = c.get("/tasks/clinicalqa?version=0").text
+        assert '<select id="release" name="release">' in current and all(v in current for v in versions)
+        assert 'id="as-of"' not in current and f"/r/{run_id}" not in current
+        old = c.get(f"/tasks/clinicalqa?version=0&release={versions[-2]}").text
+        assert 'id="as-of"' in old and "As of release" in old and f"/r/{run_id}" in old
+        assert f'<option value="{versions[-2]}" selected>' in old
+        page = c.get(f"/r/{run_id}").text
+        assert 'id="withdrawn"' in page and "label leak found in the prompt" in page
+        assert 'id="withdrawn"' not in c.get(f"/r/{run_id}?release={versions[-2]}").text
+        assert c.get("/tasks/clinicalqa?version=0&release=nonsense").status_code == 404

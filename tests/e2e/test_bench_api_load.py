@@ -52,6 +52,9 @@ def test_smoke_run_prints_every_line(capsys: pytest.CaptureFixture[str]) -> None
     assert re.search(rf"^lookup-cors{number} \| \(with an Origin header: .*\) [\d.]+x datasette's lookup$", out, re.M), out
     assert re.search(rf"^const{number} \| \(trivial Litestar route", out, re.M), out
     assert re.search(rf"^bare{number} \| \(bare ASGI answer", out, re.M), out
+    for route in ("lookup", "leaderboard"):  # issue 28: the same questions as of a release
+        assert re.search(rf"^{route}-release{number} \| \(as of a release, \?release=\) p99 [\d.]+x the current "
+                         rf"{route}'s: target <= 1.2x (met|NOT met)$", out, re.M), out
     for words in ("the trivial route", "the bare ASGI answer"):
         assert re.search(rf"^lookup vs {words}: [\d.]+x; leaderboard vs {words}: [\d.]+x; "
                          rf"result vs {words}: [\d.]+x$", out, re.M), out

@@ -1,0 +1,124 @@
+"""Benchmark: what a publish and a release lookup cost as results grow (issue 28).
+
+Since schema 6 a publish copies every run's predictions into the DuckDB file (so the file answers
+from anywhere) and appends the release's manifest to the release log; a ``?release=`` answer is
+built from that log. Both must grow no faster than linearly with the number of results. For each
+size (generated results, about 2.1 per model, 50 predictions each, ``bench._api_warehouse``) this
+publishes a fresh data directory twice (the second publish with one result more, so the log holds two
+releases) and measures:
+
+- ``publish``: the second publish's wall time (build the file with the predictions copied in, write
+  the release), and the file's size (``predictions`` bytes: the copied tables' share);
+- ``release lookup``: load the served tables, then the first ``/v1/leaderboard?release=<first>``
+  answer (reading the log and building the release's view: the cold cost) and a repeat (memoised).
+
+It prints each size, then the ratios of the largest size to the smallest against the ratio of
+sizes: "linear" when the time ratio is at most 1.5x the size ratio (a margin for noise).
+
+    python -m bench.publish_scale [--sizes 1000 10000] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from bench._api_warehouse import CHOICE_TASK, build_catalog
+
+UTC = dt.timezone.utc
+SIZES = {"full": (1_000, 10_000), "smoke": (40, 200)}
+LINEAR_MARGIN = 1.5
+
+
+@dataclasses.dataclass
+class Measured:
+    results: int
+    publish_s: float
+    file_mib: float
+    predictions_mib: float
+    cold_release_s: float
+    warm_release_s: float
+
+
+def _predictions_bytes(path: Path) -> int:
+    """Bytes of the blocks holding the copied predictions tables (DuckDB's storage info)."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        block_size = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0]
+        blocks = sum(con.execute(f"SELECT count(DISTINCT block_id) FROM pragma_storage_info('{table}') "
+                                 "WHERE block_id >= 0").fetchone()[0]
+                     for table in ("predictions_choice", "predictions_score"))
+    finally:
+        con.close()
+    return blocks * int(block_size)
+
+
+def measure(root: Path, n_results: int) -> Measured:
+    from api import answers
+    from api.release_views import as_of
+    from api.tables import load_tables
+    from warehouse.layout import DataDir
+    from warehouse.publish import publish
+
+    data = DataDir(root)
+    catalog = build_catalog(data, max(1, round(n_results / 2.1)))
+    first = dataclasses.replace(catalog, results=catalog.results[:-1])
+    release, _ = publish(data, first, now=dt.datetime(2026, 12, 1, 12, tzinfo=UTC))
+    started = time.perf_counter()
+    version, _ = publish(data, catalog, now=dt.datetime(2026, 12, 1, 13, tzinfo=UTC))
+    publish_s = time.perf_counter() - started
+    path = data.version_file(version)
+    tables = load_tables(data, version)
+    started = time.perf_counter()
+    answers.leaderboard(as_of(tables, data, release), CHOICE_TASK, None, 100, "http://bench")
+    cold = time.perf_counter() - started
+    started = time.perf_counter()
+    answers.leaderboard(as_of(tables, data, release), CHOICE_TASK, None, 100, "http://bench")
+    warm = time.perf_counter() - started
+    return Measured(len(catalog.results), publish_s, path.stat().st_size / 2**20, _predictions_bytes(path) / 2**20,
+                    cold, warm)
+
+
+def report(rows: list[Measured]) -> list[str]:
+    lines = [f"{'results':>8} {'publish s':>10} {'file MiB':>9} {'predictions MiB':>16} {'release cold ms':>16} "
+             f"{'release warm ms':>16}"]
+    for m in rows:
+        lines.append(f"{m.results:>8} {m.publish_s:>10.3f} {m.file_mib:>9.1f} {m.predictions_mib:>16.1f} "
+                     f"{m.cold_release_s * 1e3:>16.2f} {m.warm_release_s * 1e3:>16.3f}")
+    small, large = rows[0], rows[-1]
+    size_x = large.results / small.results
+    for name, a, b in (("publish", small.publish_s, large.publish_s),
+                       ("release lookup (cold)", small.cold_release_s, large.cold_release_s)):
+        time_x = b / max(a, 1e-9)
+        verdict = "linear or better" if time_x <= LINEAR_MARGIN * size_x else "FASTER THAN LINEAR"
+        lines.append(f"{name}: {time_x:.2f}x the time for {size_x:.1f}x the results ({time_x / size_x:.2f} per "
+                     f"unit of growth): {verdict}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.publish_scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, metavar="N", help="numbers of results")
+    parser.add_argument("--smoke", action="store_true", help=f"tiny sizes {SIZES['smoke']} (tests)")
+    args = parser.parse_args(argv)
+    sizes = sorted(args.sizes or SIZES["smoke" if args.smoke else "full"])
+    if len(sizes) < 2 or sizes[0] < 2:
+        parser.error("give at least two sizes of 2 results or more")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="medbench-publish-scale-") as work:
+        for n in sizes:
+            rows.append(measure(Path(work) / f"data-{n}", n))
+            print(f"measured {rows[-1].results} results", flush=True)
+    for line in report(rows):
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
