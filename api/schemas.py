@@ -157,8 +157,7 @@ class Withdrawn(msgspec.Struct):
 
 
 class Signature(msgspec.Struct):
-    """An Ed25519 signature (CONTRACT.md "Signatures"): ``value`` (base64) signs the UTF-8 bytes of
-    ``signed``, the exact string signed (canonical JSON), with the key ``key_id`` of ``/v1/keys``."""
+    """CONTRACT.md "Signatures": ``value`` (base64 Ed25519) signs ``signed`` (UTF-8) with ``/v1/keys``' ``key_id``."""
 
     key_id: str
     value: str

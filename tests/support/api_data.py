@@ -217,6 +217,7 @@ RESULT = {
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
     "subgroups": "dict", "breakdowns": "dict",
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
+    "signature": {"key_id": "str", "value": "str", "signed": "str"},  # CONTRACT.md "Signatures"
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}
