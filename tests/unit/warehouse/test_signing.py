@@ -178,3 +178,16 @@ def test_a_demo_directory_gets_one_key_of_its_own_outside_it(tmp_path, monkeypat
     assert any(first.source in line and "created" in line for line in said)
     assert signing_key(a, said.append).key_id == first.key_id  # reused
     assert signing_key(b, said.append).key_id != first.key_id  # one per data directory
+
+
+def test_withdraw_on_real_data_without_a_key_says_so_in_one_line_and_records_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    data = DataDir(tmp_path / "data")
+    data.claim("real")
+    record = catalog(data).results[0]
+    data.result_path(record.run_id).write_bytes(encode_record(record))
+    monkeypatch.setenv("MEDBENCH_DATA", str(data.root))
+    assert main(["withdraw", record.run_id, "--reason", "leaked"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"medbench: no signing key: set {KEY_ENV}") and err.count("\n") == 1
+    assert not data.withdrawal_log.exists() and not data.warehouse.exists()
