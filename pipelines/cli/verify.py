@@ -89,13 +89,17 @@ def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, str] 
 
 
 def _download_problems(client: Any, run_id: str, expected: str) -> list[str]:
-    from api.client import NotFound
+    from api.client import ClientError, NotFound
 
     with tempfile.TemporaryDirectory(prefix="medbench-verify-") as tmp:
         try:
             client.download(f"/artifacts/{run_id}/predictions.parquet", Path(tmp) / "predictions.parquet", expected)
         except NotFound as exc:
             return [f"predictions: {exc.message}"]
+        except ClientError as exc:  # the server itself refuses a file that is not the published one
+            if isinstance(exc.body, dict) and exc.body.get("error") == "artifact_unavailable":
+                return [f"predictions: {exc.message}"]
+            raise
     return []
 
 

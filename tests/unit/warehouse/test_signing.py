@@ -17,6 +17,7 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
+from support.live_server import live_api
 from pipelines.cli.main import main
 from support.api_data import catalog
 from warehouse.keys import (KEY_ENV, KEY_HOME_ENV, SigningKeyError, load_key, read_keys, sign_catalog, signing_key,
@@ -191,3 +192,15 @@ def test_withdraw_on_real_data_without_a_key_says_so_in_one_line_and_records_not
     err = capsys.readouterr().err
     assert err.startswith(f"medbench: no signing key: set {KEY_ENV}") and err.count("\n") == 1
     assert not data.withdrawal_log.exists() and not data.warehouse.exists()
+
+
+def test_online_verify_of_a_served_result_release_and_a_changed_predictions_file(signed, capsys, tmp_path):
+    data, run_ids = signed
+    body = bytearray(data.predictions_path(run_ids[1]).read_bytes())
+    body[len(body) // 2] ^= 0x01
+    data.predictions_path(run_ids[1]).write_bytes(bytes(body))
+    with live_api(data.root, tmp_path / "server.log") as server:
+        assert _verify(capsys, run_ids[0], "--api-url", server.base)[0] == 0
+        assert _verify(capsys, read_releases(data)[-1].id, "--api-url", server.base)[0] == 0
+        code, out = _verify(capsys, run_ids[1], "--api-url", server.base)
+    assert code == 1 and out.startswith(f"INVALID: result {run_ids[1]}: predictions:"), out
