@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from warehouse.keys import KEY_ENV, load_key, sign_catalog
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
+from warehouse.releases import Signer
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
 
 UTC = dt.timezone.utc
@@ -182,13 +183,18 @@ def distinct_choice_predictions(data: DataDir, records) -> None:
         pq.write_table(t.set_column(t.schema.get_field_index("correct"), "correct", pa.array(correct)), path)
 
 
+def signed_catalog(data: DataDir, with_late_run: bool = False, today: dt.date | None = None) -> tuple[Catalog, Signer]:
+    """The fixture catalog signed as the pipeline signs one (``warehouse.keys.sign_catalog``), with the
+    test run's key (``MEDBENCH_SIGNING_KEY``, set by tests/conftest.py), and the manifest's signer."""
+    cat = catalog(data, with_late_run)
+    return cat, sign_catalog(data, cat, load_key(Path(os.environ[KEY_ENV])), today=today)
+
+
 def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | None = None) -> str:
-    """Publish the fixture catalog signed, as the pipeline does, with the test run's key
-    (``MEDBENCH_SIGNING_KEY``, set by tests/conftest.py)."""
+    """Publish the fixture catalog, signed."""
     data = DataDir(root)
     now = now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
-    cat = catalog(data, with_late_run)
-    sign = sign_catalog(data, cat, load_key(Path(os.environ[KEY_ENV])), today=now.date())
+    cat, sign = signed_catalog(data, with_late_run, today=now.date())
     version, _ = publish(data, cat, now=now, sign=sign)
     return version
 
