@@ -247,7 +247,7 @@ class Result(msgspec.Struct, kw_only=True):
     supersedes: list[str]  # the older runs of the same model and task version this one replaced
     # over the fields that never change (run_id, task, model, metrics, versions, config,
     # predictions_sha256); null for a result published before signing
-    signature: Signature | None = None
+    signature: Signature | None
 
 
 
