@@ -108,15 +108,15 @@ class ApiClient:
         return self.fetch("/v1/datasets", schemas.DatasetList)
 
     def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None,
-                    metric: str | None = None) -> schemas.Leaderboard:
+                    metric: str | None = None, release: str | None = None) -> schemas.Leaderboard:
         return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit,
-                          metric=metric)
+                          metric=metric, release=release)
 
-    def result(self, run_id: str) -> schemas.Result:
-        return self.fetch(f"/v1/results/{run_id}", schemas.Result)
+    def result(self, run_id: str, release: str | None = None) -> schemas.Result:
+        return self.fetch(f"/v1/results/{run_id}", schemas.Result, release=release)
 
-    def lookup(self, model: str, task: str) -> schemas.Lookup:
-        return self.fetch("/v1/lookup", schemas.Lookup, model=model, task=task)
+    def lookup(self, model: str, task: str, release: str | None = None) -> schemas.Lookup:
+        return self.fetch("/v1/lookup", schemas.Lookup, model=model, task=task, release=release)
 
     def keys(self) -> schemas.KeyList:
         return self.fetch("/v1/keys", schemas.KeyList)

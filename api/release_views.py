@@ -144,10 +144,10 @@ def listing(tables: Tables, data: DataDir, limit: int, offset: int, base: str) -
 
 def detail(tables: Tables, data: DataDir, release: str, base: str) -> Prepared:
     """``GET /v1/releases/{id}``: the release with its manifest and BibTeX."""
-    r = find(data, release)
-    key = ("release", r.id, base)
+    key = ("release", release, base)
     prepared = tables.bodies.get(key)
     if prepared is None:
+        r = find(data, release)
         url = release_url(base, r.id)
         prepared = tables.bodies.put(key, prepare(schemas.Release(
             id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),

@@ -178,8 +178,16 @@ def latest_release(data: DataDir) -> ReleaseRecord | None:
     return records[-1] if records else None
 
 
+_BY_ID: dict[str, tuple[tuple[ReleaseRecord, ...], dict[str, ReleaseRecord]]] = {}  # path -> (records, by id)
+
+
 def find_release(data: DataDir, release_id: str) -> ReleaseRecord | None:
-    return next((r for r in read_releases(data) if r.id == release_id), None)
+    """The release ``release_id``, or None (an index built once per state of the log)."""
+    records = read_releases(data)
+    kept = _BY_ID.get(str(data.release_log))
+    if kept is None or kept[0] is not records:
+        kept = _BY_ID[str(data.release_log)] = (records, {r.id: r for r in records})
+    return kept[1].get(release_id)
 
 
 __all__ = ["MANIFEST_FORMAT", "ReleaseRecord", "Signer", "append_release", "board_rows", "build_manifest",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL_TYPES = ("llm", "ml", "rule")
+RELEASE_HELP = "answer as of this release (an id of GET /v1/releases; default: the current one)"
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -48,11 +49,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task", help="slug@version, or slug for the latest version")
     p.add_argument("--model-type", choices=MODEL_TYPES, default=None)
     p.add_argument("--limit", type=int, default=None, help="at most this many rows (1..1000)")
+    p.add_argument("--release", default=None, metavar="ID", help=RELEASE_HELP)
     p = command("result", "one result: metrics with CIs, versions, cost, BibTeX", _result)
     p.add_argument("run_id")
+    p.add_argument("--release", default=None, metavar="ID", help=RELEASE_HELP)
     p = command("lookup", "rule one: has MODEL been evaluated on TASK? (exit 1 when not)", _lookup)
     p.add_argument("model", help="model slug (provider/name) or provider model id")
     p.add_argument("task", help="slug@version, or slug for the latest version")
+    p.add_argument("--release", default=None, metavar="ID", help=RELEASE_HELP)
     p = command("predictions", "download a result's per-item predictions (sha256 checked)", _predictions)
     p.add_argument("run_id")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="where to write the Parquet file")
@@ -119,7 +123,7 @@ def _datasets(client: Any, args: argparse.Namespace) -> int:
 def _leaderboard(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = plain(client.leaderboard(args.task, args.model_type, args.limit))
+    body = plain(client.leaderboard(args.task, args.model_type, args.limit, release=args.release))
     show(args, body, client_text.leaderboard)
     return 0
 
@@ -127,7 +131,7 @@ def _leaderboard(client: Any, args: argparse.Namespace) -> int:
 def _result(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = plain(client.result(args.run_id))
+    body = plain(client.result(args.run_id, release=args.release))
     show(args, body, client_text.result)
     return 0
 
@@ -135,7 +139,7 @@ def _result(client: Any, args: argparse.Namespace) -> int:
 def _lookup(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
-    body = plain(client.lookup(args.model, args.task))
+    body = plain(client.lookup(args.model, args.task, release=args.release))
     if args.json:
         emit(body)
     elif body["status"] == "evaluated":

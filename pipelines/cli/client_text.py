@@ -66,6 +66,8 @@ def result(r: dict[str, Any], bibtex: bool = True) -> str:
         + (r.get("contamination_status") or {True: "possible", False: "no", None: "unknown"}[r["contamination"]])
         + (f" ({r['contamination_basis']})" if r.get("contamination_basis") else ""),
     ]
+    if r.get("withdrawn"):
+        lines.append(f"  WITHDRAWN on {r['withdrawn']['date']}: {r['withdrawn']['reason']}")
     if r.get("superseded_by"):
         lines.append(f"  superseded by {r['superseded_by']}")
     lines.append("  metrics:")

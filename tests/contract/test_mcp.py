@@ -92,6 +92,11 @@ async def check_session(session: ClientSession, base: str, counted_here: bool = 
     failed = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "metric": "no_such_metric"})
     assert failed.is_error and failed.structured_content["error"] == "invalid_parameter"
     assert "'metric'" in failed.structured_content["message"] and "parse_rate" in failed.structured_content["message"]
+    release = httpx.get(f"{base}/v1/releases").json()["releases"][0]["id"]  # issue 28: tools take release
+    as_of = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "release": release})
+    assert as_of.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&release={release}").json()
+    failed = await session.call_tool("get_result", {"run_id": RUN_IDS["medgemma-cqa0"], "release": "nonsense"})
+    assert failed.is_error and failed.structured_content["error"] == "release_not_found"
     models = await session.call_tool("find_models", {"q": "MEDGEMMA"})
     assert models.structured_content == httpx.get(f"{base}/v1/models", params={"q": "MEDGEMMA"}).json()
     assert models.structured_content["total"] >= 1

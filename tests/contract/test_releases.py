@@ -172,3 +172,22 @@ def test_the_site_picks_a_release_and_says_as_of_which(five) -> None:
         assert 'id="withdrawn"' in page and "label leak found in the prompt" in page
         assert 'id="withdrawn"' not in c.get(f"/r/{run_id}?release={versions[-2]}").text
         assert c.get("/tasks/clinicalqa?version=0&release=nonsense").status_code == 404
+
+
+def test_client_commands_take_release(five, capsys, monkeypatch) -> None:
+    from pipelines.cli.main import main
+    from support.serving import serve_in_thread
+
+    root, versions, boards = five
+    (run_id, _w), = withdrawals(DataDir(root)).items()
+    with serve_in_thread(root) as base:
+        monkeypatch.setenv("MEDBENCH_API_URL", base)
+        assert main(["leaderboard", "clinicalqa@0", "--json", "--release", versions[0]]) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+        assert [r["run_id"] for r in rows] == [r["run_id"] for r in boards[versions[0]]["rows"]]
+        assert main(["result", run_id]) == 0
+        assert "WITHDRAWN on 2026-11-01: label leak found in the prompt" in capsys.readouterr().out
+        assert main(["result", run_id, "--release", versions[-2]]) == 0
+        assert "WITHDRAWN" not in capsys.readouterr().out
+        assert main(["leaderboard", "clinicalqa@0", "--release", "20990101T000000000000Z-deadbeef"]) == 1
+        assert "no release" in capsys.readouterr().err
