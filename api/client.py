@@ -40,8 +40,10 @@ ROUTE_SCHEMAS: dict[str, type] = {
     "/v1/datasets": schemas.DatasetList, "/v1/tasks": schemas.TaskList, "/v1/leaderboard": schemas.Leaderboard,
     "/v1/results": schemas.ResultPage, "/v1/lookup": schemas.Lookup, "/v1/stats": schemas.Stats,
     "/v1/compare": schemas.Compare, "/healthz": schemas.Health, "/v1/models": schemas.ModelPage,
+    "/v1/keys": schemas.KeyList, "/v1/releases": schemas.ReleasePage,
 }
-PREFIX_SCHEMAS: dict[str, type] = {"/v1/results/": schemas.Result, "/v1/tasks/": schemas.TaskDetail}
+PREFIX_SCHEMAS: dict[str, type] = {"/v1/results/": schemas.Result, "/v1/tasks/": schemas.TaskDetail,
+                                   "/v1/releases/": schemas.Release}
 
 
 def schema_of(path: str) -> type | None:
@@ -116,6 +118,9 @@ class ApiClient:
 
     def lookup(self, model: str, task: str, release: str | None = None) -> schemas.Lookup:
         return self.fetch("/v1/lookup", schemas.Lookup, model=model, task=task, release=release)
+
+    def keys(self) -> schemas.KeyList:
+        return self.fetch("/v1/keys", schemas.KeyList)
 
     def stats(self) -> schemas.Stats:
         return self.fetch("/v1/stats", schemas.Stats)

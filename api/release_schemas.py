@@ -1,4 +1,5 @@
-"""The bodies of the release routes and a Result's withdrawal (CONTRACT.md "Releases", "Result status").
+"""The bodies of the release and key routes, a Result's withdrawal and signature (CONTRACT.md "Releases",
+"Result status", "Signatures").
 
 Kept apart from ``api.schemas`` (which re-exports them) so each module stays small; they depend on
 nothing else in the API.
@@ -7,7 +8,7 @@ nothing else in the API.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -15,6 +16,29 @@ import msgspec
 class Withdrawn(msgspec.Struct):
     reason: str
     date: dt.date
+
+
+class Signature(msgspec.Struct):
+    """CONTRACT.md "Signatures": ``value`` (base64 Ed25519) signs ``signed`` (UTF-8) with ``/v1/keys``' ``key_id``."""
+
+    key_id: str
+    value: str
+    signed: str
+
+
+class PublicKey(msgspec.Struct, kw_only=True):
+    """A public key that signed results or releases; ``valid_until`` null while it is the current one."""
+
+    key_id: str
+    algorithm: Literal["ed25519"]
+    public_key: str  # base64 of the 32 raw bytes
+    fingerprint: str  # SHA256:<unpadded base64 of the raw key's sha256>
+    valid_from: dt.date
+    valid_until: dt.date | None = None
+
+
+class KeyList(msgspec.Struct):
+    keys: list[PublicKey]
 
 
 class ReleaseSummary(msgspec.Struct):
@@ -27,7 +51,7 @@ class ReleaseSummary(msgspec.Struct):
     manifest_sha256: str
     previous: str | None
     url: str  # addition: the release's page
-    signature: dict[str, Any] | None = None  # {key_id, value, signed}; null: published without a signing key
+    signature: Signature | None = None  # over the manifest; null: published without a signing key
 
 
 class ReleasePage(msgspec.Struct):

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from litestar.params import Parameter
 
-from api import schemas
+from api import render, schemas
 from api.errors import release_not_found
 from api.params import BLANKS
 from api.rank_sets import POINT_METHOD, RankEntry
@@ -35,6 +36,7 @@ from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
 from warehouse.records import ResultRecord, decode_record
 from warehouse.releases import ReleaseRecord, find_release, read_releases
+from warehouse.signing import read_signature
 from warehouse.versions import VERSION_RE
 
 VIEW_BODY_ENTRIES = 1024
@@ -64,12 +66,14 @@ def as_of(tables: Tables, data: DataDir, release: str | None) -> Tables:
     return view
 
 
-def _record(tables: Tables, data: DataDir, run_id: str) -> ResultRecord | None:
+def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, Mapping[str, str] | None] | None:
+    """A result's record and signature: from the tables, else from its folder (a result no longer in
+    the current version's file)."""
     found = tables.results.get(run_id)
     if found is not None:
-        return found.record
+        return found.record, found.signature
     try:
-        return decode_record(data.result_path(run_id).read_bytes())
+        return decode_record(data.result_path(run_id).read_bytes()), read_signature(data, run_id)
     except READ_ERRORS:
         return None  # its folder was moved away by hand: the release is answered without it
 
@@ -79,11 +83,12 @@ def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
     manifest = release.manifest
     published: dict[str, Published] = {}
     for entry in manifest["results"]:
-        record = _record(tables, data, entry["run_id"])
-        if record is not None:
+        kept = _record(tables, data, entry["run_id"])
+        if kept is not None:
+            record, signature = kept
             withdrawn = entry.get("withdrawn")
             published[record.run_id] = Published(record, entry.get("superseded_by"),
-                                                 MappingProxyType(dict(withdrawn)) if withdrawn else None)
+                                                 MappingProxyType(dict(withdrawn)) if withdrawn else None, signature)
     boards, ranks = {}, {}
     for task, rows in manifest["leaderboards"].items():
         boards[task] = tuple(published[r["run_id"]] for r in rows if r["run_id"] in published)
@@ -121,7 +126,7 @@ def bibtex(release: ReleaseRecord, url: str) -> str:
 def _summary(r: ReleaseRecord, base: str) -> schemas.ReleaseSummary:
     return schemas.ReleaseSummary(id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),
                                   manifest_sha256=r.manifest_sha256, previous=r.previous,
-                                  url=release_url(base, r.id), signature=r.signature)
+                                  url=release_url(base, r.id), signature=render.signature(r.signature))
 
 
 def listing(tables: Tables, data: DataDir, limit: int, offset: int, base: str) -> Prepared:
@@ -147,7 +152,7 @@ def detail(tables: Tables, data: DataDir, release: str, base: str) -> Prepared:
         prepared = tables.bodies.put(key, prepare(schemas.Release(
             id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),
             manifest_sha256=r.manifest_sha256, previous=r.previous, url=url, manifest=r.manifest,
-            bibtex=bibtex(r, url), signature=r.signature)))
+            bibtex=bibtex(r, url), signature=render.signature(r.signature))))
     return prepared
 
 

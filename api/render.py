@@ -7,6 +7,8 @@ result the same way, and apart from ``tables`` because the self-links (``url``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from api import schemas
 from api.bibtex import result_bibtex
 from api.rank_sets import RankEntry
@@ -139,7 +141,15 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         status=p.status,  # type: ignore[arg-type]
         withdrawn=schemas.Withdrawn(reason=withdrawn["reason"], date=withdrawn["date"]) if withdrawn else None,  # type: ignore[arg-type]
         supersedes=list(supersedes),
+        signature=signature(p.signature),
     )
+
+
+def signature(found: Mapping[str, str] | None) -> schemas.Signature | None:
+    """A stored signature (``warehouse.signing``) as the contract's object."""
+    if not found:
+        return None
+    return schemas.Signature(key_id=found["key_id"], value=found["value"], signed=found["signed"])
 
 
 def unparsed(r: ResultRecord) -> list[schemas.UnparsedOutput] | None:

@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from api.release_schemas import Release, ReleasePage, ReleaseSummary, Withdrawn  # noqa: F401  (api.schemas.X for every body)
+from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
+    KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
+)
 from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
 ModelType = Literal["llm", "ml", "rule"]
@@ -206,6 +208,9 @@ class Result(msgspec.Struct, kw_only=True):
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
     supersedes: list[str]  # the older runs of the same model and task version this one replaced
+    # over the fields that never change (run_id, task, model, metrics, versions, config,
+    # predictions_sha256); null for a result published before signing
+    signature: Signature | None
 
 
 

@@ -10,6 +10,9 @@ tests import live in ``support/``; fixtures live here.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,28 @@ import pytest
 from support.api_data import publish_fixture
 from support.commands import run_medbench
 from support.site_data import BULK, publish_site
+
+
+_KEY_DIR: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Signing keys for the whole run (``warehouse.keys``), in one temporary directory removed at the end:
+    demo materialisations keep their per-data-directory keys there (``MEDBENCH_KEY_HOME``), never under
+    the user's ~/.config, and publishes of real data sign with one test key (``MEDBENCH_SIGNING_KEY``).
+    Subprocesses inherit both. Tests of a missing key unset them."""
+    global _KEY_DIR
+    from warehouse.keys import KEY_ENV, KEY_HOME_ENV, write_new_key
+
+    _KEY_DIR = tempfile.mkdtemp(prefix="medbench-test-keys-")
+    os.environ[KEY_HOME_ENV] = str(Path(_KEY_DIR) / "demo")
+    write_new_key(Path(_KEY_DIR) / "publisher.pem")
+    os.environ[KEY_ENV] = str(Path(_KEY_DIR) / "publisher.pem")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _KEY_DIR:
+        shutil.rmtree(_KEY_DIR, ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -80,6 +80,8 @@ class Catalog:
     withdrawn: dict[str, dict[str, str]] = field(default_factory=dict)
     # the publisher's code revision, recorded in the release manifest
     code_revision: str = ""
+    # run_id -> {key_id, value, signed}: each result's signature (``warehouse.signing``), served as is
+    signatures: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def content_hash(self) -> str:
         body = {
@@ -89,6 +91,8 @@ class Catalog:
             "results": sorted((msgspec.to_builtins(r) for r in self.results), key=lambda r: r["run_id"]),
             "demo": self.demo,
         }
+        if self.signatures:  # absent when empty, so unsigned catalogs keep their hash
+            body["signatures"] = {run_id: s["value"] for run_id, s in self.signatures.items()}
         if self.withdrawn:  # absent when empty, so catalogs without withdrawals keep their hash
             body["withdrawn"] = self.withdrawn
         if self.baseline_comparisons:  # absent when empty, so catalogs without any keep their hash
@@ -217,7 +221,8 @@ def release_record(data: DataDir, catalog: Catalog, version: str, now: dt.dateti
     return make_record(manifest, now, earlier[-1].id if earlier else None, sign)
 
 
-def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, str] | None = None) -> ResultRow:
+def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, str] | None = None,
+               signature: dict[str, str] | None = None) -> ResultRow:
     task_slug, _, task_version = r.task.partition("@")
     p, v = r.primary, r.versions
     status, basis = contamination_of(r)
@@ -233,6 +238,7 @@ def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, 
         status="withdrawn" if withdrawn else "superseded" if superseded_by else "current",
         withdrawn_reason=withdrawn["reason"] if withdrawn else None,
         withdrawn_date=dt.date.fromisoformat(withdrawn["date"]) if withdrawn else None,
+        signature=_json(signature) if signature else None,
     )
 
 
@@ -253,8 +259,8 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
         insert_rows(con, [dataset_row(d) for d in catalog.datasets])
         insert_rows(con, [task_row(t) for t in catalog.tasks])
         insert_rows(con, [model_row(m) for m in catalog.models])
-        insert_rows(con, [result_row(r, superseded.get(r.run_id), catalog.withdrawn.get(r.run_id))
-                          for r in catalog.results])
+        insert_rows(con, [result_row(r, superseded.get(r.run_id), catalog.withdrawn.get(r.run_id),
+                                     catalog.signatures.get(r.run_id)) for r in catalog.results])
         insert_rows(con, [row for r in catalog.results for row in metric_rows(r)])
         insert_rows(con, catalog.ranks)
         insert_rows(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])

@@ -94,6 +94,8 @@ class Published:
     superseded_by: str | None
     # {reason, date} when a maintainer withdrew it (schema 6; ``warehouse.withdrawals``), else None
     withdrawn: Mapping[str, str] | None = None
+    # {key_id, value, signed} (``warehouse.signing``; schema 6), None when published unsigned
+    signature: Mapping[str, str] | None = None
 
     @property
     def run_id(self) -> str:
@@ -126,7 +128,14 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 def _published(rows: Sequence[tuple[Any, ...]]) -> tuple[Published, ...]:
-    return tuple(Published(decode_record(row[0]), row[1], _withdrawal(*row[2:])) for row in rows)
+    return tuple(Published(decode_record(row[0]), row[1], _withdrawal(*row[2:4]), _signature(row[4:]))
+                 for row in rows)
+
+
+def _signature(column: Sequence[Any]) -> Mapping[str, str] | None:
+    if not column or column[0] is None:
+        return None
+    return MappingProxyType(msgspec.json.decode(column[0]))
 
 
 def _withdrawal(reason: str | None = None, date: Any = None) -> Mapping[str, str] | None:
@@ -135,18 +144,23 @@ def _withdrawal(reason: str | None = None, date: Any = None) -> Mapping[str, str
 
 _RESULTS = "SELECT record, superseded_by, withdrawn_reason, withdrawn_date FROM results"
 _RESULTS_BEFORE_6 = "SELECT record, superseded_by FROM results"
+_RESULTS_SIGNED = "SELECT record, superseded_by, withdrawn_reason, withdrawn_date, signature FROM results"
 
 
 def _results_sql(con: duckdb.DuckDBPyConnection) -> str:
-    """The results query for this file (one built before schema 6 has no withdrawals)."""
-    found = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'results' "
-                        "AND column_name = 'withdrawn_reason'").fetchone()
-    return _RESULTS if found and found[0] else _RESULTS_BEFORE_6
+    """The results query for this file (one built before schema 6 has no withdrawals; one built by
+    an earlier schema 6 publisher, no signatures)."""
+    present = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'results' "
+        "AND column_name IN ('withdrawn_reason', 'signature')").fetchall()}
+    if "withdrawn_reason" not in present:
+        return _RESULTS_BEFORE_6
+    return _RESULTS_SIGNED if "signature" in present else _RESULTS
 
 
 def _not_withdrawn(con: duckdb.DuckDBPyConnection) -> str:
     """A condition leaving withdrawn results out (none in a file built before schema 6)."""
-    return " AND coalesce(status, '') <> 'withdrawn'" if _results_sql(con) == _RESULTS else ""
+    return " AND coalesce(status, '') <> 'withdrawn'" if _results_sql(con) != _RESULTS_BEFORE_6 else ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ import msgspec
 #    ``withdrawn_date``; new table ``releases`` (the release log, ``warehouse.releases``); the
 #    predictions are copied into the file as tables ``predictions_choice`` (label VARCHAR) and
 #    ``predictions_score`` (label INTEGER 0/1), and the ``predictions`` view reads those tables, so
-#    the file answers from any working directory after the data directory moves.
+#    the file answers from any working directory after the data directory moves. ``results`` gains
+#    ``signature`` (``warehouse.signing``).
 SCHEMA_VERSION = 6
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
@@ -146,6 +147,8 @@ class ResultRow(Row, frozen=True, kw_only=True):
     status: str | None = None
     withdrawn_reason: str | None = None  # why a maintainer withdrew the result (``medbench withdraw``)
     withdrawn_date: dt.date | None = None
+    # {key_id, value, signed}: the result's Ed25519 signature (``warehouse.signing``); NULL: unsigned
+    signature: Json | None = None
 
 
 class MetricRow(Row, frozen=True, kw_only=True):

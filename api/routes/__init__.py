@@ -8,12 +8,12 @@ from __future__ import annotations
 from litestar import Router
 
 from api.routes import (
-    artifacts, compare, datasets, health, leaderboard, lookup, models, openapi, packages, releases, results, stats,
-    submissions, tasks,
+    artifacts, compare, datasets, health, keys, leaderboard, lookup, models, openapi, packages, releases, results,
+    stats, submissions, tasks,
 )
 
-RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, releases, submissions, openapi,
-             artifacts, packages, health)
+RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, releases, keys, submissions,
+             openapi, artifacts, packages, health)
 
 
 def api_router() -> Router:

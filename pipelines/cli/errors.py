@@ -19,9 +19,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
 
     from pipelines.backends.replay import ReplayError
     from pipelines.engine.specs import SpecError
+    from warehouse.keys import SigningKeyError
     from warehouse.layout import DataKindError
 
-    return SpecError, ReplayError, DataKindError, msgspec.ValidationError
+    return SpecError, ReplayError, DataKindError, SigningKeyError, msgspec.ValidationError
 
 
 def _one_line(text: str) -> str:

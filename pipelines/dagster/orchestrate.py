@@ -191,6 +191,15 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 
         problem = pointer_problem(data)
         if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data):
+            from warehouse.keys import SigningKeyError, signing_key
+
+            # before the publish job: a demo key's path is printed (made on first use); a missing key on
+            # real data is one clear error line (the results stay, the next materialize publishes them)
+            try:
+                signing_key(data, lambda line: print(line, flush=True))
+            except SigningKeyError as exc:
+                report.errors.append(str(exc))
+                return report
             result = jobs_by_name["publish"].execute_in_process(
                 run_config=QUIET_LOGS, instance=instance, raise_on_error=False, tags=tags)
             if not result.success:

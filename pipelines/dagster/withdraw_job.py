@@ -19,12 +19,13 @@ class WithdrawConfig(dg.Config):
 @dg.op(description="Record the withdrawal of one result in the data directory, then publish.")
 def withdraw_op(context: dg.OpExecutionContext, config: WithdrawConfig, medbench: MedbenchResource):
     from pipelines.engine.withdraw import withdraw_and_publish
+    from warehouse.keys import SigningKeyError
     from warehouse.withdrawals import WithdrawalError
 
     try:
         withdrawal, version = withdraw_and_publish(medbench.specs(), medbench.data(), config.run_id, config.reason,
                                                    context.log.info)
-    except WithdrawalError as exc:
+    except (WithdrawalError, SigningKeyError) as exc:
         raise dg.Failure(description=str(exc)) from None
     return dg.Output(None, metadata={"run_id": withdrawal.run_id, "reason": withdrawal.reason,
                                      "date": withdrawal.date.isoformat(), "release": version})

@@ -19,7 +19,8 @@ from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.read import read_ranks
 from warehouse.records import ResultRecord, decode_record
-from warehouse.releases import Signer
+from warehouse.keys import sign_catalog, signing_key
+from warehouse.signing import SigningKey
 from warehouse.withdrawals import public_map, withdrawals
 
 Log = Callable[[str], None]
@@ -116,9 +117,15 @@ def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:
     return list(rows.values())
 
 
-def release(specs: Specs, data: DataDir, log: Log, sign: Signer | None = None) -> tuple[str, bool, int]:
-    """Publish every finished result; withdrawn ones stay published but are ranked on no leaderboard."""
+def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None) -> tuple[str, bool, int]:
+    """Publish every finished result; withdrawn ones stay published but are ranked on no leaderboard.
+
+    Every result and the release manifest are signed with ``key``, by default the publisher's key
+    (``warehouse.keys.signing_key``: ``SigningKeyError`` on real data without ``MEDBENCH_SIGNING_KEY``,
+    raised before anything is published); the key is listed in the data directory's keys file."""
+    key = key or signing_key(data, log)
     catalog = build_catalog(specs, data)
+    sign = sign_catalog(data, catalog, key)
     ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
     catalog.ranks = rank_rows(data, ranked, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks
     version, changed = publish(data, catalog, sign=sign)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from pipelines.engine.release import release
 from pipelines.engine.specs import Specs
+from warehouse.keys import signing_key
 from warehouse.layout import DataDir
 from warehouse.withdrawals import Withdrawal, withdraw
 
@@ -21,7 +22,8 @@ def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str,
                          log: Log) -> tuple[Withdrawal, str]:
     """Record the withdrawal (``WithdrawalError`` for an unknown id, a second withdrawal or no reason), then
     publish; return the withdrawal and the new warehouse version (the release that attests it)."""
+    key = signing_key(data, log)  # a missing key is an error before anything is recorded
     withdrawal = withdraw(data, run_id, reason)
     log(f"withdrew {run_id} on {withdrawal.date}: {withdrawal.reason}")
-    version, _, _ = release(specs, data, log)
+    version, _, _ = release(specs, data, log, key)
     return withdrawal, version

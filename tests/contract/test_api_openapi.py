@@ -28,6 +28,7 @@ CONTRACT_PATHS = {
     "/v1/submissions", "/v1/submissions/{submission_id}",  # issue 29: the write path
     "/v1/submissions/{submission_id}/package",  # issue 30: an official submission's wheel (PUT only)
     "/v1/releases", "/v1/releases/{id}",  # issue 28: citable releases
+    "/v1/keys",  # issue 28: the public keys that check signatures
 }
 WRITE_OPERATIONS = {("/v1/submissions", "post"), ("/v1/submissions/{submission_id}/package", "put")}
 WRITE_ONLY_PATHS = {"/v1/submissions/{submission_id}/package"}  # every other path has a GET

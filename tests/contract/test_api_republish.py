@@ -12,7 +12,7 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.tables import TableStore
-from support.api_data import LATE_RUN, catalog, publish_fixture, run_id
+from support.api_data import LATE_RUN, publish_fixture, run_id, signed_catalog
 from warehouse.layout import DataDir
 
 LATER = dt.datetime(2026, 10, 30, 12, tzinfo=dt.timezone.utc)
@@ -102,7 +102,7 @@ def test_concurrent_requests_during_publishes_never_mix_versions(own_data: tuple
     root, _ = own_data
     data = DataDir(root)
     # a version is named <time>-<content hash prefix>: know each content's row count before it is published
-    rows_by_content = {catalog(data, late).content_hash()[:8]: rows for late, rows in ((False, 3), (True, 4))}
+    rows_by_content = {signed_catalog(data, late)[0].content_hash()[:8]: rows for late, rows in ((False, 3), (True, 4))}
     errors: list[BaseException] = []
     stop = threading.Event()
 

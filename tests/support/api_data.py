@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from warehouse.keys import KEY_ENV, load_key, sign_catalog
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
+from warehouse.releases import Signer
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
 
 UTC = dt.timezone.utc
@@ -180,9 +183,19 @@ def distinct_choice_predictions(data: DataDir, records) -> None:
         pq.write_table(t.set_column(t.schema.get_field_index("correct"), "correct", pa.array(correct)), path)
 
 
+def signed_catalog(data: DataDir, with_late_run: bool = False, today: dt.date | None = None) -> tuple[Catalog, Signer]:
+    """The fixture catalog signed as the pipeline signs one (``warehouse.keys.sign_catalog``), with the
+    test run's key (``MEDBENCH_SIGNING_KEY``, set by tests/conftest.py), and the manifest's signer."""
+    cat = catalog(data, with_late_run)
+    return cat, sign_catalog(data, cat, load_key(Path(os.environ[KEY_ENV])), today=today)
+
+
 def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | None = None) -> str:
+    """Publish the fixture catalog, signed."""
     data = DataDir(root)
-    version, _ = publish(data, catalog(data, with_late_run), now=now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC))
+    now = now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
+    cat, sign = signed_catalog(data, with_late_run, today=now.date())
+    version, _ = publish(data, cat, now=now, sign=sign)
     return version
 
 
@@ -211,6 +224,7 @@ RESULT = {
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
+    "signature": {"key_id": "str", "value": "str", "signed": "str"},  # CONTRACT.md "Signatures"
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}

@@ -137,8 +137,8 @@ SCHEMA_5_RANKS = [
 ]
 
 
-# Schema 6: ``results`` gains ``status``, ``withdrawn_reason``, ``withdrawn_date`` (at the end); the table
-# ``releases`` mirrors the release log (the predictions tables are built from the files, not declared here).
+# Schema 6: ``results`` gains ``status``, ``withdrawn_reason``, ``withdrawn_date``, ``signature`` (at the end);
+# the table ``releases`` mirrors the release log (the predictions tables are built from the files, not declared here).
 SCHEMA_6 = [s for s in SCHEMA_5 if not s.startswith("CREATE TABLE results")] + [
     """CREATE TABLE results (
         run_id VARCHAR PRIMARY KEY, task VARCHAR, task_slug VARCHAR, task_version INTEGER, dataset VARCHAR,
@@ -148,7 +148,7 @@ SCHEMA_6 = [s for s in SCHEMA_5 if not s.startswith("CREATE TABLE results")] + [
         contamination BOOLEAN, superseded_by VARCHAR, dataset_snapshot VARCHAR, task_spec_hash VARCHAR,
         model_spec_hash VARCHAR, parser VARCHAR, code_revision VARCHAR, price_table_date DATE,
         predictions_sha256 VARCHAR, record JSON, contamination_status VARCHAR, contamination_basis VARCHAR,
-        status VARCHAR, withdrawn_reason VARCHAR, withdrawn_date DATE)""",
+        status VARCHAR, withdrawn_reason VARCHAR, withdrawn_date DATE, signature JSON)""",
     """CREATE TABLE releases (
         id VARCHAR PRIMARY KEY, published_at TIMESTAMPTZ, n_results INTEGER, tasks JSON, manifest_sha256 VARCHAR,
         previous VARCHAR, manifest JSON, signature JSON)""",
