@@ -20,15 +20,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.api_data import RUN_IDS, UTC, publish_fixture
-from support.api_data import catalog as fixture_catalog
+from support.api_data import RUN_IDS, UTC, publish_fixture, publish_signed
 from litestar.testing import TestClient
 
 from api.app import create_app
 from api.service import service_of
 from support.live_server import medbench_serve
 from warehouse.layout import DataDir
-from warehouse.publish import publish
 
 RUN = RUN_IDS["medgemma-cqa0"]
 PATHS = ["/healthz", "/v1/stats", "/v1/datasets", "/v1/tasks", "/v1/leaderboard?task=clinicalqa@0", "/v1/results",
@@ -115,7 +113,7 @@ def test_a_non_utf8_pointer_falls_back_then_a_publish_repairs_it(three, warnings
     root, versions = three
     DataDir(root).pointer.write_bytes(b"\xff\xfe2026\x00")
     assert_served(root, versions[2], None, "not UTF-8")
-    version, changed = publish(DataDir(root), fixture_catalog(DataDir(root)))  # same content as versions[2]
+    version, changed = publish_signed(DataDir(root))  # same content as versions[2]
     assert (version, changed) == (versions[2], False)
     assert DataDir(root).pointer.read_text() == versions[2] + "\n"
     assert any("repaired the warehouse pointer" in line and "not UTF-8" in line for line in warnings_of.lines), warnings_of.lines
@@ -130,7 +128,7 @@ def test_a_directory_pointer_falls_back_then_is_set_aside(three, warnings_of: Ca
     data.pointer.mkdir()
     (data.pointer / "junk").write_text("x")
     assert_served(root, versions[2], None, "is a directory")
-    assert publish(data, fixture_catalog(data)) == (versions[2], False)
+    assert publish_signed(data) == (versions[2], False)
     assert data.pointer.read_text() == versions[2] + "\n"
     assert [p.name for p in data.warehouse.glob("CURRENT.unusable-*")], "the directory was not set aside"
     assert "not a file" in warnings_of.text(), warnings_of.lines
@@ -156,7 +154,7 @@ def test_a_truncated_current_version_falls_back_and_the_next_publish_repairs(thr
     data = DataDir(root)
     truncate(version_file(root, versions[2]))
     assert_served(root, versions[1], versions[2], f"warehouse version {versions[2]} cannot be loaded")
-    version, changed = publish(data, fixture_catalog(data), now=dt.datetime(2026, 10, 29, 13, tzinfo=UTC))
+    version, changed = publish_signed(data, now=dt.datetime(2026, 10, 29, 13, tzinfo=UTC))
     assert changed and version not in versions  # content differs from the fallback (versions[1])
     messages = warnings_of.text()
     assert f"warehouse version {versions[2]} cannot be read" in messages, messages

@@ -21,11 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.api_data import UTC, catalog, publish_fixture
+from support.api_data import UTC, publish_fixture, publish_signed
 
 from warehouse.files import switch_symlink
 from warehouse.layout import DataDir
-from warehouse.publish import publish
 from warehouse.tempfiles import clean_stale_temp
 from support.paths import REPO
 
@@ -60,7 +59,7 @@ def test_a_publish_removes_the_warehouse_temps_of_killed_publishes(tmp_path: Pat
         make(data.warehouse / f".CURRENT.{os.getppid()}.7.tmp", mtime=time.time()),  # even a live PID: the lock says no publish runs
         make(root / f".medbench.duckdb.{pid}.2.link"),
     ]
-    assert publish(data, catalog(data)) == (version, False)  # unchanged, and still cleans
+    assert publish_signed(data) == (version, False)  # unchanged, and still cleans
     assert [p for p in stale if p.exists()] == []
     assert sorted(p.name for p in data.warehouse.iterdir()) == [".publish.lock", "CURRENT", f"medbench-{version}.duckdb"]
 
@@ -99,11 +98,11 @@ def test_an_unchanged_publish_repairs_the_link_and_the_pointer(tmp_path: Path) -
     v1 = publish_fixture(root)
     v2 = publish_fixture(root, with_late_run=True, now=dt.datetime(2026, 10, 30, tzinfo=UTC))
     switch_symlink(data.duckdb_link, data.version_file(v1))  # a kill between the pointer's switch and the link's
-    assert publish(data, catalog(data, with_late_run=True)) == (v2, False)
+    assert publish_signed(data, with_late_run=True) == (v2, False)
     assert os.path.realpath(data.duckdb_link) == str(data.version_file(v2))
     data.pointer.unlink()  # deleted by hand: readers fall back to the newest version, the publish rewrites it
     data.duckdb_link.unlink()
-    assert publish(data, catalog(data, with_late_run=True)) == (v2, False)
+    assert publish_signed(data, with_late_run=True) == (v2, False)
     assert data.pointer.read_text() == v2 + "\n"
     assert os.path.realpath(data.duckdb_link) == str(data.version_file(v2))
 
@@ -184,7 +183,7 @@ def test_a_server_running_as_another_user(umask_077) -> None:
         assert none["/healthz"][0] == 503 and none["/v1/stats"][0] == 503, none
         assert "permission denied" in none["/v1/stats"][1]["message"], none
         os.chmod(data.pointer, 0o600)  # the publisher repairs the modes too
-        assert publish(data, catalog(data, with_late_run=True))[1] is False
+        assert publish_signed(data, with_late_run=True)[1] is False
         assert stat.S_IMODE(data.pointer.stat().st_mode) == 0o644
     finally:
         shutil.rmtree(root)

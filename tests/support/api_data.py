@@ -190,13 +190,16 @@ def signed_catalog(data: DataDir, with_late_run: bool = False, today: dt.date | 
     return cat, sign_catalog(data, cat, load_key(Path(os.environ[KEY_ENV])), today=today)
 
 
+def publish_signed(data: DataDir, with_late_run: bool = False, now: dt.datetime | None = None) -> tuple[str, bool]:
+    """Publish the fixture catalog signed, as every real publish is: (version, changed). An unsigned
+    catalog is other content than a signed one, so a republish of the same results must sign too."""
+    cat, sign = signed_catalog(data, with_late_run, today=(now or dt.datetime.now(UTC)).date())
+    return publish(data, cat, now=now, sign=sign)
+
+
 def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | None = None) -> str:
     """Publish the fixture catalog, signed."""
-    data = DataDir(root)
-    now = now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC)
-    cat, sign = signed_catalog(data, with_late_run, today=now.date())
-    version, _ = publish(data, cat, now=now, sign=sign)
-    return version
+    return publish_signed(DataDir(root), with_late_run, now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC))[0]
 
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import socket
 import subprocess
 import time
@@ -83,14 +84,14 @@ class Postgres:
 def start_postgres(tmp_path_factory):
     """A fresh PostgreSQL cluster on 127.0.0.1:<free port>, owned by an unprivileged user."""
     initdb, pg_ctl = need_binary(PG_BIN / "initdb", "postgresql"), need_binary(PG_BIN / "pg_ctl", "postgresql")
-    base = tmp_path_factory.mktemp("postgres")
+    prefix = _as_unprivileged()
+    # As root the cluster runs as nobody, who must reach its folder: pytest's temp folders are 0700 at
+    # a depth that differs under xdist (popen-gwN), so the cluster lives in a folder of its own in /tmp.
+    base = Path(tempfile.mkdtemp(prefix="medbench-pg-")) if prefix else tmp_path_factory.mktemp("postgres")
     pgdata, sock, log = base / "data", base / "sock", base / "server.log"
     sock.mkdir()
-    prefix = _as_unprivileged()
     if prefix:  # the cluster's directory must belong to the user that runs it
         os.chmod(base, 0o755)
-        for d in (base.parent, base.parent.parent):  # pytest's tmp folders are 0700
-            os.chmod(d, os.stat(d).st_mode | 0o011)
         shutil.chown(base, "nobody", "nogroup")
         shutil.chown(sock, "nobody", "nogroup")
     user, password, db = "medbench", "medbench", "postgres"
@@ -111,6 +112,8 @@ def start_postgres(tmp_path_factory):
         subprocess.run([*prefix, pg_ctl, "-D", str(pgdata), "-m", "fast", "-w", "-t", "30", "stop"],
                        capture_output=True, timeout=60)
         _stop_pid(postmaster)  # when pg_ctl could not (e.g. the temp folder's modes changed meanwhile)
+        if prefix:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _stop_pid(pid: int, first: int = 2, timeout: float = 30) -> None:
