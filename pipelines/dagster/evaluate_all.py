@@ -34,8 +34,6 @@ def _failure_text(report) -> str:
 @dg.op(description="Rule one for every selected evaluation partition, then only the partitions that need work as "
                    "their own evaluate_<family> runs, then the publish (what `medbench materialize` does).")
 def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig, medbench: MedbenchResource):
-    from dagster._core.errors import DagsterExecutionInterruptedError
-
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
 
     data = medbench.data()
@@ -43,7 +41,7 @@ def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig
         report = materialize_selection(
             demo=data.kind() == "demo", tasks=config.tasks, models=config.models, force=config.force, data=data,
             jobs=config.jobs or None, dagster_home=context.instance.root_directory,
-            interrupts=(KeyboardInterrupt, DagsterExecutionInterruptedError))
+            interrupts=(KeyboardInterrupt, dg.DagsterExecutionInterruptedError))
     except MaterializeError as exc:
         raise dg.Failure(description=str(exc)) from None
     for line in report.render().splitlines():

@@ -228,9 +228,8 @@ def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcom
     metrics partition of each one Dagster does not already show with that run id."""
     import dagster as dg
 
-    from dagster._core.definitions.data_version import DATA_VERSION_TAG
-
     from pipelines.dagster.inputs_state import report_observations, shown_versions
+    from pipelines.dagster.private_api import DATA_VERSION_TAG
     from pipelines.engine.evaluate import existing_result
 
     outcomes, events = [], []

@@ -29,7 +29,7 @@ from support.processes import stop_group
 
 from bench._dagster_ui import DagsterUI, sync_partitions
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.assets.ranged import PARENT_TAG
+from pipelines.dagster.submit import PARENT_TAG
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 
