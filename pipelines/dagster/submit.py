@@ -34,47 +34,57 @@ def daemon_dequeues(instance: dg.DagsterInstance) -> bool:
     return queued_runs_start(instance)
 
 
-def child_tags(context: dg.OpExecutionContext, partition_key: str, pool: str) -> dict[str, str]:
-    """The parent's own tags (a backfill's id, the launcher's tags), not its range or system tags."""
+def inherited_tags(context: dg.OpExecutionContext) -> dict[str, str]:
+    """What a run started by ``context``'s run inherits: the parent's own tags (a backfill's id, the
+    launcher's tags), not its range or system tags, and the parent's id."""
     parent = context.run
     tags = {k: v for k, v in parent.tags.items() if not k.startswith(("dagster/", "."))}
     if backfill := parent.tags.get(BACKFILL_ID_TAG):
         tags[BACKFILL_ID_TAG] = backfill
-    return {**tags, PARTITION_NAME_TAG: partition_key, POOL_TAG: pool, PARENT_TAG: parent.run_id}
+    return {**tags, PARENT_TAG: parent.run_id}
+
+
+def child_tags(context: dg.OpExecutionContext, partition_key: str, pool: str) -> dict[str, str]:
+    """The tags of a partition's run started by ``context``'s run: inherited, its partition and pool."""
+    return {**inherited_tags(context), PARTITION_NAME_TAG: partition_key, POOL_TAG: pool}
 
 
 def start_partition_runs(context: dg.OpExecutionContext, job: dg.JobDefinition, from_location: bool,
-                         work: list, run_config: dict) -> list[Outcome] | None:
+                         work: list, run_config: dict, max_runs: int | None = None) -> list[Outcome] | None:
     """``work`` (``plan.Planned``, status "run") as one run of ``job`` per partition, tagged with its
     pool and ``context``'s run as their parent. Returns None when they were queued (the daemon starts
     them), else their outcomes once they ran here. ``from_location``: ``job`` is the code location's
-    own (only such a job can be queued: the daemon loads it from there)."""
+    own (only such a job can be queued: the daemon loads it from there). ``max_runs``: runs at once
+    here, instead of ``max_concurrent_runs`` (queued runs follow the instance's limits)."""
     instance = context.instance
     if from_location and can_queue_from(context.run) and daemon_dequeues(instance):
         for p in work:
             run = queue_run(instance, context.run, job, run_config, child_tags(context, p.partition, p.pool))
             context.log.info(f"{p.partition}: queued run {run.run_id} ({job.name}, pool {p.pool})")
         return None
-    return _run_here(context, job, work, run_config)
+    return _run_here(context, job, work, run_config, max_runs)
 
 
-def _run_here(context: dg.OpExecutionContext, job, work: list, run_config: dict) -> list[Outcome]:
+def _run_here(context: dg.OpExecutionContext, job, work: list, run_config: dict,
+              max_runs: int | None) -> list[Outcome]:
     from pipelines.dagster.launch import execute_partition, fail_in_flight, run_bounded
     from pipelines.dagster.report import failure
+    from pipelines.dagster.stale_runs import run_tags
 
     instance, data = context.instance, context.resources.medbench.data()
     root = instance.root_directory
     limits = read_limits(Path(root)) if root else Limits()
 
     def launch(p, token: str) -> Outcome:
+        # In this process: tagged with it too, so a later launcher fails the run if it is killed (stale_runs).
         result = execute_partition(job, p, token, instance, data.root, run_config=run_config,
-                                   tags=child_tags(context, p.partition, p.pool))
+                                   tags={**child_tags(context, p.partition, p.pool), **run_tags()})
         return Outcome(p.partition, "ran" if result.success else "failed", p.run_id,
                        "" if result.success else failure(result))
 
     stopped: Callable[[list[str]], None] = lambda tokens: fail_in_flight(  # noqa: E731
         instance, tokens, context.log.info, f"its launching run {context.run_id} was stopped")
-    outcomes, interrupted = run_bounded(work, limits.max_runs, limits, launch, log=context.log.info,
+    outcomes, interrupted = run_bounded(work, max_runs or limits.max_runs, limits, launch, log=context.log.info,
                                         on_interrupt=stopped,
                                         interrupts=(KeyboardInterrupt, dg.DagsterExecutionInterruptedError))
     if interrupted:
