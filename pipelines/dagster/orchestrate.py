@@ -96,7 +96,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 
     from pipelines.dagster import inputs_state
     from pipelines.dagster.definitions import build, resolved_jobs
-    from pipelines.dagster.limits import read_limits, with_overrides
+    from pipelines.dagster.limits import Limits, limits_of, with_overrides
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
 
@@ -106,10 +106,9 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     pairs = select(specs, list(tasks), list(models))
     home = prepare_dagster_home(data, dagster_home)
     try:
-        limits = with_overrides(read_limits(home), list(pools))
+        with_overrides(Limits(), list(pools))  # a bad --pool fails before the instance is touched
     except ValueError as exc:
         raise MaterializeError(str(exc)) from None
-    jobs = jobs or limits.max_runs
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
     report = Report(data=data)
     tags = base_tags()
@@ -119,6 +118,8 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     from pipelines.dagster.cli_instance import open_cli_instance
 
     with open_cli_instance(home) as instance:
+        limits = with_overrides(limits_of(instance), list(pools))
+        jobs = jobs or limits.max_runs
         recover_dead_runs(instance, data)
         sync_evaluation_partitions(instance, specs)
         families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]

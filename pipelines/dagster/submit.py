@@ -12,11 +12,9 @@ limits (``launch.run_bounded``), and the launching run waits for them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-
 import dagster as dg
 
-from pipelines.dagster.limits import POOL_TAG, Limits, read_limits
+from pipelines.dagster.limits import POOL_TAG, limits_of
 from pipelines.dagster.private_api import (
     BACKFILL_ID_TAG,
     PARTITION_NAME_TAG,
@@ -72,8 +70,7 @@ def _run_here(context: dg.OpExecutionContext, job, work: list, run_config: dict,
     from pipelines.dagster.stale_runs import run_tags
 
     instance, data = context.instance, context.resources.medbench.data()
-    root = instance.root_directory
-    limits = read_limits(Path(root)) if root else Limits()
+    limits = limits_of(instance)
 
     def launch(p, token: str) -> Outcome:
         # In this process: tagged with it too, so a later launcher fails the run if it is killed (stale_runs).
