@@ -139,4 +139,5 @@ def resolved_jobs(built: Built, resources: dict) -> dict[str, dg.JobDefinition]:
 SPECS = load_specs()
 BUILT = build(SPECS)
 ASSETS, CHECKS, FAMILY_ASSETS = BUILT.assets, BUILT.checks, BUILT.families
+JOBS = named_jobs(FAMILY_ASSETS)  # the asset jobs alone, as the CLI runs them
 defs = build_definitions(SPECS, built=BUILT)
