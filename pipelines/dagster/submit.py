@@ -11,7 +11,6 @@ limits (``launch.run_bounded``), and the launching run waits for them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import dagster as dg
 
 from pipelines.dagster.limits import POOL_TAG, limits_of
@@ -79,8 +78,9 @@ def _run_here(context: dg.OpExecutionContext, job, work: list, run_config: dict,
         return Outcome(p.partition, "ran" if result.success else "failed", p.run_id,
                        "" if result.success else failure(result))
 
-    stopped: Callable[[list[str]], None] = lambda tokens: fail_in_flight(  # noqa: E731
-        instance, tokens, context.log.info, f"its launching run {context.run_id} was stopped")
+    def stopped(tokens: list[str]) -> None:
+        fail_in_flight(instance, tokens, context.log.info, f"its launching run {context.run_id} was stopped")
+
     outcomes, interrupted = run_bounded(work, max_runs or limits.max_runs, limits, launch, log=context.log.info,
                                         on_interrupt=stopped,
                                         interrupts=(KeyboardInterrupt, dg.DagsterExecutionInterruptedError))
