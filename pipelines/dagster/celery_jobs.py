@@ -18,10 +18,10 @@ from __future__ import annotations
 import dagster as dg
 from dagster_celery.core_execution_loop import core_celery_execution_loop
 from dagster_celery.executor import CELERY_CONFIG, CeleryExecutor, _submit_task
-from dagster._core.execution.retries import RetryMode
 
 from pipelines.dagster.definitions import ASSETS, CHECKS, FAMILY_ASSETS
 from pipelines.dagster.partitions import evaluation_job_name
+from pipelines.dagster.private_api import retry_mode
 from pipelines.dagster.resources import MedbenchResource
 
 PREDICT_QUEUE = "predict"
@@ -68,7 +68,7 @@ def routed_celery_executor(init_context):
     return RoutedCeleryExecutor(
         routes=cfg["routes"], default_queue=cfg.get("default_queue"), broker=cfg.get("broker"),
         backend=cfg.get("backend"), config_source=cfg.get("config_source"), include=cfg.get("include"),
-        retries=RetryMode.from_config(cfg["retries"]))
+        retries=retry_mode(cfg["retries"]))
 
 
 ROUTES = {fa.predictions: PREDICT_QUEUE for fa in FAMILY_ASSETS.values()}

@@ -30,12 +30,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.instance.ref import InstanceRef
 
+from pipelines.dagster.private_api import NO_CAPTURE, instance_from_dir
 from pipelines.engine.locks import LockTimeout, exclusive
 
-NO_CAPTURE = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
-                               "class": "NoOpComputeLogManager"}}
 CREATE_WAIT_S = 300.0  # creating the storages takes about a second; a holder this slow is stuck
 
 
@@ -48,7 +46,7 @@ def open_cli_instance(home: Path) -> dg.DagsterInstance:
     logging configuration skipped (see the module docstring)."""
     try:
         with exclusive(Path(home) / "instance.lock", CREATE_WAIT_S):
-            instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=NO_CAPTURE))
+            instance = instance_from_dir(home, NO_CAPTURE)
             _touch_storages(instance)
     except LockTimeout as exc:
         raise InstanceBusy(f"the Dagster instance at {home} is being created by another process "

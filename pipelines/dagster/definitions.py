@@ -1,12 +1,13 @@
-"""The Dagster code location: ``dagster dev -w workspace.yaml`` loads ``defs`` from here.
+"""The Dagster definitions as a pure factory, ``build_definitions(specs)``, and the code location
+(``dagster dev -w workspace.yaml`` loads ``defs``, the factory over the installed plug-ins' specs).
 
-The assets are made per dataset and per task family of the process's plug-ins (``plugins.py``:
-the installed entry points; this module is a composition root), through ``engine_calls``,
-with code versions from the specs as loaded when the code location loads (reload it in the UI
-after editing a spec). Jobs: ``materialize_inputs`` (every snapshot and instances asset),
+The assets are made per dataset and per task family of the specs' plug-ins (``specs.plugins``;
+``plugins.py`` chooses them: this module's last lines are the composition root), through
+``engine_calls``, with code versions from the specs as loaded when the code location loads (reload
+it in the UI after editing a spec). Adding a job or a sensor: append it in ``jobs`` or ``sensors``. Jobs: ``materialize_inputs`` (every snapshot and instances asset),
 ``evaluate_<family>`` (one family's partitioned predictions and metrics; one job per family since
-each family has its own partitions), ``publish``, and ``evaluate_all`` (the CLI's path in one run:
-rule one before launching, ``evaluate_all.py``); each has a description the UI shows.
+each family has its own partitions), ``publish``, and ``evaluate_all`` (rule one for a selection, then its
+partitions' runs submitted to the instance, ``evaluate_all.py``); each has a description the UI shows.
 The ``publish_on_new_results`` sensor runs ``publish`` after new metrics, so a UI run ends in the
 warehouse without a second click, and every run shows under a named job (an asset's automation
 condition would launch as Dagster's implicit ``__ASSET_JOB``). The evaluation assets have a single-run backfill
@@ -91,31 +92,57 @@ def named_jobs(families: dict[str, FamilyAssets]) -> list[dg.UnresolvedAssetJobD
     return [inputs_job, *evaluation_jobs, publish_job]
 
 
-BUILT = build(load_specs())
-ASSETS = BUILT.assets
-CHECKS = BUILT.checks
-FAMILY_ASSETS = BUILT.families
+def jobs(built: Built) -> list:
+    """Every job of the code location. A new job (e.g. a Dagster job of another feature) is added here."""
+    return [*named_jobs(built.families), evaluate_all_job, withdraw_result_job, review_submission]
 
-JOBS = named_jobs(FAMILY_ASSETS)
-# Publishing follows new results without a click: a sensor on the `publish` job (on by default, so
-# the daemon publishes as soon as a metrics partition lands), so the run shows under that job.
-publish_automation = publish_sensor(
-    next(j for j in JOBS if j.name == "publish"),
-    [dg.AssetKey.from_user_string(fa.metrics) for fa in FAMILY_ASSETS.values()],
-    [*(evaluation_job_name(name) for name in FAMILY_ASSETS), evaluate_all_job.name])
 
-# Submissions: approved ones become spec files and evaluation runs (submission_jobs.py).
-submissions_automation = submissions_sensor([j for j in JOBS if j.name in {evaluation_job_name(n) for n in FAMILY_ASSETS}])
+def sensors(built: Built, all_jobs: list) -> list[dg.SensorDefinition]:
+    """Every sensor of the code location; ``all_jobs``: what ``jobs(built)`` returned. A new sensor is added here.
 
-defs = dg.Definitions(
-    assets=ASSETS,
-    asset_checks=CHECKS,
-    jobs=[*JOBS, evaluate_all_job, withdraw_result_job, review_submission],
-    sensors=[evaluation_partitions_sensor, dead_runs_sensor, publish_automation, submissions_automation,
-             submission_run_failures],
-    resources={"medbench": MedbenchResource()},
-    # In-process for the UI's asset runs too ("Materialize", backfills): a run is one partition's
-    # steps, so a subprocess per step only adds seconds; parallelism is across runs (the instance's
-    # run queue and pools, deploy/), not across the steps of one run.
-    executor=dg.in_process_executor,
-)
+    Publishing follows new results without a click: a sensor on the ``publish`` job (on by default,
+    so the daemon publishes as soon as a metrics partition lands), so the run shows under that job."""
+    by_name = {job.name: job for job in all_jobs}
+    publish_automation = publish_sensor(
+        by_name["publish"], [dg.AssetKey.from_user_string(fa.metrics) for fa in built.families.values()],
+        [*(evaluation_job_name(name) for name in built.families), evaluate_all_job.name])
+    # approved submissions become spec files and evaluation runs (submission_jobs.py)
+    submissions_automation = submissions_sensor([by_name[evaluation_job_name(name)] for name in built.families])
+    return [evaluation_partitions_sensor, dead_runs_sensor, publish_automation, submissions_automation,
+            submission_run_failures]
+
+
+def build_definitions(specs: Specs, resources: dict | None = None, built: Built | None = None) -> dg.Definitions:
+    """The pure factory: the code location's assets, checks, jobs, sensors and resources for ``specs``
+    (whose plug-in registry, ``specs.plugins``, supplies the families, datasets and backends).
+    Reads and writes nothing; ``resources`` default to the environment's data and specs folders."""
+    built = built or build(specs)
+    all_jobs = jobs(built)
+    return dg.Definitions(
+        assets=built.assets,
+        asset_checks=built.checks,
+        jobs=all_jobs,
+        sensors=sensors(built, all_jobs),
+        resources=resources or {"medbench": MedbenchResource()},
+        # In-process for the UI's asset runs too ("Materialize", backfills): a run is one partition's
+        # steps, so a subprocess per step only adds seconds; parallelism is across runs (the instance's
+        # run queue and pools, deploy/), not across the steps of one run.
+        executor=dg.in_process_executor,
+    )
+
+
+def resolved_jobs(built: Built, resources: dict) -> dict[str, dg.JobDefinition]:
+    """The named jobs over ``built``'s assets, resolved once (name -> JobDefinition), for launchers
+    that run them in-process: ``medbench materialize``, and ``evaluate_all`` outside a code location."""
+    defs = dg.Definitions(assets=built.assets, asset_checks=built.checks, jobs=named_jobs(built.families),
+                          resources=resources, executor=dg.in_process_executor)
+    return {job.name: job for job in defs.resolve_all_job_defs()}
+
+
+# The code location (``workspace.yaml``): the factory over the installed plug-ins' specs, as loaded
+# when the code location loads (reload it in the UI after editing a spec).
+SPECS = load_specs()
+BUILT = build(SPECS)
+ASSETS, CHECKS, FAMILY_ASSETS = BUILT.assets, BUILT.checks, BUILT.families
+JOBS = named_jobs(FAMILY_ASSETS)  # the asset jobs alone, as the CLI runs them
+defs = build_definitions(SPECS, built=BUILT)

@@ -10,8 +10,6 @@ forces it, e.g. to pick up an upstream source that changed under the same spec).
 
 from __future__ import annotations
 
-import logging
-
 import dagster as dg
 
 from pipelines.dagster import engine_calls as engine
@@ -57,10 +55,9 @@ def latest_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partit
     """partition -> (storage id, data version) of its newest materialisation, or observation too
     when ``observations``: two indexed queries per event kind, whatever the number of partitions.
     A partition with no recorded data version is left out."""
-    from dagster._core.definitions.data_version import DATA_VERSION_TAG
-    from dagster._core.events import DagsterEventType
+    from pipelines.dagster.private_api import DATA_VERSION_TAG
 
-    kinds = [DagsterEventType.ASSET_MATERIALIZATION] + ([DagsterEventType.ASSET_OBSERVATION] if observations else [])
+    kinds = [dg.DagsterEventType.ASSET_MATERIALIZATION] + ([dg.DagsterEventType.ASSET_OBSERVATION] if observations else [])
     storage, wanted = instance.event_log_storage, set(partitions)
     latest: dict[str, tuple[int, str]] = {}
     for kind in kinds:
@@ -84,21 +81,6 @@ def shown_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partiti
 
 def report_observations(instance: dg.DagsterInstance, observations: list[dg.AssetObservation]) -> None:
     """Runless observations, stored as one batch (one storage write, not one per partition)."""
-    if not observations:
-        return
-    try:
-        from dagster._core.events import AssetObservationData, DagsterEvent, DagsterEventType
-        from dagster._core.events.log import EventLogEntry
-        from dagster._core.instance.utils import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
-        from dagster._time import get_current_timestamp
-    except ImportError:  # private API moved: fall back to the public one, one event at a time
-        for obs in observations:
-            instance.report_runless_asset_event(obs)
-        return
-    now = get_current_timestamp()
-    entries = [EventLogEntry(
-        user_message="", level=logging.INFO, job_name=RUNLESS_JOB_NAME, run_id=RUNLESS_RUN_ID, error_info=None,
-        timestamp=now, dagster_event=DagsterEvent(
-            event_type_value=DagsterEventType.ASSET_OBSERVATION.value, job_name=RUNLESS_JOB_NAME,
-            event_specific_data=AssetObservationData(obs))) for obs in observations]
-    instance.event_log_storage.store_event_batch(entries)
+    from pipelines.dagster.private_api import store_observations
+
+    store_observations(instance, observations)

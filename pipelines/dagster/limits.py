@@ -1,19 +1,17 @@
-"""Run limits, read from the instance's ``dagster.yaml`` so that both paths honour the same numbers.
+"""Run limits, the instance's own (``dagster.yaml``, as Dagster reads it), so that both paths honour the same numbers.
 
 ``concurrency: runs:`` holds them in Dagster's own schema: ``max_concurrent_runs`` and
 ``tag_concurrency_limits`` on the ``medbench/pool`` run tag (one entry per pool) and on
 ``dagster/partition`` (one run per partition key). With the daemon, the QueuedRunCoordinator
-enforces them on queued runs; the embedded path (``medbench materialize`` without a daemon) reads
-them here and enforces them itself in ``launch.py``, so no run is ever left queued with nobody to
+enforces them on queued runs; the embedded path (``medbench materialize`` without a daemon) takes
+them from the instance here and enforces them itself in ``launch.py``, so no run is ever left queued with nobody to
 dequeue it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-
-import yaml
+import dagster as dg
 
 POOL_TAG = "medbench/pool"
 DEFAULT_MAX_RUNS = 4
@@ -28,15 +26,13 @@ class Limits:
         return self.pools.get(pool, self.max_runs)
 
 
-def read_limits(dagster_home: Path) -> Limits:
-    """The limits in ``<dagster_home>/dagster.yaml`` (defaults where it sets none)."""
-    path = Path(dagster_home) / "dagster.yaml"
-    config = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
-    runs = ((config.get("concurrency") or {}).get("runs") or {})
-    limits = Limits(max_runs=int(runs.get("max_concurrent_runs", DEFAULT_MAX_RUNS)))
-    if limits.max_runs < 0:  # -1: no limit in Dagster's schema
-        limits.max_runs = 1 << 16
-    for entry in runs.get("tag_concurrency_limits") or []:
+def limits_of(instance: dg.DagsterInstance) -> Limits:
+    """The run limits ``instance`` applies to its queued runs: its run queue config, as Dagster itself
+    reads it from ``dagster.yaml`` (``concurrency: runs:``, Dagster's defaults where it sets none)."""
+    queue = instance.get_concurrency_config().run_queue_config
+    max_runs = queue.max_concurrent_runs if queue is not None else DEFAULT_MAX_RUNS
+    limits = Limits(max_runs=max_runs if max_runs >= 0 else 1 << 16)  # -1: no limit in Dagster's schema
+    for entry in (queue.tag_concurrency_limits if queue is not None else None) or []:
         if entry.get("key") == POOL_TAG and isinstance(entry.get("value"), str):
             limits.pools[entry["value"]] = int(entry["limit"])
     return limits

@@ -22,10 +22,10 @@ import os
 import shutil
 from pathlib import Path
 
-from pipelines.dagster.plan import Planned, plan_selection, render_plan, total_cost
+from pipelines.dagster.plan import MaterializeError, Planned, plan_selection, render_plan, select, total_cost
 from pipelines.dagster.report import Outcome, Report, failure
+from pipelines.dagster.rule_one import detail, publish_needed, record_reuses
 from pipelines.dagster.plugins import specs as load_specs
-from pipelines.engine.specs import ModelSpec, Specs, TaskSpec
 from warehouse.layout import DataDir, DataKindError
 
 __all__ = ["MaterializeError", "Outcome", "Report", "materialize_selection", "dry_run_selection"]
@@ -33,10 +33,6 @@ __all__ = ["MaterializeError", "Outcome", "Report", "materialize_selection", "dr
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The CLI shows Dagster's INFO lines (our progress and results), not its DEBUG event stream.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-
-
-class MaterializeError(RuntimeError):
-    """A selection or setup problem; the message says what to change."""
 
 
 def prepare_dagster_home(data: DataDir, home: Path | str | None = None) -> Path:
@@ -50,21 +46,6 @@ def prepare_dagster_home(data: DataDir, home: Path | str | None = None) -> Path:
         os.replace(partial, target)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
-
-
-def select(specs: Specs, tasks: list[str], models: list[str]) -> list[tuple[TaskSpec, ModelSpec]]:
-    try:
-        task_refs = {specs.task(t).ref for t in tasks}
-        model_slugs = {specs.model(m).slug for m in models}
-    except KeyError as exc:
-        raise MaterializeError(exc.args[0]) from None
-    pairs = [(t, m) for t, m in specs.evaluations()
-             if (not task_refs or t.ref in task_refs) and (not model_slugs or m.slug in model_slugs)]
-    if not pairs:
-        raise MaterializeError(
-            f"no evaluation matches tasks={tasks or 'all'} models={models or 'all'}: a model is evaluated only "
-            "on the tasks its spec lists (specs/models/<provider>/<name>.toml, key `tasks`)")
-    return pairs
 
 
 def base_tags() -> dict[str, str]:
@@ -116,8 +97,8 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     from dagster import AssetKey
 
     from pipelines.dagster import inputs_state
-    from pipelines.dagster.definitions import build
-    from pipelines.dagster.limits import read_limits, with_overrides
+    from pipelines.dagster.definitions import build, resolved_jobs
+    from pipelines.dagster.limits import Limits, limits_of, with_overrides
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
 
@@ -127,19 +108,20 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     pairs = select(specs, list(tasks), list(models))
     home = prepare_dagster_home(data, dagster_home)
     try:
-        limits = with_overrides(read_limits(home), list(pools))
+        with_overrides(Limits(), list(pools))  # a bad --pool fails before the instance is touched
     except ValueError as exc:
         raise MaterializeError(str(exc)) from None
-    jobs = jobs or limits.max_runs
     resources = {"medbench": MedbenchResource(data_dir=str(data.root))}
     report = Report(data=data)
     tags = {**base_tags(), **(extra_tags or {})}
     # Built now, not at import: a family registered at runtime (a plug-in, a test) gets its assets too.
     built = build(specs)
-    jobs_by_name = _named_jobs(built, resources)
+    jobs_by_name = resolved_jobs(built, resources)
     from pipelines.dagster.cli_instance import open_cli_instance
 
     with open_cli_instance(home) as instance:
+        limits = with_overrides(limits_of(instance), list(pools))
+        jobs = jobs or limits.max_runs
         recover_dead_runs(instance, data)
         sync_evaluation_partitions(instance, specs)
         families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
@@ -161,7 +143,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             raise MaterializeError(f"estimated cost {cost:.4f} USD of {len(to_run)} evaluation(s) is above "
                                    f"--max-cost {max_cost:g}; nothing was started (see --dry-run)")
         reused = [p for p in planned if p.status == "reuse"]
-        report.outcomes += _reuse(instance, built, data, reused)
+        report.outcomes += record_reuses(instance, built, data, reused)
         skipped = [p for p in planned if p.status == "skip"]
         report.outcomes += [Outcome(p.partition, "skipped", p.run_id, p.reason) for p in skipped]
         for p in skipped:
@@ -190,7 +172,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
         from warehouse.repair import pointer_problem, repair_current, servable_current
 
         problem = pointer_problem(data)
-        if any(o.status == "ran" for o in report.outcomes) or _publish_needed(data):
+        if any(o.status == "ran" for o in report.outcomes) or publish_needed(data):
             from warehouse.keys import SigningKeyError, signing_key
 
             # before the publish job: a demo key's path is printed (made on first use); a missing key on
@@ -222,49 +204,6 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     return report
 
 
-def _named_jobs(built, resources: dict) -> dict:
-    """The code location's named jobs over these assets, resolved once (name -> JobDefinition)."""
-    import dagster as dg
-
-    from pipelines.dagster.definitions import named_jobs
-
-    defs = dg.Definitions(assets=built.assets, asset_checks=built.checks, jobs=named_jobs(built.families),
-                          resources=resources, executor=dg.in_process_executor)
-    return {job.name: job for job in defs.resolve_all_job_defs()}
-
-
-def _detail(record) -> str:
-    p = record.primary
-    return f"{p.name} {p.value:.4f} [{p.ci_low:.4f}, {p.ci_high:.4f}]"
-
-
-def _reuse(instance, built, data: DataDir, reused: list[Planned]) -> list[Outcome]:
-    """Outcomes of the reused partitions, and an AssetObservation (data version: the run id) on the
-    metrics partition of each one Dagster does not already show with that run id."""
-    import dagster as dg
-
-    from dagster._core.definitions.data_version import DATA_VERSION_TAG
-
-    from pipelines.dagster.inputs_state import report_observations, shown_versions
-    from pipelines.engine.evaluate import existing_result
-
-    outcomes, events = [], []
-    by_asset: dict[str, list[Planned]] = {}
-    for p in reused:
-        record = existing_result(data, p.run_id)
-        outcomes.append(Outcome(p.partition, "reused", p.run_id, _detail(record)))
-        by_asset.setdefault(built.families[p.task.family].metrics, []).append(p)
-    for asset, planned in by_asset.items():
-        key = dg.AssetKey.from_user_string(asset)
-        shown = shown_versions(instance, key, [p.partition for p in planned])
-        events += [dg.AssetObservation(
-            asset_key=key, partition=p.partition, tags={DATA_VERSION_TAG: p.run_id},
-            metadata={"run_id": p.run_id, "reused": True, "decided_by": "medbench materialize (rule one)"})
-            for p in planned if shown.get(p.partition) != p.run_id]
-    report_observations(instance, events)
-    return outcomes
-
-
 def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool, wait_s: float | None):
     from pipelines.dagster.launch import execute_partition
     from pipelines.dagster.partitions import evaluation_job_name
@@ -278,7 +217,7 @@ def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: b
         if not path.exists() or (force and not (held.waited and written_since(path, held.asked_at))):
             return None
         print(f"{p.partition}: the other process evaluated it (run {p.run_id}); reusing its result", flush=True)
-        return _reuse(instance, built, data, [p])[0]
+        return record_reuses(instance, built, data, [p])[0]
 
     def launch(p: Planned, token: str) -> Outcome:
         fa = built.families[p.task.family]
@@ -291,17 +230,6 @@ def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: b
         if not result.success:
             return Outcome(p.partition, "failed", p.run_id, failure(result))
         record = existing_result(data, p.run_id)  # planned after the inputs, so the run id is known
-        return Outcome(p.partition, "ran", p.run_id, _detail(record) if record else "")
+        return Outcome(p.partition, "ran", p.run_id, detail(record) if record else "")
 
     return launch
-
-
-def _publish_needed(data: DataDir) -> bool:
-    """True when no version can be served, or the one readers would serve (the pointer's, else the
-    newest sound kept one) lacks a finished result or holds another record than its result.json."""
-    from pipelines.engine.release import readable_results
-    from warehouse.repair import holds
-    from warehouse.versions import choose
-
-    chosen = choose(data)
-    return chosen.version is None or not holds(data, chosen.version, readable_results(data))

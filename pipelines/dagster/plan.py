@@ -22,6 +22,10 @@ PROMPT_TOKENS_PER_ITEM = 600
 DECODE_TOKENS_PER_S = {"gpu": 2000.0, "cpu": 40.0}
 
 
+class MaterializeError(RuntimeError):
+    """A selection or setup problem; the message says what to change."""
+
+
 @dataclass
 class Planned:
     partition: str
@@ -126,3 +130,18 @@ def render_plan(planned: list[Planned]) -> str:
     lines.append(f"would run {counts['run']}, reuse {counts['reuse']}, skip {counts['skip']}{withdrawn}; "
                  f"estimated cost {total_cost(planned):.4f} USD" + (f" (+{unknown} without a price)" if unknown else ""))
     return "\n".join(lines)
+
+
+def select(specs: Specs, tasks: list[str], models: list[str]) -> list[tuple[TaskSpec, ModelSpec]]:
+    try:
+        task_refs = {specs.task(t).ref for t in tasks}
+        model_slugs = {specs.model(m).slug for m in models}
+    except KeyError as exc:
+        raise MaterializeError(exc.args[0]) from None
+    pairs = [(t, m) for t, m in specs.evaluations()
+             if (not task_refs or t.ref in task_refs) and (not model_slugs or m.slug in model_slugs)]
+    if not pairs:
+        raise MaterializeError(
+            f"no evaluation matches tasks={tasks or 'all'} models={models or 'all'}: a model is evaluated only "
+            "on the tasks its spec lists (specs/models/<provider>/<name>.toml, key `tasks`)")
+    return pairs

@@ -19,15 +19,14 @@ partitions that are not contiguous) is that partition's run and is tagged as one
 
 from __future__ import annotations
 
-from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
-from dagster._core.storage.dagster_run import DagsterRun
-from dagster._core.storage.tags import (
+from dagster import DagsterRun, QueuedRunCoordinator, SubmitRunContext
+
+from pipelines.dagster.limits import POOL_TAG
+from pipelines.dagster.private_api import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
     PARTITION_NAME_TAG,
 )
-
-from pipelines.dagster.limits import POOL_TAG
 
 
 def pool_for_partition(partition_key: str) -> str | None:

@@ -67,6 +67,12 @@ def publish_sensor(publish_job, metrics_keys: list[dg.AssetKey], evaluation_jobs
     return publish_on_new_results
 
 
+# Dagster's in-progress statuses (its IN_PROGRESS_RUN_STATUSES, not exported): a run in one holds a
+# worker and may still write; a queued run has not started, so it waits its turn after the publish.
+IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
+               dg.DagsterRunStatus.SUSPENDED]
+
+
 def _handled(cursor: str | None) -> int:
     """The newest metrics record handled; 0 for none, or for the cursor the automation-condition
     sensor of the same name left in an instance made before this one replaced it."""
@@ -81,9 +87,7 @@ def _latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
 def _in_progress(instance: dg.DagsterInstance, metrics_keys: set, job_names: set[str]) -> list[str]:
     """Runs not finished that may still write a metrics partition or the warehouse (by job name, or
     by asset selection for the runs Dagster launches as its implicit asset job)."""
-    from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES
-
-    runs = instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS_RUN_STATUSES))
+    runs = instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS))
     return [f"{r.job_name} {r.run_id[:8]}" for r in runs
             if r.job_name in job_names or (r.asset_selection and (r.asset_selection & metrics_keys
                                                                   or dg.AssetKey("published_warehouse") in r.asset_selection))]

@@ -9,7 +9,7 @@ and the metrics asset, a materialisation with ``skipped_reason``, ``evaluated: f
 version ``skipped:<run id>`` and no files, and each of their checks' verdict (a warning saying
 skipped, and why), so no check is left unexecuted either.
 
-Like rule one's reuse records (``orchestrate._reuse``), only where Dagster does not already show
+Like rule one's reuse records (``rule_one.record_reuses``), only where Dagster does not already show
 the partition's newest materialisation with that data version: a repeated pass writes nothing.
 Rule one looks for result.json, never for this record, so the pair is evaluated wherever its model
 can run.

@@ -29,7 +29,7 @@ from support.processes import stop_group
 
 from bench._dagster_ui import DagsterUI, sync_partitions
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.assets.ranged import PARENT_TAG
+from pipelines.dagster.submit import PARENT_TAG
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 
@@ -122,4 +122,55 @@ def _wait_for_runs(home: Path, daemon: subprocess.Popen, log: Path, timeout: flo
             return records
         time.sleep(2)
     pytest.fail(f"the backfill's runs did not finish in {timeout}s: {[(r.dagster_run.status, r.dagster_run.tags) for r in _runs(home)]}\n"
+                f"{log.read_text()[-4000:]}", pytrace=False)
+
+
+def test_evaluate_all_submits_what_needs_work_to_the_queue(demo_data, tmp_path):
+    """``evaluate_all`` launched like any job: with the daemon alive it queues each partition that
+    needs work as its own run of ``evaluate_vitaldb_ioh`` (pool-tagged, held to the cpu limit of 1),
+    ends, and the ``publish_on_new_results`` sensor publishes once they land."""
+    data = tmp_path / "data"
+    shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
+    for pair in PAIRS:
+        run = engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(pair)).run_id
+        (data / "artifacts" / run / "result.json").unlink()
+    home = _home(tmp_path / "dagster-home")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MEDBENCH_DATA": str(data), "PYTHONUNBUFFERED": "1"}
+    sync_partitions(env)
+    selection = {"tasks": ["vitaldb-ioh@0"], "models": [p.split("|")[1] for p in PAIRS]}
+    log = open(tmp_path / "daemon.log", "w")
+    daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"], cwd=REPO, env=env,
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        launched = subprocess.run(
+            [str(BIN / "dagster"), "job", "launch", "-w", "workspace.yaml", "-j", "evaluate_all", "--config-json",
+             json.dumps({"ops": {"evaluate_selection": {"config": selection}}})],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert launched.returncode == 0, launched.stdout + launched.stderr
+        records = _wait_for(home, daemon, tmp_path / "daemon.log", lambda rs: (
+            sum(r.dagster_run.job_name == "evaluate_vitaldb_ioh" and r.dagster_run.is_finished for r in rs) == 2
+            and any(r.dagster_run.job_name == "publish" and r.dagster_run.is_finished for r in rs)))
+    finally:
+        stop_group(daemon)
+        log.close()
+    parent = next(r.dagster_run for r in records if r.dagster_run.job_name == "evaluate_all")
+    children = [r for r in records if r.dagster_run.job_name == "evaluate_vitaldb_ioh"]
+    assert parent.status == dg.DagsterRunStatus.SUCCESS
+    assert sorted(r.dagster_run.tags["dagster/partition"] for r in children) == sorted(PAIRS)
+    assert all(r.dagster_run.tags["medbench/pool"] == "cpu" and r.dagster_run.tags[PARENT_TAG] == parent.run_id
+               for r in children)
+    assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records), [
+        (r.dagster_run.job_name, r.dagster_run.status) for r in records]
+    _assert_apart(children)
+
+
+def _wait_for(home: Path, daemon: subprocess.Popen, log: Path, done, timeout: float = 480) -> list:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            pytest.fail(f"dagster-daemon exited {daemon.returncode}:\n{log.read_text()[-4000:]}", pytrace=False)
+        if done(records := _runs(home)):
+            return records
+        time.sleep(2)
+    pytest.fail(f"not done in {timeout}s: {[(r.dagster_run.job_name, r.dagster_run.status) for r in _runs(home)]}\n"
                 f"{log.read_text()[-4000:]}", pytrace=False)

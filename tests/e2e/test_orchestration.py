@@ -4,8 +4,10 @@ import threading
 import time
 from types import SimpleNamespace
 
+import dagster as dg
+
 from pipelines.dagster.launch import PartitionBusy, partition_lock, run_bounded
-from pipelines.dagster.limits import Limits, read_limits, with_overrides
+from pipelines.dagster.limits import Limits, limits_of, with_overrides
 from pipelines.dagster.plan import Planned
 from pipelines.dagster.report import Outcome, root_cause
 
@@ -53,8 +55,9 @@ def test_limits_come_from_dagster_yaml(tmp_path):
     from pipelines.dagster.orchestrate import REPO_ROOT
 
     (tmp_path / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text())
-    limits = read_limits(tmp_path)
-    assert limits.max_runs == 4 and limits.of("gpu") == 1 and limits.of("api") == 4
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        limits = limits_of(instance)
+    assert limits.max_runs == 4 and limits.of("gpu") == 1 and limits.of("api") == 4 and limits.of("cpu") == 2
     assert with_overrides(limits, ["gpu=2"]).of("gpu") == 2
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.assets.ranged import PARENT_TAG
+from pipelines.dagster.submit import PARENT_TAG
 from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, defs
 from pipelines.dagster.partitions import sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource

@@ -21,7 +21,7 @@ from support.paths import REPO
 
 from bench._dagster_ui import DagsterUI, sync_partitions
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.assets.ranged import PARENT_TAG
+from pipelines.dagster.submit import PARENT_TAG
 from pipelines.dagster.definitions import FAMILY_ASSETS
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir

@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 
 import dagster as dg
-from dagster._core.definitions.data_version import (
+
+from pipelines.dagster.private_api import (
     CODE_VERSION_TAG,
     DATA_VERSION_IS_USER_PROVIDED_TAG,
     DATA_VERSION_TAG,
-    get_input_data_version_tag,
-    get_input_event_pointer_tag,
+    input_data_version_tag,
+    input_event_pointer_tag,
 )
-
 from pipelines.engine.specs import Specs
 from pipelines.tasks.base import CheckOutcome
 
@@ -99,7 +99,7 @@ def input_tags(instance: dg.DagsterInstance, upstream: dg.AssetKey, partitioned:
         event = records[0] if records else None
         version = (event.asset_materialization.tags or {}).get(DATA_VERSION_TAG) if event else None
         pointers = {p: (event.storage_id, version) for p in partitions} if event else {}
-    return {p: {get_input_data_version_tag(upstream): version, get_input_event_pointer_tag(upstream): str(sid)}
+    return {p: {input_data_version_tag(upstream): version, input_event_pointer_tag(upstream): str(sid)}
             for p, (sid, version) in pointers.items() if version}
 
 

@@ -23,14 +23,11 @@ every reused partition (evaluated from the stored files, as the check itself doe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dagster as dg
-from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
 
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.limits import POOL_TAG, Limits, read_limits
 from pipelines.dagster.partitions import evaluation_job_name, metrics_asset_name, predictions_asset_name
+from pipelines.dagster.private_api import BACKFILL_ID_TAG, check_target, repository_job
 
 from .checks import evaluation
 from .evaluation_records import (
@@ -44,8 +41,6 @@ from .evaluation_records import (
     skipped_outcome,
 )
 from .metadata import typed
-
-PARENT_TAG = "medbench/ranged_run"  # on each run a ranged run started: the ranged run's id
 
 
 def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, family_hash: str,
@@ -152,27 +147,13 @@ class _Recorder:
 
 def _materialisations(instance, asset_key: dg.AssetKey, partitions: list[str], run_id: str) -> dict:
     """partition -> the target data (storage id, run, time) of its materialisation by ``run_id``."""
-    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-        AssetCheckEvaluationTargetMaterializationData,
-    )
-
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=partitions), limit=len(partitions) * 2).records
     out = {}
     for rec in records:  # newest first
         if rec.run_id == run_id and rec.partition_key not in out:
-            out[rec.partition_key] = AssetCheckEvaluationTargetMaterializationData(
-                storage_id=rec.storage_id, run_id=rec.run_id, timestamp=rec.timestamp)
+            out[rec.partition_key] = check_target(rec.storage_id, rec.run_id, rec.timestamp)
     return out
-
-
-def _child_tags(context: dg.AssetExecutionContext, ev, pool: str) -> dict[str, str]:
-    """The parent's own tags (a backfill's id, the launcher's tags), not its range or system tags."""
-    parent = context.run
-    tags = {k: v for k, v in parent.tags.items() if not k.startswith(("dagster/", "."))}
-    if backfill := parent.tags.get(BACKFILL_ID_TAG):
-        tags[BACKFILL_ID_TAG] = backfill
-    return {**tags, PARTITION_NAME_TAG: ev.partition_key, POOL_TAG: pool, PARENT_TAG: parent.run_id}
 
 
 def _run_config(family, config) -> dict:
@@ -180,53 +161,19 @@ def _run_config(family, config) -> dict:
     return {"ops": {predictions_asset_name(family): op, metrics_asset_name(family): op}}
 
 
-def daemon_dequeues(instance: dg.DagsterInstance) -> bool:
-    """True when a queued run would be started: the instance queues runs and its daemon is alive."""
-    from dagster._core.run_coordinator import QueuedRunCoordinator
-    from dagster._daemon.controller import get_daemon_statuses
-
-    if not isinstance(instance.run_coordinator, QueuedRunCoordinator):
-        return False
-    status = get_daemon_statuses(instance, ["QUEUED_RUN_COORDINATOR"], ignore_errors=True)
-    return bool(status["QUEUED_RUN_COORDINATOR"].healthy)
-
-
-def _repository_job(context: dg.AssetExecutionContext, name: str):
-    """``name`` from the code location this run was loaded from, or None (e.g. ``dg.materialize``)."""
-    from dagster._check import CheckError
-
-    try:
-        repo = context.repository_def
-    except CheckError:  # Dagster's invariant: no repository on this run's context
-        return None
-    return repo.get_job(name) if repo.has_job(name) else None
-
-
 def _start_work(context: dg.AssetExecutionContext, work: list, config, family) -> None:
-    parent, name = context.run, evaluation_job_name(family.name)
-    job = _repository_job(context, name)
-    if (job is not None and parent.remote_job_origin is not None and parent.job_code_origin is not None
-            and daemon_dequeues(context.instance)):
-        _queue(context, job, work, config, family)
-    else:
-        _run_here(context, job or _evaluation_job(context, family), work, config, family)
+    """The partitions that need work as runs of ``evaluate_<family>``: queued to the instance, or
+    run here and waited for (``submit.py``); a failed one fails this run, with its reason."""
+    from pipelines.dagster.plan import Planned
+    from pipelines.dagster.submit import start_partition_runs
 
-
-def _queue(context: dg.AssetExecutionContext, job, work: list, config, family) -> None:
-    """One queued run of ``evaluate_<family>`` per partition, in this code location; the daemon
-    starts each within its pool's limit (the coordinator's own dequeue, as for any queued run)."""
-    from dagster._core.remote_origin import RemoteJobOrigin
-    from dagster._core.storage.dagster_run import DagsterRunStatus
-
-    parent, instance = context.run, context.instance
-    origin = RemoteJobOrigin(repository_origin=parent.remote_job_origin.repository_origin, job_name=job.name)
-    code_origin = parent.job_code_origin._replace(job_name=job.name)
-    for ev in work:
-        run = instance.create_run_for_job(
-            job_def=job, run_config=_run_config(family, config), tags=_child_tags(context, ev, ev.backend.pool(ev.model)),
-            status=DagsterRunStatus.NOT_STARTED, remote_job_origin=origin, job_code_origin=code_origin)
-        instance.submit_run(run.run_id, workspace=None)
-        context.log.info(f"{ev.partition_key}: queued run {run.run_id} ({job.name}, pool {ev.backend.pool(ev.model)})")
+    job = repository_job(context, evaluation_job_name(family.name))
+    planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, ev.backend.pool(ev.model)) for ev in work]
+    outcomes = start_partition_runs(context, job or _evaluation_job(context, family), job is not None, planned,
+                                    _run_config(family, config))
+    failed = [f"{o.partition}: {o.detail}" for o in outcomes or [] if o.status != "ran"]
+    if failed:
+        raise dg.Failure(description="; ".join(failed))
 
 
 def _evaluation_job(context: dg.AssetExecutionContext, family):
@@ -241,34 +188,3 @@ def _evaluation_job(context: dg.AssetExecutionContext, family):
                                                     selection=[predictions_asset_name(family),
                                                                metrics_asset_name(family)])])
     return defs.resolve_job_def(name)
-
-
-def _run_here(context: dg.AssetExecutionContext, job, work: list, config, family) -> None:
-    """No daemon to start queued runs: the runs execute in this process, at most as many at once
-    as the instance's limits allow (per pool too), and this run waits for them."""
-    from dagster._core.errors import DagsterExecutionInterruptedError
-
-    from pipelines.dagster.launch import execute_partition, fail_in_flight, run_bounded
-    from pipelines.dagster.plan import Planned
-    from pipelines.dagster.report import Outcome, failure
-
-    instance, data = context.instance, context.resources.medbench.data()
-    root = instance.root_directory
-    limits = read_limits(Path(root)) if root else Limits()
-    by_key = {ev.partition_key: ev for ev in work}
-
-    def launch(p: Planned, token: str) -> Outcome:
-        result = execute_partition(job, p, token, instance, data.root, run_config=_run_config(family, config),
-                                   tags=_child_tags(context, by_key[p.partition], p.pool))
-        return Outcome(p.partition, "ran" if result.success else "failed", p.run_id,
-                       "" if result.success else failure(result))
-
-    planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, ev.backend.pool(ev.model)) for ev in work]
-    outcomes, interrupted = run_bounded(planned, limits.max_runs, limits, launch, log=context.log.info,
-                                        on_interrupt=lambda tokens: fail_in_flight(
-                                            instance, tokens, context.log.info,
-                                            f"its ranged run {context.run_id} was stopped"),
-                                        interrupts=(KeyboardInterrupt, DagsterExecutionInterruptedError))
-    failed = [f"{o.partition}: {o.detail}" for o in outcomes if o.status != "ran"]
-    if interrupted or failed:
-        raise dg.Failure(description="; ".join(failed) or "interrupted")

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import dagster as dg
 from dagster._daemon.types import DaemonHeartbeat
 
-from pipelines.dagster.assets.ranged import PARENT_TAG, _child_tags, daemon_dequeues
+from pipelines.dagster.submit import PARENT_TAG, child_tags, daemon_dequeues
 from support.paths import REPO
 
 
@@ -47,6 +47,6 @@ def test_a_started_run_inherits_the_backfill_and_user_tags_not_the_range():
         "dagster/backfill": "bf1", "dagster/asset_partition_range_start": "a|x",
         "dagster/asset_partition_range_end": "b|y", ".dagster/grpc_info": "{}", "team": "icu"})
     ev = SimpleNamespace(partition_key="vitaldb-ioh@0|medbench/neg-last-map")
-    tags = _child_tags(SimpleNamespace(run=parent), ev, "cpu")
+    tags = child_tags(SimpleNamespace(run=parent), ev.partition_key, "cpu")
     assert tags == {"dagster/backfill": "bf1", "team": "icu", "dagster/partition": ev.partition_key,
                     "medbench/pool": "cpu", PARENT_TAG: "parent-1"}
