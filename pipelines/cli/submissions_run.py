@@ -5,7 +5,10 @@ The same functions as the sensor (``pipelines.dagster.submission_flow``): the sp
 validated again, rule one first, then the runs: here through ``medbench materialize``'s path (one
 Dagster run per partition, recorded in the data directory's instance, within the pools, then a
 publish), and the submission moves to running, then evaluated with its run ids or failed with the
-root cause ``medbench materialize`` prints. Exit 0 when every processed submission was evaluated
+root cause ``medbench materialize`` prints. An approved official submission never takes that path:
+its kept package runs in the sandbox (``submission_flow.run_official``, as the sensor's
+``run_official_submission`` job does), and ends evaluated with its official run ids or failed with
+the package's one-line reason. Exit 0 when every processed submission was evaluated
 (or none waited), 1 otherwise.
 """
 
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from pipelines.dagster.plugins import specs as load_specs
     from pipelines.dagster.report import Outcome
-    from pipelines.dagster.submission_flow import SUBMISSION_TAG, prepare, settle
+    from pipelines.dagster.submission_flow import SUBMISSION_TAG, is_official, prepare, run_official, settle
     from warehouse.layout import DataDir
     from warehouse.submissions import SubmissionStore
 
@@ -60,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
             return 0
         states = []
         for sub in waiting:
-            print(f"submission {sub.id}: {sub.model['slug']} on {', '.join(sub.tasks)}", flush=True)
+            print(f"submission {sub.id}: {sub.model['slug']} on {', '.join(sub.tasks)} ({sub.tier})", flush=True)
+            if is_official(sub):
+                final = run_official(store, sub.id, data, load_specs)
+                states += [final.state] if final is not None else []  # None: another run took it
+                continue
             prepared = prepare(store, sub, data, load_specs)
             if prepared is not None:
                 store.transition(sub.id, "running", "evaluating in-process (medbench submissions run)")

@@ -28,7 +28,12 @@ from pipelines.dagster.withdraw_job import withdraw_result_job
 from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor, publish_sensor
-from pipelines.dagster.submission_jobs import review_submission, submission_run_failures, submissions_sensor
+from pipelines.dagster.submission_jobs import (
+    review_submission,
+    run_official_submission,
+    submission_run_failures,
+    submissions_sensor,
+)
 from pipelines.dagster.plugins import specs as load_specs
 from pipelines.engine.specs import Specs
 
@@ -104,13 +109,14 @@ publish_automation = publish_sensor(
     [dg.AssetKey.from_user_string(fa.metrics) for fa in FAMILY_ASSETS.values()],
     [*(evaluation_job_name(name) for name in FAMILY_ASSETS), evaluate_all_job.name])
 
-# Submissions: approved ones become spec files and evaluation runs (submission_jobs.py).
+# Submissions: approved ones become spec files and evaluation runs, approved official ones a
+# run_official_submission run of their package in the sandbox (submission_jobs.py).
 submissions_automation = submissions_sensor([j for j in JOBS if j.name in {evaluation_job_name(n) for n in FAMILY_ASSETS}])
 
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
-    jobs=[*JOBS, evaluate_all_job, withdraw_result_job, review_submission],
+    jobs=[*JOBS, evaluate_all_job, withdraw_result_job, review_submission, run_official_submission],
     sensors=[evaluation_partitions_sensor, dead_runs_sensor, publish_automation, submissions_automation,
              submission_run_failures],
     resources={"medbench": MedbenchResource()},
