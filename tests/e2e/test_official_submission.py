@@ -123,8 +123,13 @@ def official_rows(data: Path, slug: str) -> list[str]:
     return [r["run_id"] for r in rows if r["model"]["slug"] == slug]
 
 
-def test_submissions_run_evaluates_an_official_submission_in_the_sandbox(data, tmp_path):
-    """Without a daemon: ``medbench submissions run`` runs the package, not a baseline evaluation."""
+def test_submissions_run_evaluates_an_official_submission_in_the_sandbox(data, tmp_path, instance):
+    """Without a daemon: ``medbench submissions run`` runs the package, not a baseline evaluation, as a
+    ``run_official_submission`` run recorded in the data directory's instance."""
+    import dagster as dg
+
+    from pipelines.dagster.submission_flow import SUBMISSION_TAG
+
     sid, store = submit_and_upload(data, "acme/m4", build_example_wheel(tmp_path))
     ran = run_medbench("submissions", "run", data=data)
     final = store.get(sid)
@@ -132,6 +137,8 @@ def test_submissions_run_evaluates_an_official_submission_in_the_sandbox(data, t
     assert "evaluated in the sandbox" in final.state_reason and len(final.run_ids) == 1
     assert not (data / "submitted-specs" / "models" / "acme" / "m4.toml").exists()  # no baseline spec was written
     assert official_rows(data, "acme/m4") == final.run_ids
+    [run] = instance.get_runs(filters=dg.RunsFilter(tags={SUBMISSION_TAG: sid}))
+    assert run.job_name == "run_official_submission" and run.status == dg.DagsterRunStatus.SUCCESS
     assert run_medbench("submissions", "run", data=data).stdout.startswith("no approved submission")
     store.close()
 
@@ -193,6 +200,30 @@ def test_an_official_run_that_dies_fails_its_submission(data, tmp_path, instance
     submission_run_failures(dg.build_run_status_sensor_context(
         sensor_name="submission_run_failures", dagster_event=failure.dagster_event, dagster_instance=instance,
         dagster_run=run).for_run_failure())
+    final = store.get(sid)
+    assert final.state == "failed" and final.state_reason == f"run {run.run_id} died"
+    store.close()
+
+
+def test_an_official_submission_left_running_by_a_killed_submissions_run_fails_with_run_died(data, tmp_path,
+                                                                                             instance):
+    import subprocess
+
+    import dagster as dg
+
+    from pipelines.dagster.definitions import defs
+    from pipelines.dagster.stale_runs import HOST_TAG, PID_TAG, run_tags
+    from pipelines.dagster.submission_jobs import official_run_request
+
+    sid, store = submit_and_upload(data, "acme/m7", build_example_wheel(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # the `submissions run` that was running this package, then was killed
+    request = official_run_request(sid)
+    run = instance.create_run_for_job(defs.resolve_job_def(request.job_name), run_config=request.run_config,
+                                      tags={**request.tags, HOST_TAG: run_tags()[HOST_TAG], PID_TAG: str(gone.pid)},
+                                      status=dg.DagsterRunStatus.STARTED)
+    store.transition(sid, "running", "package runs in the sandbox")
+    run_medbench("submissions", "run", data=data)
     final = store.get(sid)
     assert final.state == "failed" and final.state_reason == f"run {run.run_id} died"
     store.close()

@@ -34,6 +34,7 @@ def approved(store: SubmissionStore, slug: str, tier: str) -> str:
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("MEDBENCH_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "data" / "dagster"))
     opened = SubmissionStore.for_data(DataDir(tmp_path / "data"))
     yield opened
     opened.close()
