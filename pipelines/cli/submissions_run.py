@@ -45,7 +45,7 @@ def settle_dead(store, data) -> None:
             observe(instance, store, sub, data, load_specs)
 
 
-def run_official_here(data, sub_id: str):
+def run_official_here(data, sub) -> None:
     """An approved official submission through the job the sensor requests, executed in this process on
     the data directory's instance. Why a recorded run and not a bare call: the run carries this host
     and pid, so when this process is killed mid-package the next ``submissions run`` (``settle_dead``)
@@ -56,7 +56,7 @@ def run_official_here(data, sub_id: str):
     from pipelines.dagster.stale_runs import run_tags
     from pipelines.dagster.submission_jobs import official_run_request, run_official_submission
 
-    request = official_run_request(sub_id)
+    request = official_run_request(sub)
     with open_cli_instance(prepare_dagster_home(data)) as instance:
         run_official_submission.execute_in_process(
             run_config={**request.run_config, **QUIET_LOGS}, instance=instance, raise_on_error=False,
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         for sub in waiting:
             print(f"submission {sub.id}: {sub.model['slug']} on {', '.join(sub.tasks)} ({sub.tier})", flush=True)
             if is_official(sub):
-                run_official_here(data, sub.id)
+                run_official_here(data, sub)
                 final = store.get(sub.id)
                 print(f"submission {final.id}: {final.state} ({final.state_reason})", flush=True)
                 states += [final.state] if final.state != "running" else []  # running: another process took it

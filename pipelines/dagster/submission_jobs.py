@@ -2,8 +2,9 @@
 with a reason, from the Launchpad), the ``submissions`` sensor (approved submissions -> spec files ->
 evaluation runs launched through the instance, within the pools; their states follow the runs) and
 the ``run_official_submission`` job (an approved official submission's package in the sandbox, which
-the sensor requests for it), the ``submission_run_failures`` run-failure sensor (a run that fails or dies fails its submission at
-once, "run <id> died" when its process was killed). The work itself is ``submission_flow``'s plain
+the sensor requests for it, in the pool the submission asked for), the ``submission_run_failures``
+run-failure sensor (a run that fails or dies fails its submission at once, "run <id> died" when its
+process was killed). The work itself is ``submission_flow``'s plain
 functions, which ``medbench submissions run`` calls in-process when no daemon runs.
 """
 
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 
 import dagster as dg
 
+from pipelines.dagster.limits import POOL_TAG
 from pipelines.dagster.partitions import evaluation_job_name, partitions_name
 from pipelines.dagster.plugins import specs as load_specs
 from pipelines.dagster.submission_flow import (
@@ -27,7 +29,7 @@ from pipelines.dagster.submission_flow import (
     runs_of,
 )
 from warehouse.layout import DataDir
-from warehouse.submissions import URL_ENV, SubmissionNotFound, SubmissionStore
+from warehouse.submissions import URL_ENV, Submission, SubmissionNotFound, SubmissionStore
 
 
 @contextmanager
@@ -90,11 +92,12 @@ def run_official_submission() -> None:
     run_official_submission_op()
 
 
-def official_run_request(sub_id: str) -> dg.RunRequest:
-    """One run per official submission: the run key keeps a later tick from requesting it again."""
-    return dg.RunRequest(run_key=f"{sub_id}:official", job_name="run_official_submission",
-                         run_config={"ops": {"run_official_submission_op": {"config": {"submission_id": sub_id}}}},
-                         tags={SUBMISSION_TAG: sub_id})
+def official_run_request(sub: Submission) -> dg.RunRequest:
+    """One run per official submission: the run key keeps a later tick from requesting it again; the
+    pool tag (the sandbox's pool, ``cpu`` unless it asked for another) puts it under the pool limits."""
+    return dg.RunRequest(run_key=f"{sub.id}:official", job_name="run_official_submission",
+                         run_config={"ops": {"run_official_submission_op": {"config": {"submission_id": sub.id}}}},
+                         tags={SUBMISSION_TAG: sub.id, POOL_TAG: sub.resources.pool if sub.resources else "cpu"})
 
 
 def submissions_sensor(evaluation_jobs: Sequence) -> dg.SensorDefinition:
@@ -119,7 +122,7 @@ def submissions_sensor(evaluation_jobs: Sequence) -> dg.SensorDefinition:
                     continue
                 if is_official(sub):
                     if sub.state == "queued":
-                        runs.append(official_run_request(sub.id))
+                        runs.append(official_run_request(sub))
                     continue
                 prepared = prepare(store, sub, data, load_specs, log=context.log.info)
                 for p in prepared.to_run if prepared else []:

@@ -218,7 +218,7 @@ def test_an_official_submission_left_running_by_a_killed_submissions_run_fails_w
     sid, store = submit_and_upload(data, "acme/m7", build_example_wheel(tmp_path))
     gone = subprocess.Popen(["true"])
     gone.wait()  # the `submissions run` that was running this package, then was killed
-    request = official_run_request(sid)
+    request = official_run_request(store.get(sid))
     run = instance.create_run_for_job(defs.resolve_job_def(request.job_name), run_config=request.run_config,
                                       tags={**request.tags, HOST_TAG: run_tags()[HOST_TAG], PID_TAG: str(gone.pid)},
                                       status=dg.DagsterRunStatus.STARTED)

@@ -78,7 +78,7 @@ def test_the_sensor_requests_one_official_job_run_and_no_baseline_evaluation(sto
         result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
     [request] = result.run_requests
     assert request.job_name == "run_official_submission" and request.run_key == f"{sandboxed}:official"
-    assert request.tags[submission_flow.SUBMISSION_TAG] == sandboxed
+    assert request.tags[submission_flow.SUBMISSION_TAG] == sandboxed and request.tags["medbench/pool"] == "cpu"
     assert request.run_config == {"ops": {"run_official_submission_op": {"config": {"submission_id": sandboxed}}}}
     assert calls == {"baseline": [], "official": []} and store.get(sandboxed).state == "queued"
 
