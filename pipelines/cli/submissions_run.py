@@ -5,7 +5,10 @@ The same functions as the sensor (``pipelines.dagster.submission_flow``): the sp
 validated again, rule one first, then the runs: here through ``medbench materialize``'s path (one
 Dagster run per partition, recorded in the data directory's instance, within the pools, then a
 publish), and the submission moves to running, then evaluated with its run ids or failed with the
-root cause ``medbench materialize`` prints. Exit 0 when every processed submission was evaluated
+root cause ``medbench materialize`` prints. An approved official submission never takes that path:
+its kept package runs in the sandbox through the sensor's ``run_official_submission`` job, executed
+in this process on the data directory's instance (``run_official_here``), and ends evaluated with
+its official run ids or failed with the package's one-line reason. Exit 0 when every processed submission was evaluated
 (or none waited), 1 otherwise.
 """
 
@@ -42,11 +45,29 @@ def settle_dead(store, data) -> None:
             observe(instance, store, sub, data, load_specs)
 
 
+def run_official_here(data, sub) -> None:
+    """An approved official submission through the job the sensor requests, executed in this process on
+    the data directory's instance. Why a recorded run and not a bare call: the run carries this host
+    and pid, so when this process is killed mid-package the next ``submissions run`` (``settle_dead``)
+    reports the run dead and fails the submission with "run <id> died" instead of leaving it running.
+    The job's op (``submission_flow.run_official``) moves the submission."""
+    from pipelines.dagster.cli_instance import open_cli_instance
+    from pipelines.dagster.orchestrate import QUIET_LOGS, prepare_dagster_home
+    from pipelines.dagster.stale_runs import run_tags
+    from pipelines.dagster.submission_jobs import official_run_request, run_official_submission
+
+    request = official_run_request(sub)
+    with open_cli_instance(prepare_dagster_home(data)) as instance:
+        run_official_submission.execute_in_process(
+            run_config={**request.run_config, **QUIET_LOGS}, instance=instance, raise_on_error=False,
+            tags={"medbench/cli": "submissions-run", **run_tags(), **request.tags})
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from pipelines.dagster.plugins import specs as load_specs
     from pipelines.dagster.report import Outcome
-    from pipelines.dagster.submission_flow import SUBMISSION_TAG, prepare, settle
+    from pipelines.dagster.submission_flow import SUBMISSION_TAG, is_official, prepare, settle
     from warehouse.layout import DataDir
     from warehouse.submissions import SubmissionStore
 
@@ -60,7 +81,13 @@ def run(args: argparse.Namespace) -> int:
             return 0
         states = []
         for sub in waiting:
-            print(f"submission {sub.id}: {sub.model['slug']} on {', '.join(sub.tasks)}", flush=True)
+            print(f"submission {sub.id}: {sub.model['slug']} on {', '.join(sub.tasks)} ({sub.tier})", flush=True)
+            if is_official(sub):
+                run_official_here(data, sub)
+                final = store.get(sub.id)
+                print(f"submission {final.id}: {final.state} ({final.state_reason})", flush=True)
+                states += [final.state] if final.state != "running" else []  # running: another process took it
+                continue
             prepared = prepare(store, sub, data, load_specs)
             if prepared is not None:
                 store.transition(sub.id, "running", "evaluating in-process (medbench submissions run)")

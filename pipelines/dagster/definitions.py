@@ -29,7 +29,12 @@ from pipelines.dagster.withdraw_job import withdraw_result_job
 from pipelines.dagster.partitions import evaluation_job_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.sensors import dead_runs_sensor, evaluation_partitions_sensor, publish_sensor
-from pipelines.dagster.submission_jobs import review_submission, submission_run_failures, submissions_sensor
+from pipelines.dagster.submission_jobs import (
+    review_submission,
+    run_official_submission,
+    submission_run_failures,
+    submissions_sensor,
+)
 from pipelines.dagster.plugins import specs as load_specs
 from pipelines.engine.specs import Specs
 
@@ -94,7 +99,8 @@ def named_jobs(families: dict[str, FamilyAssets]) -> list[dg.UnresolvedAssetJobD
 
 def jobs(built: Built) -> list:
     """Every job of the code location. A new job (e.g. a Dagster job of another feature) is added here."""
-    return [*named_jobs(built.families), evaluate_all_job, withdraw_result_job, review_submission]
+    return [*named_jobs(built.families), evaluate_all_job, withdraw_result_job, review_submission,
+            run_official_submission]
 
 
 def sensors(built: Built, all_jobs: list) -> list[dg.SensorDefinition]:
@@ -106,7 +112,8 @@ def sensors(built: Built, all_jobs: list) -> list[dg.SensorDefinition]:
     publish_automation = publish_sensor(
         by_name["publish"], [dg.AssetKey.from_user_string(fa.metrics) for fa in built.families.values()],
         [*(evaluation_job_name(name) for name in built.families), evaluate_all_job.name])
-    # approved submissions become spec files and evaluation runs (submission_jobs.py)
+    # approved submissions become spec files and evaluation runs, approved official ones a
+    # run_official_submission run of their package in the sandbox (submission_jobs.py)
     submissions_automation = submissions_sensor([by_name[evaluation_job_name(name)] for name in built.families])
     return [evaluation_partitions_sensor, dead_runs_sensor, publish_automation, submissions_automation,
             submission_run_failures]

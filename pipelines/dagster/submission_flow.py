@@ -12,6 +12,11 @@ its run requests) and by ``medbench submissions run`` (runs executed in-process,
 - ``observe``: the sensor's view of a submission's Dagster runs (tag ``medbench/submission``) turned
   into the same outcomes; a run that failed without a failed step (its process was killed, run
   monitoring or the dead-runs sensor reported it) is "run <id> died".
+- ``run_official``: an approved *official* submission (tier ``official``, its wheel kept) never takes
+  the baseline path above: its package runs in the sandbox (``pipelines.official.submission``), which
+  moves the submission itself. Called by the ``run_official_submission`` job the sensor requests, and
+  by ``medbench submissions run``. Whoever moves it ``queued -> running`` first runs it; the store
+  refuses the second move (``IllegalTransition``), so nothing runs twice.
 """
 
 from __future__ import annotations
@@ -46,6 +51,32 @@ def _move(store: SubmissionStore, sub_id: str, state: str, reason: str, run_ids=
         log(f"submission {sub_id}: {state} ({reason})")
     except IllegalTransition:
         pass
+
+
+def is_official(sub: Submission) -> bool:
+    """Official submissions run their package in the sandbox; every other one takes the baseline path."""
+    return sub.tier == "official"
+
+
+def run_official(store: SubmissionStore, sub_id: str, data: DataDir, load_specs: Callable[[], Specs],
+                 log: Log = print) -> Submission | None:
+    """Run an approved official submission's package; its final state, or None when another process
+    (a sensor's run, a concurrent ``submissions run``) had already taken it. Anything that stops it
+    before it ends fails it with the one-line reason, so no submission is left ``running`` by an error."""
+    from pipelines.official.submission import run_submission
+
+    if store.get(sub_id).state != "queued":
+        log(f"submission {sub_id}: already taken by another run")
+        return None
+    try:
+        return run_submission(load_specs(), data, store, sub_id, log)
+    except IllegalTransition:  # the other process moved it between our read and our move
+        log(f"submission {sub_id}: already taken by another run")
+        return None
+    except Exception as exc:  # noqa: BLE001 - the boundary where a submission must end in a state
+        lines = str(exc).strip().splitlines()
+        _move(store, sub_id, "failed", lines[0] if lines else type(exc).__name__, log=log)
+        return store.get(sub_id)
 
 
 def settle(store: SubmissionStore, sub: Submission, outcomes: list[Outcome], log: Log = print) -> None:
@@ -122,6 +153,8 @@ def observe(instance: dg.DagsterInstance, store: SubmissionStore, sub: Submissio
         partition = run.tags.get("dagster/partition", "")
         _move(store, sub.id, "failed", f"{partition}: {failure_line(instance, run)}" if partition
               else failure_line(instance, run), log=log)
+        return
+    if is_official(sub):  # its run moves it itself (run_official); only a run that died is ours to report
         return
     if any(r.status not in FINISHED for r in runs):
         if sub.state == "queued" and any(r.status == dg.DagsterRunStatus.STARTED for r in runs):

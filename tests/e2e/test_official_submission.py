@@ -115,3 +115,115 @@ def test_medbench_submit_sends_the_sha256_and_uploads_the_package(data, tmp_path
     assert store.get(sid).package_sha256 == sha
     assert (data / "packages" / sha / wheel.name).read_bytes() == wheel.read_bytes()
     store.close()
+
+
+def official_rows(data: Path, slug: str) -> list[str]:
+    with TestClient(create_app(data)) as client:
+        rows = client.get("/v1/leaderboard", params={"task": "clinicalqa@0", "tier": "official"}).json()["rows"]
+    return [r["run_id"] for r in rows if r["model"]["slug"] == slug]
+
+
+def test_submissions_run_evaluates_an_official_submission_in_the_sandbox(data, tmp_path, instance):
+    """Without a daemon: ``medbench submissions run`` runs the package, not a baseline evaluation, as a
+    ``run_official_submission`` run recorded in the data directory's instance."""
+    import dagster as dg
+
+    from pipelines.dagster.submission_flow import SUBMISSION_TAG
+
+    sid, store = submit_and_upload(data, "acme/m4", build_example_wheel(tmp_path))
+    ran = run_medbench("submissions", "run", data=data)
+    final = store.get(sid)
+    assert final.state == "evaluated", (final.state_reason, ran.stdout[-2000:], ran.stderr[-2000:])
+    assert "evaluated in the sandbox" in final.state_reason and len(final.run_ids) == 1
+    assert not (data / "submitted-specs" / "models" / "acme" / "m4.toml").exists()  # no baseline spec was written
+    assert official_rows(data, "acme/m4") == final.run_ids
+    [run] = instance.get_runs(filters=dg.RunsFilter(tags={SUBMISSION_TAG: sid}))
+    assert run.job_name == "run_official_submission" and run.status == dg.DagsterRunStatus.SUCCESS
+    assert run_medbench("submissions", "run", data=data).stdout.startswith("no approved submission")
+    store.close()
+
+
+@pytest.fixture
+def instance(data, monkeypatch):
+    """The data directory's own Dagster instance, as the daemon's sensors and runs would open it."""
+    import dagster as dg
+
+    monkeypatch.setenv("MEDBENCH_DATA", str(data))
+    monkeypatch.setenv("DAGSTER_HOME", str(data / "dagster"))
+    with dg.DagsterInstance.get() as opened:
+        yield opened
+
+
+def tick(instance):
+    """One evaluation of the ``submissions`` sensor, as the daemon makes it."""
+    import dagster as dg
+
+    from pipelines.dagster.definitions import defs
+
+    context = dg.build_sensor_context(instance_ref=instance.get_ref(), definitions=defs)
+    with dg.partition_loading_context(dynamic_partitions_store=instance):
+        return defs.resolve_sensor_def("submissions").evaluate_tick(context)
+
+
+def test_the_sensor_launches_the_official_job_and_the_submission_ends_evaluated(data, tmp_path, instance):
+    from pipelines.dagster.definitions import defs
+    from pipelines.dagster.submission_flow import SUBMISSION_TAG
+
+    sid, store = submit_and_upload(data, "acme/m5", build_example_wheel(tmp_path))
+    [request] = tick(instance).run_requests
+    assert request.job_name == "run_official_submission" and request.tags[SUBMISSION_TAG] == sid
+    run = defs.resolve_job_def(request.job_name).execute_in_process(run_config=request.run_config,
+                                                                     tags=request.tags, instance=instance)
+    assert run.success
+    assert tick(instance).run_requests == []  # evaluated: nothing more to request, no second run
+    final = store.get(sid)
+    assert final.state == "evaluated", final.state_reason
+    assert [h.state for h in final.history][-3:] == ["queued", "running", "evaluated"]
+    assert official_rows(data, "acme/m5") == final.run_ids and len(final.run_ids) == 1
+    store.close()
+
+
+def test_an_official_run_that_dies_fails_its_submission(data, tmp_path, instance):
+    import dagster as dg
+
+    from pipelines.dagster.definitions import defs
+    from pipelines.dagster.submission_jobs import submission_run_failures
+
+    sid, store = submit_and_upload(data, "acme/m6", build_example_wheel(tmp_path))
+    [request] = tick(instance).run_requests
+    run = instance.create_run_for_job(defs.resolve_job_def(request.job_name), run_config=request.run_config,
+                                      tags=request.tags, status=dg.DagsterRunStatus.STARTED)
+    assert tick(instance).run_requests == [] and store.get(sid).state == "queued"  # its run is under way
+    instance.report_run_failed(run, "the process running it was killed")  # as the dead-runs sensor does
+    run = instance.get_run_by_id(run.run_id)
+    [failure] = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    submission_run_failures(dg.build_run_status_sensor_context(
+        sensor_name="submission_run_failures", dagster_event=failure.dagster_event, dagster_instance=instance,
+        dagster_run=run).for_run_failure())
+    final = store.get(sid)
+    assert final.state == "failed" and final.state_reason == f"run {run.run_id} died"
+    store.close()
+
+
+def test_an_official_submission_left_running_by_a_killed_submissions_run_fails_with_run_died(data, tmp_path,
+                                                                                             instance):
+    import subprocess
+
+    import dagster as dg
+
+    from pipelines.dagster.definitions import defs
+    from pipelines.dagster.stale_runs import HOST_TAG, PID_TAG, run_tags
+    from pipelines.dagster.submission_jobs import official_run_request
+
+    sid, store = submit_and_upload(data, "acme/m7", build_example_wheel(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # the `submissions run` that was running this package, then was killed
+    request = official_run_request(store.get(sid))
+    run = instance.create_run_for_job(defs.resolve_job_def(request.job_name), run_config=request.run_config,
+                                      tags={**request.tags, HOST_TAG: run_tags()[HOST_TAG], PID_TAG: str(gone.pid)},
+                                      status=dg.DagsterRunStatus.STARTED)
+    store.transition(sid, "running", "package runs in the sandbox")
+    run_medbench("submissions", "run", data=data)
+    final = store.get(sid)
+    assert final.state == "failed" and final.state_reason == f"run {run.run_id} died"
+    store.close()

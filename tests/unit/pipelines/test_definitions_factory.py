@@ -16,7 +16,7 @@ def test_the_factory_makes_every_job_and_sensor_from_its_lists(tmp_path, monkeyp
     assert not data.exists()  # building touched no data directory
     built = build(specs)
     job_names = {j.name for j in jobs(built)}
-    assert {"materialize_inputs", "publish", "evaluate_all", "withdraw_result", "review_submission"} | {
+    assert {"materialize_inputs", "publish", "evaluate_all", "withdraw_result", "review_submission", "run_official_submission"} | {
         evaluation_job_name(f) for f in built.families} == job_names
     assert {j.name for j in made.resolve_all_job_defs()} >= job_names
     assert {s.name for s in made.sensors} == {s.name for s in sensors(built, jobs(built))} == {
