@@ -84,7 +84,7 @@ def _start(context, built, jobs_by_name: dict, to_run: list, config: EvaluateAll
 @dg.op(description="Rule one for every selected evaluation partition, then only the partitions that need work "
                    "submitted as their own evaluate_<family> runs, then the publish.")
 def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig, medbench: MedbenchResource):
-    from pipelines.dagster.definitions import build, resolved_jobs
+    from pipelines.dagster.building import build, resolved_jobs
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.plan import MaterializeError, plan_selection, select
     from pipelines.dagster.rule_one import publish_needed, record_reuses

@@ -11,7 +11,7 @@ ran or the version readers would serve lacks a finished result or holds an older
 (a ``--force`` rerun whose publish failed); otherwise a damaged ``CURRENT`` or analysts' link is
 only repaired, no new version built (``warehouse.repair.repair_current``). Every run carries the
 tags in ``base_tags`` and belongs to one of the code location's named jobs (``materialize_inputs``, ``evaluate_<family>``,
-``publish``, from ``definitions.named_jobs``), resolved once per invocation: in the UI the CLI's
+``publish``, from ``building.named_jobs``), resolved once per invocation: in the UI the CLI's
 runs sit under the same job names and descriptions as a maintainer's, and no run pays for
 resolving an ad-hoc job over the whole asset graph.
 """
@@ -97,7 +97,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
     from dagster import AssetKey
 
     from pipelines.dagster import inputs_state
-    from pipelines.dagster.definitions import build, resolved_jobs
+    from pipelines.dagster.building import build, resolved_jobs
     from pipelines.dagster.limits import Limits, limits_of, with_overrides
     from pipelines.dagster.partitions import sync_evaluation_partitions
     from pipelines.dagster.resources import MedbenchResource
