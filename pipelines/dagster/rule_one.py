@@ -46,10 +46,21 @@ def record_reuses(instance, built, data: DataDir, reused: list[Planned],
 
 def publish_needed(data: DataDir) -> bool:
     """True when no version can be served, or the one readers would serve (the pointer's, else the
-    newest sound kept one) lacks a finished result or holds another record than its result.json."""
+    newest sound kept one) was built with an older table schema (an upgraded medbench: its release
+    log, signatures and portable tables come with the next publish, not the next new result), lacks a
+    finished result or holds another record than its result.json."""
     from pipelines.engine.release import readable_results
+    from warehouse.read import read_meta, schema_version_of
     from warehouse.repair import holds
+    from warehouse.schema import SCHEMA_VERSION
     from warehouse.versions import choose
 
     chosen = choose(data)
-    return chosen.version is None or not holds(data, chosen.version, readable_results(data))
+    if chosen.version is None:
+        return True
+    try:
+        if schema_version_of(read_meta(data, chosen.version)) < SCHEMA_VERSION:
+            return True
+    except Exception:  # noqa: BLE001  (pruned or damaged since it was chosen: a publish decides afresh)
+        return True
+    return not holds(data, chosen.version, readable_results(data))
