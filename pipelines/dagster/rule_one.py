@@ -49,6 +49,8 @@ def publish_needed(data: DataDir) -> bool:
     newest sound kept one) was built with an older table schema (an upgraded medbench: its release
     log, signatures and portable tables come with the next publish, not the next new result), lacks a
     finished result or holds another record than its result.json."""
+    import duckdb
+
     from pipelines.engine.release import readable_results
     from warehouse.read import read_meta, schema_version_of
     from warehouse.repair import holds
@@ -61,6 +63,6 @@ def publish_needed(data: DataDir) -> bool:
     try:
         if schema_version_of(read_meta(data, chosen.version)) < SCHEMA_VERSION:
             return True
-    except Exception:  # noqa: BLE001  (pruned or damaged since it was chosen: a publish decides afresh)
+    except (duckdb.Error, OSError):  # pruned or damaged since it was chosen: a publish decides afresh
         return True
     return not holds(data, chosen.version, readable_results(data))
