@@ -24,6 +24,9 @@ class Signature(msgspec.Struct):
     key_id: str
     value: str
     signed: str
+    # when it was signed (ISO 8601 UTC); inside ``signed`` too for a result; null for a signature
+    # made before signatures carried a time
+    signed_at: str | None = None
 
 
 class PublicKey(msgspec.Struct, kw_only=True):

@@ -149,7 +149,8 @@ def signature(found: Mapping[str, str] | None) -> schemas.Signature | None:
     """A stored signature (``warehouse.signing``) as the contract's object."""
     if not found:
         return None
-    return schemas.Signature(key_id=found["key_id"], value=found["value"], signed=found["signed"])
+    return schemas.Signature(key_id=found["key_id"], value=found["value"], signed=found["signed"],
+                             signed_at=found.get("signed_at"))
 
 
 def unparsed(r: ResultRecord) -> list[schemas.UnparsedOutput] | None:

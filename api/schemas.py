@@ -208,8 +208,8 @@ class Result(msgspec.Struct, kw_only=True):
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
     supersedes: list[str]  # the older runs of the same model and task version this one replaced
-    # over the fields that never change (run_id, task, model, metrics, versions, config,
-    # predictions_sha256); null for a result published before signing
+    # over the whole record but the host-dependent, derived and status fields (docs/api.md
+    # "Signatures"); null for a result published before signing
     signature: Signature | None
 
 

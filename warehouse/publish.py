@@ -32,6 +32,7 @@ import msgspec
 from warehouse.files import PUBLIC_FILE, atomic_path
 from warehouse.portable import create_prediction_tables, insert_releases
 from warehouse.releases import ReleaseRecord, Signer, append_release, build_manifest, make_record, read_releases
+from warehouse.signing import published_record
 from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
@@ -233,7 +234,7 @@ def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, 
         eval_date=r.eval_date, created_at=r.created_at, contamination=r.contamination, superseded_by=superseded_by,
         dataset_snapshot=v.dataset_snapshot, task_spec_hash=v.task_spec_hash, model_spec_hash=v.model_spec_hash,
         parser=v.parser, code_revision=v.code_revision, price_table_date=r.price_table_date,
-        predictions_sha256=r.predictions_sha256, record=msgspec.json.encode(r).decode(),
+        predictions_sha256=r.predictions_sha256, record=msgspec.json.encode(published_record(r)).decode(),
         contamination_status=status, contamination_basis=basis,
         status="withdrawn" if withdrawn else "superseded" if superseded_by else "current",
         withdrawn_reason=withdrawn["reason"] if withdrawn else None,

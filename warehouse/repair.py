@@ -152,7 +152,8 @@ def holds(data: DataDir, version: str, results: Iterable[ResultRecord]) -> bool:
     for record in results:
         text = published.get(record.run_id)
         try:
-            if text is None or decode_record(text) != record:
+            # the published record leaves out what is never published (``warehouse.signing.NOT_PUBLISHED``)
+            if text is None or decode_record(text) != msgspec.structs.replace(record, generation_key=None):
                 return False
         except msgspec.DecodeError:  # a published record this medbench cannot read: republish
             return False

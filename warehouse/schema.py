@@ -32,7 +32,10 @@ import msgspec
 #    ``predictions_score`` (label INTEGER 0/1), and the ``predictions`` view reads those tables, so
 #    the file answers from any working directory after the data directory moves. ``results`` gains
 #    ``signature`` (``warehouse.signing``).
-SCHEMA_VERSION = 6
+# 7: ``results.signature`` covers the whole record (``warehouse.signing``: an upgraded medbench
+#    re-signs every result at its next publish) and ``results.record`` no longer holds
+#    ``generation_key`` (a hash of unredacted settings).
+SCHEMA_VERSION = 7
 
 # A JSON column: the value is the JSON text; DuckDB stores it as JSON.
 Json = Annotated[str, msgspec.Meta(extra={"sql": "JSON"})]

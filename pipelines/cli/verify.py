@@ -8,9 +8,14 @@ that the signed string is the served manifest, and that its sha256 is ``manifest
 Where from: the server, found like every client command (``--api-url``, default
 ``$MEDBENCH_API_URL``, else the local server), or with ``--offline DIR`` a data directory's files
 alone. Against which keys: the server's ``/v1/keys`` (offline: the data directory's keys file), or
-with ``--trusted-keys FILE`` keys the user already trusts (a saved ``/v1/keys`` answer). Exit codes
-(CONTRACT.md): 0 valid, 1 invalid (or not found), 2 usage error, 3 server unreachable. Imports
-httpx, msgspec and cryptography only when it runs, never Dagster.
+with ``--trusted-keys FILE|FINGERPRINT`` keys the user already trusts (a saved ``/v1/keys`` answer, or
+a fingerprint the key must have). A key read from the very directory being verified proves nothing
+(whoever edited a result can replace ``keys.json``), so ``--offline`` without a pinned key exits 4
+("valid, key not pinned") and prints the key's fingerprint and where it came from. A signature made
+after its key's ``valid_until`` is invalid; a signature from before whole records were signed gets
+its own verdict ("valid, legacy: 7 fields signed"), never a plain "valid". Exit codes (docs/cli.md):
+0 valid, 1 invalid (or not found), 2 usage error, 3 server unreachable, 4 valid but offline without a
+pinned key. Imports httpx, msgspec and cryptography only when it runs, never Dagster.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-VALID, INVALID, USAGE = 0, 1, 2
+VALID, INVALID, USAGE, NOT_PINNED = 0, 1, 2, 4
+FINGERPRINT_PREFIX = "SHA256:"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,14 +37,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "verify", help="check the signature of a result or release, and re-hash its predictions",
         description="Check that a result (RUN_ID) or a release (RELEASE_ID) is the one medbench signed, and "
         "re-hash a result's predictions. The keys' fingerprints: `curl $MEDBENCH_API_URL/v1/keys` (or "
-        "<data>/releases/keys.json); exit 0 valid, 1 invalid, 3 server unreachable.")
+        "<data>/releases/keys.json); exit 0 valid, 1 invalid, 2 usage, 3 server unreachable, 4 valid but "
+        "--offline without --trusted-keys (the key was read from the directory being verified).")
     p.add_argument("id", metavar="RUN_ID|RELEASE_ID")
     p.add_argument("--api-url", default=None, metavar="URL",
                    help="medbench API to ask (default: $MEDBENCH_API_URL, else http://127.0.0.1:8000)")
     p.add_argument("--offline", type=Path, default=None, metavar="DIR",
                    help="verify from this data directory's files alone, without a server")
-    p.add_argument("--trusted-keys", type=Path, default=None, metavar="FILE",
-                   help="verify against these keys (a saved /v1/keys answer) instead of the server's")
+    p.add_argument("--trusted-keys", default=None, metavar="FILE|FINGERPRINT",
+                   help="verify against keys you trust: a saved /v1/keys answer, or a key fingerprint "
+                   "(SHA256:...) the signing key must have")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.set_defaults(func=run)
 
@@ -50,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if not is_release and not (len(args.id) == 12 and all(c in "0123456789abcdef" for c in args.id)):
         print(f"medbench verify: {args.id!r} is neither a run id (12 hex digits) nor a release id", file=sys.stderr)
         return USAGE
-    trusted = _trusted_keys(args.trusted_keys) if args.trusted_keys else None
+    pin = args.trusted_keys
+    trusted = _trusted_keys(Path(pin)) if pin and not pin.startswith(FINGERPRINT_PREFIX) else None
     if trusted is False:
         return USAGE
     if args.offline is not None:
@@ -58,31 +67,44 @@ def run(args: argparse.Namespace) -> int:
     return _online(args, is_release, trusted)
 
 
-def _trusted_keys(path: Path) -> dict[str, str] | bool:
+def _trusted_keys(path: Path) -> dict[str, dict[str, Any]] | bool:
     try:
         body = json.loads(path.read_text())
-        return {k["key_id"]: k["public_key"] for k in body["keys"]}
+        return {k["key_id"]: {**k, "source": f"pinned in {path}"} for k in body["keys"] if k["public_key"]}
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"medbench verify: --trusted-keys {path}: not a /v1/keys answer ({exc}); save one with "
-              "`curl URL/v1/keys > keys.json`", file=sys.stderr)
+        print(f"medbench verify: --trusted-keys {path}: not a /v1/keys answer ({exc}) nor a fingerprint "
+              "(SHA256:...); save one with `curl URL/v1/keys > keys.json`", file=sys.stderr)
         return False
+
+
+def _keys(args: argparse.Namespace, listed: list[dict[str, Any]], source: str) -> dict[str, dict[str, Any]]:
+    """key_id -> key entry (with where it came from): the listed keys, or with ``--trusted-keys
+    FINGERPRINT`` only the listed key of that fingerprint (then pinned)."""
+    pin = args.trusted_keys
+    if pin and pin.startswith(FINGERPRINT_PREFIX):
+        return {k["key_id"]: {**k, "source": f"{source}, pinned by its fingerprint"}
+                for k in listed if k.get("fingerprint") == pin}
+    return {k["key_id"]: {**k, "source": source} for k in listed}
 
 
 def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, str] | None) -> int:
     from api.client import ApiClient, ClientError
 
+    import msgspec
+
     with ApiClient(args.api_url) as client:
         try:
-            keys = trusted if trusted is not None else {k.key_id: k.public_key for k in client.keys().keys}
+            keys = trusted if trusted is not None else _keys(
+                args, msgspec.to_builtins(client.keys().keys), f"the server's /v1/keys ({client.base_url})")
             if is_release:
                 body = client.get(f"/v1/releases/{args.id}")
-                return _report(args, "release", release_problems(body, keys))
+                return _report(args, "release", release_problems(body, keys), body, keys, pinned=True)
             body = client.get(f"/v1/results/{args.id}")
             problems = result_problems(body, keys)
             signed_sha = _signed_sha(body)
             if signed_sha is not None:
                 problems += _download_problems(client, args.id, signed_sha)
-            return _report(args, "result", problems)
+            return _report(args, "result", problems, body, keys, pinned=True)
         except ClientError as exc:
             print(f"medbench verify: {exc.message}", file=sys.stderr)
             return exc.exit_code
@@ -106,8 +128,9 @@ def _download_problems(client: Any, run_id: str, expected: str) -> list[str]:
 def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, str] | None) -> int:
     import msgspec
 
-    from warehouse.keys import public_keys, read_keys
+    from warehouse.keys import keys_path, public_keys, read_keys
     from warehouse.layout import DataDir
+    from warehouse.records import decode_record
     from warehouse.releases import read_releases
     from warehouse.signing import read_signature
 
@@ -115,14 +138,17 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, str]
         print(f"medbench verify: --offline {args.offline}: no such data directory", file=sys.stderr)
         return USAGE
     data = DataDir(args.offline)
-    keys = trusted if trusted is not None else public_keys(read_keys(data))
+    keys = trusted if trusted is not None else _keys(
+        args, list(public_keys(read_keys(data)).values()), f"{keys_path(data)}, inside the directory being verified")
+    pinned = args.trusted_keys is not None
     if is_release:
         found = next((r for r in read_releases(data) if r.id == args.id), None)
         if found is None:
             return _report(args, "release", [f"no release {args.id} in {data.release_log}"])
-        return _report(args, "release", release_problems(msgspec.to_builtins(found), keys))
+        body = msgspec.to_builtins(found)
+        return _report(args, "release", release_problems(body, keys), body, keys, pinned)
     try:
-        body = msgspec.json.decode(data.result_path(args.id).read_bytes())
+        body = msgspec.to_builtins(decode_record(data.result_path(args.id).read_bytes()))
     except (OSError, ValueError) as exc:
         return _report(args, "result", [f"cannot read {data.result_path(args.id)}: {exc}"])
     body["signature"] = read_signature(data, args.id)
@@ -130,7 +156,7 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, str]
     signed_sha = _signed_sha(body)
     if signed_sha is not None:
         problems += _file_problems(data.predictions_path(args.id), signed_sha)
-    return _report(args, "result", problems)
+    return _report(args, "result", problems, body, keys, pinned)
 
 
 def _file_problems(path: Path, expected: str) -> list[str]:
@@ -154,35 +180,44 @@ def _signed_sha(body: dict[str, Any]) -> str | None:
         return None
 
 
-def _signature_problems(signature: Any, keys: dict[str, str]) -> list[str]:
-    from warehouse.signing import verify
+def _signature_problems(signature: Any, keys: dict[str, dict[str, Any]], signed_at: str | None) -> list[str]:
+    """What is wrong with a signature under ``keys``: unknown key, bad Ed25519 signature, or made
+    (``signed_at``) outside its key's lifetime."""
+    from warehouse.signing import lifetime_problem, verify
 
     if not isinstance(signature, dict):
         return ["no signature: it was published without a signing key"]
     key_id = signature.get("key_id")
     if key_id not in keys:
         return [f"signature: key {key_id} is not among the keys verified against"]
-    if not verify(keys[key_id], signature):
+    if not verify(str(keys[key_id].get("public_key")), signature):
         return [f"signature: not a valid Ed25519 signature of the signed string under key {key_id}"]
-    return []
+    late = lifetime_problem(signed_at, keys[key_id].get("valid_from"), keys[key_id].get("valid_until"))
+    return [f"signature: {late}"] if late else []
 
 
-def result_problems(body: dict[str, Any], keys: dict[str, str]) -> list[str]:
+def result_problems(body: dict[str, Any], keys: dict[str, dict[str, Any]]) -> list[str]:
     """What is wrong with a served result (its JSON, signature included) under ``keys``; [] when valid."""
-    from warehouse.signing import result_mismatches
+    from warehouse.signing import legacy_field_count, result_mismatches, signed_body
 
-    problems = _signature_problems(body.get("signature"), keys)
+    signature = body.get("signature")
+    inner = signed_body(signature) if isinstance(signature, dict) else None
+    legacy = isinstance(signature, dict) and legacy_field_count(signature) is not None
+    if isinstance(signature, dict) and not legacy and (inner is None or inner.get("key_id") != signature.get("key_id")):
+        return ["signature: the signed string does not name the key that signed it"]
+    problems = _signature_problems(signature, keys, inner.get("signed_at") if inner and not legacy else None)
     if problems:
         return problems
-    wrong = result_mismatches(body["signature"]["signed"], body)
+    wrong = result_mismatches(signature["signed"], body)
     return [f"{name}: the result says otherwise than the signed string" for name in wrong]
 
 
-def release_problems(body: dict[str, Any], keys: dict[str, str]) -> list[str]:
+def release_problems(body: dict[str, Any], keys: dict[str, dict[str, Any]]) -> list[str]:
     """What is wrong with a release (its JSON: manifest, manifest_sha256, signature) under ``keys``."""
     from warehouse.releases import manifest_bytes
 
-    problems = _signature_problems(body.get("signature"), keys)
+    signature = body.get("signature")
+    problems = _signature_problems(signature, keys, signature.get("signed_at") if isinstance(signature, dict) else None)
     if problems:
         return problems
     signed = body["signature"]["signed"]
@@ -193,11 +228,34 @@ def release_problems(body: dict[str, Any], keys: dict[str, str]) -> list[str]:
     return problems
 
 
-def _report(args: argparse.Namespace, what: str, problems: list[str]) -> int:
+def _report(args: argparse.Namespace, what: str, problems: list[str], body: dict[str, Any] | None = None,
+            keys: dict[str, dict[str, Any]] | None = None, pinned: bool = True) -> int:
+    """Print the verdict; the exit code: 1 invalid, 4 valid under a key read from the directory
+    being verified (not pinned), else 0. A legacy signature's verdict names how many fields it covers."""
+    from warehouse.signing import legacy_field_count
+
+    signature = (body or {}).get("signature") or {}
+    key = (keys or {}).get(signature.get("key_id"), {})
+    legacy = legacy_field_count(signature) if what == "result" and not problems else None
+    verdict = "invalid" if problems else "valid, key not pinned" if not pinned else "valid"
+    if legacy is not None and not problems:
+        verdict = f"valid, legacy: {legacy} fields signed" + ("" if pinned else ", key not pinned")
+    code = INVALID if problems else VALID if pinned else NOT_PINNED
     if args.json:
-        print(json.dumps({"id": args.id, "kind": what, "valid": not problems, "problems": problems}))
+        print(json.dumps({"id": args.id, "kind": what, "valid": not problems, "verdict": verdict, "problems": problems,
+                          "legacy_fields": legacy, "key_id": signature.get("key_id"),
+                          "fingerprint": key.get("fingerprint"), "key_source": key.get("source"), "pinned": pinned}))
     elif problems:
         print(f"INVALID: {what} {args.id}: " + "; ".join(problems))
     else:
-        print(f"valid: {what} {args.id} is signed by medbench" + ("; predictions re-hashed" if what == "result" else ""))
-    return INVALID if problems else VALID
+        demo = " (a demo key)" if str(signature.get("key_id", "")).startswith("demo-") else ""
+        print(f"{verdict}: {what} {args.id} is signed by key {signature.get('key_id')}{demo}, fingerprint "
+              f"{key.get('fingerprint')}, from {key.get('source')}" + ("; predictions re-hashed" if what == "result" else ""))
+        if legacy is not None:
+            print(f"  only {legacy} fields are signed (a signature from before whole records were signed); the "
+                  "next publish re-signs the result")
+        if not pinned:
+            print("  the key was read from the directory being verified, so it proves nothing by itself: compare the "
+                  "fingerprint with the one the service publishes (its About page, docs/operations.md) and pass it "
+                  "as --trusted-keys FINGERPRINT")
+    return code

@@ -26,7 +26,7 @@ from warehouse.layout import DataDir
 from warehouse.publish import publish
 from warehouse.records import encode_record
 from warehouse.releases import read_releases
-from warehouse.signing import SIGNED_RESULT_FIELDS, read_signature, result_signed_string
+from warehouse.signing import LEFT_OUT, NOT_PUBLISHED, SIGNING_FIELDS, read_signature, signed_fields
 
 UTC = dt.timezone.utc
 
@@ -64,24 +64,29 @@ def _flip(path: Path, needle: bytes) -> None:
     path.write_bytes(bytes(body))
 
 
-def test_signed_string_is_exactly_the_unchanging_fields(signed):
+def test_signed_string_is_the_whole_record_less_the_left_out_fields(signed):
     data, run_ids = signed
     sig = read_signature(data, run_ids[0])
     body = json.loads(sig["signed"])
-    assert set(body) == set(SIGNED_RESULT_FIELDS)
-    assert "url" not in sig["signed"] and "status" not in body and "superseded_by" not in body
     record = msgspec.json.decode(data.result_path(run_ids[0]).read_bytes())
+    assert set(body) == set(record) - set(LEFT_OUT) - set(NOT_PUBLISHED) | set(SIGNING_FIELDS)
+    assert {"tier", "provenance", "n", "subgroups", "breakdowns", "contamination_status", "eval_date", "dataset",
+            "demo"} <= set(body)
+    assert "url" not in sig["signed"] and "status" not in body and "superseded_by" not in body
     assert body["predictions_sha256"] == record["predictions_sha256"] and body["run_id"] == run_ids[0]
+    assert body["key_id"] == sig["key_id"] and body["signed_at"] == sig["signed_at"]
 
 
 def test_every_result_and_the_release_verify_offline(signed, capsys):
     data, run_ids = signed
+    fingerprint = read_keys(data)[0].fingerprint
     for run_id in run_ids:
-        assert _verify(capsys, run_id, "--offline", str(data.root)) == (0, f"valid: result {run_id} is signed by "
-                                                                          "medbench; predictions re-hashed\n")
+        code, out = _verify(capsys, run_id, "--offline", str(data.root), "--trusted-keys", fingerprint)
+        assert (code, out.splitlines()[0].split(" is signed")[0]) == (0, f"valid: result {run_id}"), out
+        assert fingerprint in out and out.splitlines()[0].endswith("; predictions re-hashed")
     release = read_releases(data)[-1]
     assert release.signature is not None
-    code, out = _verify(capsys, release.id, "--offline", str(data.root))
+    code, out = _verify(capsys, release.id, "--offline", str(data.root), "--trusted-keys", fingerprint)
     assert code == 0, out
 
 
@@ -103,7 +108,7 @@ def test_one_changed_byte_fails_verification(signed, capsys, tmp_path, what):
     target = release_id if what == "manifest" else run_id
     code, out = _verify(capsys, target, "--offline", str(copy.root))
     assert code == 1 and out.startswith("INVALID:"), out
-    assert _verify(capsys, target, "--offline", str(data.root))[0] == 0  # the original still verifies
+    assert _verify(capsys, target, "--offline", str(data.root))[0] == 4  # the original still verifies (unpinned)
 
 
 def test_a_status_change_or_hostname_is_not_signed(signed, capsys, tmp_path):
@@ -112,7 +117,7 @@ def test_a_status_change_or_hostname_is_not_signed(signed, capsys, tmp_path):
     body.update(status="withdrawn", withdrawn={"reason": "x", "date": "2026-12-02"}, url="https://elsewhere/r/x",
                 superseded_by=run_ids[1])
     data.result_path(run_ids[0]).write_bytes(msgspec.json.encode(body))
-    assert _verify(capsys, run_ids[0], "--offline", str(data.root))[0] == 0
+    assert _verify(capsys, run_ids[0], "--offline", str(data.root))[0] == 4
 
 
 def test_rotation_keeps_old_results_verifiable(signed, capsys, tmp_path):
@@ -128,9 +133,9 @@ def test_rotation_keeps_old_results_verifiable(signed, capsys, tmp_path):
     assert read_signature(data, run_ids[0])["key_id"] == old_key.key_id
     assert read_signature(data, run_ids[-1])["key_id"] == keys[1].key_id
     for run_id in (run_ids[0], run_ids[-1]):
-        assert _verify(capsys, run_id, "--offline", str(data.root))[0] == 0
+        assert _verify(capsys, run_id, "--offline", str(data.root))[0] == 4
     for release in read_releases(data):
-        assert _verify(capsys, release.id, "--offline", str(data.root))[0] == 0
+        assert _verify(capsys, release.id, "--offline", str(data.root))[0] == 4
     # a user who trusts only the new key cannot verify what the old one signed
     trusted = tmp_path / "trusted.json"
     trusted.write_text(json.dumps({"keys": [msgspec.to_builtins(keys[1])]}))
@@ -142,8 +147,9 @@ def test_rotation_keeps_old_results_verifiable(signed, capsys, tmp_path):
         result = client.get(f"/v1/results/{run_ids[0]}").json()
     assert [k["key_id"] for k in served] == [k.key_id for k in keys]
     assert served[0]["algorithm"] == "ed25519" and served[0]["fingerprint"].startswith("SHA256:")
-    assert result["signature"]["signed"] == result_signed_string(
-        msgspec.json.decode(data.result_path(run_ids[0]).read_bytes(), type=type(catalog(data).results[0])))
+    signed = json.loads(result["signature"]["signed"])
+    assert {k: v for k, v in signed.items() if k not in SIGNING_FIELDS} == json.loads(json.dumps(signed_fields(
+        msgspec.json.decode(data.result_path(run_ids[0]).read_bytes(), type=type(catalog(data).results[0])))))
 
 
 def test_real_data_without_a_key_is_one_clear_error(tmp_path, monkeypatch, capsys):
@@ -167,7 +173,7 @@ def test_a_key_inside_the_data_directory_is_refused(tmp_path, monkeypatch):
         signing_key(data, print)
 
 
-def test_a_demo_directory_gets_one_key_of_its_own_outside_it(tmp_path, monkeypatch):
+def test_a_demo_directory_gets_one_key_of_its_own_outside_it_and_keeps_it_when_moved(tmp_path, monkeypatch):
     monkeypatch.delenv(KEY_ENV, raising=False)
     monkeypatch.setenv(KEY_HOME_ENV, str(tmp_path / "home"))
     said: list[str] = []
@@ -177,8 +183,13 @@ def test_a_demo_directory_gets_one_key_of_its_own_outside_it(tmp_path, monkeypat
     first = signing_key(a, said.append)
     assert Path(first.source).parent == tmp_path / "home" and not Path(first.source).is_relative_to(a.root)
     assert any(first.source in line and "created" in line for line in said)
+    assert first.key_id.startswith("demo-") and Path(first.source).name == f"{first.key_id}.pem"
     assert signing_key(a, said.append).key_id == first.key_id  # reused
     assert signing_key(b, said.append).key_id != first.key_id  # one per data directory
+    moved = DataDir(Path(shutil.move(str(a.root), str(tmp_path / "renamed" / "elsewhere"))))
+    said.clear()
+    assert signing_key(moved, said.append).key_id == first.key_id  # the key follows the directory
+    assert not any("created" in line for line in said) and any("demo key demo-" in line for line in said)
 
 
 def test_withdraw_on_real_data_without_a_key_says_so_in_one_line_and_records_nothing(tmp_path, monkeypatch, capsys):
