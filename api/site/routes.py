@@ -35,6 +35,7 @@ from api.site import agent_text, downloads, views
 from api.site.pages import CACHE_PAGE, STATIC, TEXT, page_reply
 from api.site.pages import render as render_template
 from api.tables import Tables, TaskEntry
+from warehouse.keys import read_keys
 from warehouse.layout import RUN_ID_RE
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,8 @@ def _handlers() -> list[HTTPRouteHandler]:
     async def about(request: Request, service: NamedDependency[Service]) -> ASGIResponse:
         tables = service.tables(request.scope)
         return _page(request, service, tables, "about.html", title="About", twin="/v1/stats", nav="about",
-                     numbers=render.stats(tables, service.reuses.count), tasks=views.about_intervals(tables))
+                     numbers=render.stats(tables, service.reuses.count), tasks=views.about_intervals(tables),
+                     keys=read_keys(service.settings.data))
 
     @_page_route("/agents")
     async def agents(request: Request, service: NamedDependency[Service]) -> ASGIResponse:

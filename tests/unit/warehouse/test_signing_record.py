@@ -254,3 +254,11 @@ def test_unreachable_server_exits_3(capsys):
 
     code, out = _verify(capsys, "0" * 12, "--api-url", f"http://127.0.0.1:{free_port()}")
     assert code == 3 and "cannot reach" in out
+
+
+def test_the_about_page_shows_the_keys_fingerprints(published):
+    data, _, key = published
+    with TestClient(create_app(data.root)) as client:
+        page = client.get("/about").text
+    signing = load_key(key)
+    assert f'<code class="fingerprint">{signing.fingerprint}</code>' in page and signing.key_id in page
