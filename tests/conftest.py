@@ -29,14 +29,19 @@ def pytest_configure(config: pytest.Config) -> None:
     """Signing keys for the whole run (``warehouse.keys``), in one temporary directory removed at the end:
     demo materialisations keep their per-data-directory keys there (``MEDBENCH_KEY_HOME``), never under
     the user's ~/.config, and publishes of real data sign with one test key (``MEDBENCH_SIGNING_KEY``).
-    Subprocesses inherit both. Tests of a missing key unset them."""
+    Specs with secret values outside demo data directories hash under one test identity key
+    (``MEDBENCH_IDENTITY_KEY``, ``pipelines.core.identity_form``). Subprocesses inherit all three.
+    Tests of a missing key unset them."""
     global _KEY_DIR
+    from pipelines.core.identity_form import IDENTITY_KEY_ENV
     from warehouse.keys import KEY_ENV, KEY_HOME_ENV, write_new_key
 
     _KEY_DIR = tempfile.mkdtemp(prefix="medbench-test-keys-")
     os.environ[KEY_HOME_ENV] = str(Path(_KEY_DIR) / "demo")
     write_new_key(Path(_KEY_DIR) / "publisher.pem")
     os.environ[KEY_ENV] = str(Path(_KEY_DIR) / "publisher.pem")
+    (Path(_KEY_DIR) / "identity.key").write_bytes(os.urandom(32))
+    os.environ[IDENTITY_KEY_ENV] = str(Path(_KEY_DIR) / "identity.key")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

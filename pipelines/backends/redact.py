@@ -21,8 +21,11 @@ A field declared nowhere is published like a free-form one, so a field added wit
 leaks nothing (and tests/unit/pipelines/test_redact_allow_list.py fails until it is declared).
 
 ``REDACTED`` is the one marker, also used by the openai backend for a key a server echoes back.
-Only what is *published* is redacted: spec hashes, run ids and generation keys are taken over the
-unredacted spec (``pipelines.core.canonical``), so redaction changes no id.
+Only what is *published* is redacted. Spec hashes (and so run ids) are taken over the spec with each
+value redacted here replaced by its HMAC under the maintainer's identity key
+(``pipelines.core.identity_form``, which sorts fields by the same declarations), so a published hash
+cannot confirm a guessed secret; generation keys are taken over the unredacted settings and are never
+published.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from pipelines.core.canonical import SpecStruct, canonical_json
+from pipelines.core.canonical import SpecStruct, spec_builtins
+from pipelines.core.identity_form import identity_form
 
 
 class SpecError(ValueError):
@@ -204,5 +205,8 @@ class PriceTable(_Spec):
 
 
 def spec_hash(spec: msgspec.Struct) -> str:
-    """sha256 of the canonical JSON of the decoded spec (default values omitted, keys sorted)."""
-    return hashlib.sha256(canonical_json(spec)).hexdigest()
+    """sha256 of the canonical JSON of the decoded spec (default values omitted, keys sorted), each
+    value that publication redacts replaced by its HMAC under the identity key
+    (``pipelines.core.identity_form``: the published hash cannot confirm a guessed secret)."""
+    form = identity_form(spec, spec_builtins(spec))
+    return hashlib.sha256(msgspec.json.encode(form, order="sorted")).hexdigest()
