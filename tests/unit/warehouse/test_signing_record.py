@@ -39,7 +39,8 @@ def _rich(record):
         subgroups={"sex": [Subgroup(group="F", n=10, n_subjects=9, metrics=[metric])]},
         breakdowns={"category": [Breakdown(group="cardiology", n=12, metric=metric)]},
         provenance=Provenance(submitted_by="alice", submission_id="s1", package_sha256="ab" * 32, sandbox="gvisor"),
-        extras={**record.extras, "unparsed_sample": [{"instance_id": "q1", "output": "maybe"}]})
+        extras={**record.extras, "unparsed_sample": [{"instance_id": "q1", "output": "maybe"}]},
+        generation_key="0123456789abcdef")
 
 
 @pytest.fixture
@@ -262,3 +263,17 @@ def test_the_about_page_shows_the_keys_fingerprints(published):
         page = client.get("/about").text
     signing = load_key(key)
     assert f'<code class="fingerprint">{signing.fingerprint}</code>' in page and signing.key_id in page
+
+
+def test_generation_key_is_kept_in_result_json_but_published_nowhere(published):
+    import duckdb
+
+    data, run_id, _ = published
+    assert json.loads(data.result_path(run_id).read_bytes())["generation_key"] == "0123456789abcdef"
+    con = duckdb.connect(str(data.duckdb_link), read_only=True)
+    try:
+        (record,) = con.execute("SELECT record FROM results WHERE run_id = ?", [run_id]).fetchone()
+    finally:
+        con.close()
+    assert "generation_key" not in json.loads(record) and json.loads(record)["run_id"] == run_id
+    assert "0123456789abcdef" not in read_signature(data, run_id)["signed"]
