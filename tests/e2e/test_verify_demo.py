@@ -21,8 +21,12 @@ def test_verify_accepts_every_demo_result_and_release(demo_data: Path, tmp_path:
     run_ids = sorted(p.parent.name for p in data.artifacts.glob("*/result.json"))
     release_ids = [r.id for r in read_releases(data)]
     assert run_ids and release_ids
-    for ident in run_ids + release_ids:
-        assert main(["verify", ident, "--offline", str(data.root)]) == 0, capsys.readouterr()
+    keys = read_keys(data)
+    assert keys and all(k.key_id.startswith("demo-") for k in keys)  # a demo key says so
+    for ident in run_ids + release_ids:  # offline, the key read from the directory itself is not pinned
+        assert main(["verify", ident, "--offline", str(data.root)]) == 4, capsys.readouterr()
+        assert main(["verify", ident, "--offline", str(data.root), "--trusted-keys", keys[-1].fingerprint]) == 0, \
+            capsys.readouterr()
     with live_api(data.root, tmp_path / "server.log") as server:
         served = httpx.get(f"{server.base}/v1/keys").json()["keys"]
         for ident in run_ids + release_ids:
@@ -31,6 +35,7 @@ def test_verify_accepts_every_demo_result_and_release(demo_data: Path, tmp_path:
     assert [k["key_id"] for k in served] == [k.key_id for k in read_keys(data)]
     out = capsys.readouterr().out
     assert out.count("valid: result") == 2 * len(run_ids) and out.count("valid: release") == 2 * len(release_ids)
+    assert out.count("valid, key not pinned: result") == len(run_ids) and "legacy" not in out
 
 
 def test_verify_says_unreachable_with_exit_3(capsys: pytest.CaptureFixture) -> None:
