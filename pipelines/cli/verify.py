@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 def _trusted_keys(path: Path) -> dict[str, dict[str, Any]] | bool:
     try:
         body = json.loads(path.read_text())
-        return {k["key_id"]: {**k, "source": f"pinned in {path}"} for k in body["keys"] if k["public_key"]}
+        return {k["key_id"]: _entry(k, f"pinned in {path}") for k in body["keys"]}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"medbench verify: --trusted-keys {path}: not a /v1/keys answer ({exc}) nor a fingerprint "
               "(SHA256:...); save one with `curl URL/v1/keys > keys.json`", file=sys.stderr)
@@ -81,13 +81,29 @@ def _keys(args: argparse.Namespace, listed: list[dict[str, Any]], source: str) -
     """key_id -> key entry (with where it came from): the listed keys, or with ``--trusted-keys
     FINGERPRINT`` only the listed key of that fingerprint (then pinned)."""
     pin = args.trusted_keys
+    entries = [_entry(k, source) for k in listed]
     if pin and pin.startswith(FINGERPRINT_PREFIX):
         return {k["key_id"]: {**k, "source": f"{source}, pinned by its fingerprint"}
-                for k in listed if k.get("fingerprint") == pin}
-    return {k["key_id"]: {**k, "source": source} for k in listed}
+                for k in entries if k["fingerprint"] == pin}
+    return {k["key_id"]: k for k in entries}
 
 
-def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, str] | None) -> int:
+def _entry(key: dict[str, Any], source: str) -> dict[str, Any]:
+    """A listed key with where it came from, its fingerprint computed from its public key (a listed
+    ``fingerprint`` is never trusted: a forged list could pair a pinned fingerprint with another key)."""
+    import base64
+    import binascii
+
+    from warehouse.signing import fingerprint_of
+
+    try:
+        fingerprint = fingerprint_of(base64.b64decode(str(key["public_key"]), validate=True))
+    except (binascii.Error, ValueError):
+        fingerprint = "(not a base64 public key)"
+    return {**key, "fingerprint": fingerprint, "source": source}
+
+
+def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict[str, Any]] | None) -> int:
     from api.client import ApiClient, ClientError
 
     import msgspec
@@ -125,7 +141,7 @@ def _download_problems(client: Any, run_id: str, expected: str) -> list[str]:
     return []
 
 
-def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, str] | None) -> int:
+def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict[str, Any]] | None) -> int:
     import msgspec
 
     from warehouse.keys import keys_path, public_keys, read_keys

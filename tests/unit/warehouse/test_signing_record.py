@@ -248,6 +248,11 @@ def test_a_key_swapped_into_the_directory_is_caught_only_by_a_pinned_key(publish
     code, out = _verify(capsys, run_id, "--offline", str(data.root))
     assert code == 4 and forger.fingerprint in out and pin not in out  # never a plain "valid"
     assert _verify(capsys, run_id, "--offline", str(data.root), "--trusted-keys", pin)[0] == 1
+    listed = json.loads((data.root / "releases" / "keys.json").read_text())
+    listed["keys"][0]["fingerprint"] = pin  # the forged list claims the pinned fingerprint for the forger's key
+    (data.root / "releases" / "keys.json").write_text(json.dumps(listed))
+    code, out = _verify(capsys, run_id, "--offline", str(data.root), "--trusted-keys", pin)
+    assert code == 1 and "not among the keys" in out, out
 
 
 def test_unreachable_server_exits_3(capsys):
