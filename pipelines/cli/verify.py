@@ -104,9 +104,9 @@ def _entry(key: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict[str, Any]] | None) -> int:
-    from api.client import ApiClient, ClientError
-
     import msgspec
+
+    from api.client import ApiClient, ClientError
 
     with ApiClient(args.api_url) as client:
         try:
