@@ -84,7 +84,7 @@ def test_a_file_that_is_not_a_wheel_or_too_large_is_refused(desk, monkeypatch):
     junk = b"not a zip at all"
     sub = submit(client, secrets["acme"], hashlib.sha256(junk).hexdigest())
     refused(put(client, sub["id"], secrets["acme"], junk), 422, "invalid_submission", "not a wheel")
-    monkeypatch.setattr("api.package_upload.MAX_PACKAGE_BYTES", 1000)
+    monkeypatch.setenv("MEDBENCH_MAX_PACKAGE_BYTES", "1000")
     auth = {"authorization": f"Bearer {secrets['acme']}"}
     refused(client.put(f"/v1/submissions/{sub['id']}/package", content=b"x" * 1001, headers=auth),
             413, "payload_too_large")  # from Content-Length, before the body is read
