@@ -16,10 +16,9 @@ documented in the README's serving section):
   connection opened) is closed (slowloris), and a body not complete ``body_timeout_s`` after its
   head; an idle keep-alive connection is closed after uvicorn's ``timeout_keep_alive``;
 - a request body over ``max_body_bytes`` (1 MiB, nginx's default): ``413 payload_too_large``, from its
-  Content-Length before any of it is read, or as a chunked body streams past the limit. One route is
-  let past it: ``PUT /v1/submissions/{id}/package`` streams a wheel to disk under the package limit
-  (``warehouse.packages.max_package_bytes``, 100 MiB by default) and gets ``package_body_timeout_s``;
-  that route's handler enforces the same limit again as it writes (``api.package_upload``);
+  Content-Length before any of it is read, or as a chunked body streams past the limit; except for
+  ``PUT /v1/submissions/{id}/package``, whose limit is the package limit (``max_package_bytes``, 100
+  MiB) and its timeout ``package_body_timeout_s``, its handler enforcing it again as it writes;
 - beyond ``max_connections`` open connections, or ``max_connections_per_client`` from one peer address,
   a new one is answered ``503 server_busy`` (JSON) and closed instead of being held.
 Descriptors must never run out: under uvloop, libuv's answer to ``accept()`` failing with EMFILE is to
@@ -231,7 +230,6 @@ class _Guarded(_JsonBadRequest):
                           limits.fd_ceiling is not None and open_now > limits.fd_ceiling)
         self._drained: int | None = None  # bytes dropped since a refusal; None before one
         self._body_bytes = 0
-        self._body_limit, self._body_timeout = limits.max_body_bytes, limits.body_timeout_s
         self._new_head()
         if self._busy:
             self._timer = self.loop.call_later(FAST_WAIT_S if self._busy[3] else BUSY_WAIT_S, self._refuse_busy)
@@ -273,7 +271,6 @@ class _Guarded(_JsonBadRequest):
         fields = sum(len(name) + len(value) + 4 for name, value in self.headers)  # type: ignore[attr-defined]
         if self._check_head(len(self.url), fields):  # type: ignore[attr-defined]
             return
-        self._body_limit, self._body_timeout = self._limits.max_body_bytes, self._limits.body_timeout_s
         if PACKAGE_ROUTE.fullmatch(self.url) and self.parser.get_method() == b"PUT":  # type: ignore[attr-defined]
             self._body_limit, self._body_timeout = max_package_bytes(), self._limits.package_body_timeout_s
         length = next((value for name, value in self.headers if name == b"content-length"), b"0")  # type: ignore[attr-defined]
@@ -322,6 +319,7 @@ class _Guarded(_JsonBadRequest):
         return True
 
     def _new_head(self) -> None:
+        self._body_limit, self._body_timeout = self._limits.max_body_bytes, self._limits.body_timeout_s
         self._in_head = True
         self._body_pending = False
         self._line_done = False
