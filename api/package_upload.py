@@ -8,7 +8,8 @@ a temporary file beside the kept packages and hashed as it streams, refused past
 ``payload_too_large``, from ``Content-Length`` before reading or as the stream passes it; the HTTP
 layer lets this one route's body past its 1 MiB cap, ``api.http_protocol``); its sha256 must be the
 submitted ``package_sha256`` and it must pass the door's checks (``warehouse.packages.accept_wheel``:
-opened in a bounded child process, never in this one; 422 naming what is wrong, in medbench's words). Then it is kept as ``packages/<sha256>/<wheel name>`` and the submission moves to
+opened in a bounded child process, never in this one; 422 naming what is wrong, in medbench's words).
+Then it is kept as ``packages/<sha256>/<wheel name>`` and the submission moves to
 ``awaiting_approval``. A refusal keeps nothing.
 """
 

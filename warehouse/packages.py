@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -61,6 +62,19 @@ class Accepted:
     version: str
     file_name: str  # the canonical wheel file name it is kept under
     requirements: tuple[str, ...]
+
+
+def wheel_name_problem(file_name: str) -> str | None:
+    """Why ``file_name`` is not a plain wheel file name, or None: ``parse_wheel_filename`` must read
+    it, and every character must be an ASCII letter, digit or one of ``._+!-`` (the parser does not
+    check the platform tag, where ``;`` and ``$`` would otherwise pass), at most 200 characters."""
+    if len(file_name) > 200 or not re.fullmatch(r"[A-Za-z0-9._+!-]+\.whl", file_name):
+        return "not a valid wheel file name (ASCII letters, digits and ._+!- only, at most 200 characters)"
+    try:
+        parse_wheel_filename(file_name)
+    except (InvalidWheelFilename, ValueError):
+        return "not a valid wheel file name (name-version-tags.whl)"
+    return None
 
 
 def max_package_bytes() -> int:
@@ -127,10 +141,10 @@ def accept_wheel(path: Path, expected_sha256: str | None = None, *, named: bool 
         if requirement == facts["name"]:
             raise PackageFailed(f"{path.name}: the package requires itself")
     if named:
-        try:
-            name, version, _, _ = parse_wheel_filename(path.name)
-        except (InvalidWheelFilename, ValueError):
-            raise PackageFailed(f"{path.name[:120]}: not a valid wheel file name (name-version-tags.whl)") from None
+        problem = wheel_name_problem(path.name)
+        if problem:
+            raise PackageFailed(f"{path.name[:120]}: {problem}")
+        name, version, _, _ = parse_wheel_filename(path.name)
         if name != facts["name"] or str(version) != str(parse_wheel_filename(facts["file_name"])[1]):
             raise PackageFailed(f"{path.name}: the file name says {name} {version}, the wheel's metadata says "
                                 f"{facts['name']} {facts['version']}: they must agree")

@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-from pipelines.official.package import PackageFailed
+from pipelines.official.package import PackageFailed, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
 
@@ -119,10 +117,8 @@ def install_commands(policy: SandboxPolicy, wheel_name: str) -> list[list[str]]:
 
 
 def _install(policy: SandboxPolicy, work: Path, wheel_name: str) -> list[dict[str, Any]]:
-    try:
-        parse_wheel_filename(wheel_name)
-    except InvalidWheelFilename:
-        raise PackageFailed(f"the package file name {wheel_name[:80]!r} is not a valid wheel name") from None
+    if wheel_name_problem(wheel_name):
+        raise PackageFailed(f"the package file name {wheel_name[:80]!r} is not a valid wheel name")
     report = work / "report"
     report.mkdir()
     _own(report, policy)

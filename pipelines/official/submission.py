@@ -3,7 +3,8 @@
 The submission moves ``queued -> running -> evaluated`` (with its run ids) or ``failed`` with the
 package's one-line reason; a failed submission is not charged to its owner's submission quota (the
 store's rule), but its sandbox time is charged to the owner's sandbox budget like any run's, and an
-owner past that budget is refused before the sandbox starts (docs/official-tier.md). It publishes nothing: results written for its other tasks in the same attempt are removed
+owner past that budget is refused before the sandbox starts (docs/official-tier.md). It publishes
+nothing: results written for its other tasks in the same attempt are removed
 before anything is published. The submitted model spec is the one the submission recorded (the
 spec file, when the maintainers have added it to ``specs/models``).
 """

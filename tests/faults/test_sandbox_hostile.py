@@ -261,13 +261,16 @@ def test_a_kept_wheel_whose_file_name_injects_a_command_never_runs_it(tmp_path):
     """What ``medbench reproduce`` hands the sandbox: the kept file under its recorded name. The name is
     an argv item, checked as a wheel name, never read by a shell; ``reproduce_official`` also passes the
     kept wheel through the door again (``check_wheel``), which refuses the name."""
-    evil = f"hostile_pkg-0.1-py3-none-any.whl;echo${{IFS}}{CANARY}>&2;false"
-    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER, file_name=evil)
-    with pytest.raises(PackageFailed) as failed:
-        run_package(POLICY, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
-    assert "not a valid wheel name" in str(failed.value) and CANARY not in str(failed.value).replace(evil[:80], "")
-    with pytest.raises(PackageFailed, match="not a wheel|not a valid wheel file name"):
-        check_wheel(wheel)
+    for n, evil in enumerate((f"hostile_pkg-0.1-py3-none-any.whl;echo${{IFS}}{CANARY}>&2;false",
+                              f"hostile_pkg-0.1-py3-none-any;echo${{IFS}}{CANARY}>&2;.whl")):  # the parser passes it
+        (tmp_path / str(n)).mkdir()
+        wheel = build_wheel(tmp_path / str(n), "def predict(instances, context):\n" + ANSWER, file_name=evil)
+        with pytest.raises(PackageFailed) as failed:
+            run_package(POLICY, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+        assert "not a valid wheel name" in str(failed.value)
+        assert CANARY not in str(failed.value).replace(evil[:80], "")
+        with pytest.raises(PackageFailed, match="not a wheel|not a valid wheel file name"):
+            check_wheel(wheel)
 
 
 def test_pip_words_never_reach_the_failure_reason(tmp_path):

@@ -15,7 +15,8 @@ from warehouse.submissions import SubmissionRefused, SubmissionStore
 DAY = 24 * 3600
 
 
-def official_run(store: SubmissionStore, n: int, start: float, seconds: float | None, end_state: str = "failed") -> None:
+def official_run(store: SubmissionStore, n: int, start: float, seconds: float | None,
+                 end_state: str = "failed") -> None:
     """An official submission of ``acme`` that held the sandbox ``seconds`` from ``start`` (None: still running)."""
     made = store.create(owner="acme", model={"slug": f"acme/m{n}", "provider_model_id": f"m{n}"},
                         tasks=["clinicalqa@0"], tier="official", model_spec_hash=f"{n:064x}", quota=None,
