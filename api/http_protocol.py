@@ -16,7 +16,9 @@ documented in the README's serving section):
   connection opened) is closed (slowloris), and a body not complete ``body_timeout_s`` after its
   head; an idle keep-alive connection is closed after uvicorn's ``timeout_keep_alive``;
 - a request body over ``max_body_bytes`` (1 MiB, nginx's default): ``413 payload_too_large``, from its
-  Content-Length before any of it is read, or as a chunked body streams past the limit;
+  Content-Length before any of it is read, or as a chunked body streams past the limit; except for
+  ``PUT /v1/submissions/{id}/package``, whose limit is the package limit (``max_package_bytes``, 100
+  MiB) and its timeout ``package_body_timeout_s``, its handler enforcing it again as it writes;
 - beyond ``max_connections`` open connections, or ``max_connections_per_client`` from one peer address,
   a new one is answered ``503 server_busy`` (JSON) and closed instead of being held.
 Descriptors must never run out: under uvloop, libuv's answer to ``accept()`` failing with EMFILE is to
@@ -41,6 +43,7 @@ import functools
 import http
 import logging
 import os
+import re
 import resource
 import time
 from dataclasses import dataclass
@@ -49,8 +52,10 @@ import msgspec
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from api import schemas
+from warehouse.packages import max_package_bytes
 
 log = logging.getLogger("medbench.http")
+PACKAGE_ROUTE = re.compile(rb"/v1/submissions/[^/?#]+/package(?:[?#].*)?")
 
 MESSAGE = (
     "the request could not be parsed as HTTP/1.1: the request target and headers must be ASCII "
@@ -76,6 +81,7 @@ class Limits:
     max_connections: int = 4096
     max_connections_per_client: int = 256  # 0: no per-client limit (behind a proxy every client is the proxy)
     max_body_bytes: int = 1024 * 1024
+    package_body_timeout_s: float = 600.0  # 100 MiB at 200 KB/s
     fd_ceiling: int | None = None  # open connections (refused ones too) past which refusals close at once
 
 
@@ -257,7 +263,7 @@ class _Guarded(_JsonBadRequest):
         if self._in_head:
             self._check_head(self._line_bytes, self._field_bytes)  # still no complete head: its size so far
         elif self._body_pending and self._timer is None:  # a head whose body is still to come
-            self._arm(self._limits.body_timeout_s)
+            self._arm(self._body_timeout)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
@@ -265,8 +271,10 @@ class _Guarded(_JsonBadRequest):
         fields = sum(len(name) + len(value) + 4 for name, value in self.headers)  # type: ignore[attr-defined]
         if self._check_head(len(self.url), fields):  # type: ignore[attr-defined]
             return
+        if PACKAGE_ROUTE.fullmatch(self.url) and self.parser.get_method() == b"PUT":  # type: ignore[attr-defined]
+            self._body_limit, self._body_timeout = max_package_bytes(), self._limits.package_body_timeout_s
         length = next((value for name, value in self.headers if name == b"content-length"), b"0")  # type: ignore[attr-defined]
-        if length.isdigit() and int(length) > self._limits.max_body_bytes:  # refused before any of it is read
+        if length.isdigit() and int(length) > self._body_limit:  # refused before any of it is read
             self._refuse_body()
             return
         self._disarm()
@@ -279,7 +287,7 @@ class _Guarded(_JsonBadRequest):
             return
         self._body_bytes += len(body)
         cycle = self.cycle  # type: ignore[attr-defined]
-        if self._body_bytes > self._limits.max_body_bytes and not cycle.response_started:  # a chunked body
+        if self._body_bytes > self._body_limit and not cycle.response_started:  # a chunked body
             cycle.disconnected = True  # the app reads a disconnect, and what it sends is dropped
             cycle.message_event.set()
             self._refuse_body()
@@ -311,6 +319,7 @@ class _Guarded(_JsonBadRequest):
         return True
 
     def _new_head(self) -> None:
+        self._body_limit, self._body_timeout = self._limits.max_body_bytes, self._limits.body_timeout_s
         self._in_head = True
         self._body_pending = False
         self._line_done = False
@@ -343,7 +352,7 @@ class _Guarded(_JsonBadRequest):
         if self.transport.is_closing():
             return
         what = "head" if self._in_head else "body"
-        limit = self._limits.header_timeout_s if self._in_head else self._limits.body_timeout_s
+        limit = self._limits.header_timeout_s if self._in_head else self._body_timeout
         EVENTS.note(f"slow_{what}", f"closed a connection whose request {what} was not complete after {limit:g} s")
         self.transport.close()
 
@@ -368,7 +377,7 @@ class _Guarded(_JsonBadRequest):
             self._refuse(503, "server_busy", message, kind, text, at_once=at_once)
 
     def _refuse_body(self) -> None:
-        limit = self._limits.max_body_bytes
+        limit = self._body_limit
         self._refuse(413, "payload_too_large", f"the request body is larger than {limit} bytes; send less",
                      "payload_too_large", "refused a request body over the limit (413)")
 

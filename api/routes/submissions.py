@@ -112,6 +112,7 @@ def handlers() -> list[HTTPRouteHandler]:
 
     @put(
         "/v1/submissions/{submission_id:str}/package", operation_id="uploadPackage",
+        request_max_body_size=None,  # the handler streams to disk under its own limit (api/package_upload.py)
         summary="Upload the wheel of an official submission",
         description="The owner's token; the wheel as the body, streamed to disk, at most 100 MiB; its sha256 must be "
         "the submission's `package_sha256`. 200 with the submission, now `awaiting_approval`.",

@@ -185,6 +185,13 @@ def _decide(args: argparse.Namespace) -> int:
         print(f"medbench submissions {args.action}: {exc}", file=sys.stderr)
         return 1
     print(f"submission {sub.id}: {sub.state} ({sub.state_reason})")
+    if args.action == "approve" and sub.tier == "official":
+        from pipelines.official.policy import from_env
+
+        res = sub.resources
+        policy = from_env(res.pool, res.memory_gib, res.wall_minutes) if res else from_env()
+        asked = f" (asked: {res.memory_gib:g} GiB, {res.wall_minutes:g} min)" if res else ""
+        print(f"effective sandbox limits: {policy.effective_limits()}{asked}")
     return 0
 
 

@@ -21,7 +21,7 @@ from pipelines.core.canonical import spec_builtins
 from pipelines.core.specs import PriceSpec, SpecError, model_spec_type, spec_hash
 from pipelines.engine.spec_decoding import _explain
 from pipelines.engine.specs import Specs
-from pipelines.engine.submission_policy import SubmissionPolicy
+from pipelines.engine.submission_policy import SubmissionPolicy, check_sandbox_budget
 from pipelines.engine.submission_request import (
     ACCEPTED_BACKENDS, REFUSED_BACKENDS, SUBMITTED_SETTINGS, SubmissionRequest, SubmittedOpenAI,
 )
@@ -124,6 +124,8 @@ class SubmissionChecker:
             raise _refuse("package_sha256", "the official tier needs the sha256 (64 hex) of the package you will upload")
         if request.tier == "baseline" and request.package_sha256 is not None:
             raise _refuse("package_sha256", "only the official tier takes a package")
+        if request.tier == "official":
+            check_sandbox_budget(self.store, policy, owner)
         spec = self._spec(request, settings, owner, tasks, policy)
         res = request.resources
         return Checked(model=msgspec.to_builtins(spec_builtins(spec)), model_spec_hash=spec_hash(spec),

@@ -9,10 +9,15 @@ an ``openai`` submission may name. One TOML file, decoded strictly like every sp
 An endpoint is the only way a submission reaches a network service: a submission names it
 (``endpoint = "<name>"``) and never gives a URL; the URL and the variable holding the key are the
 maintainers'.
+
+Each owner also has a sandbox budget (``sandbox_seconds_per_30_days``): every official run counts
+against it, failed ones included, and past it official submissions are refused (``quota_exceeded``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +28,7 @@ from pipelines.core.specs import PriceSpec, SpecError
 from pipelines.engine.spec_decoding import _explain, _parse
 from pipelines.engine.specs import specs_root
 from warehouse.layout import DataDir
+from warehouse.submissions import SubmissionRefused, SubmissionStore
 
 FILE_NAME = "submissions.toml"
 
@@ -57,11 +63,14 @@ class Limits(StrictStruct):
     pools: tuple[Literal["cpu", "gpu"], ...] = ("cpu", "gpu")
     gpu_price_key: str = "nvidia-h200"  # the price table's device-hours key for Hub models on the GPU pool
     cpu_price_key: str = "cpu"
+    # sandbox time per owner in any 30 days (official runs, failed ones included): docs/official-tier.md
+    sandbox_seconds_per_30_days: int = 10 * 3600
 
 
 class Owner(StrictStruct):
     quota_per_week: int | None = None  # overrides limits.quota_per_week
     auto_approve: bool = False  # accepted submissions go straight to the queue
+    sandbox_seconds_per_30_days: int | None = None  # overrides limits.sandbox_seconds_per_30_days
 
 
 class SubmissionPolicy(StrictStruct):
@@ -75,6 +84,37 @@ class SubmissionPolicy(StrictStruct):
 
     def auto_approves(self, owner: str) -> bool:
         return self.owners.get(owner, Owner()).auto_approve
+
+    def sandbox_budget_for(self, owner: str) -> int:
+        override = self.owners.get(owner, Owner()).sandbox_seconds_per_30_days
+        return self.limits.sandbox_seconds_per_30_days if override is None else override
+
+
+SANDBOX_WINDOW_S = 30 * 24 * 3600
+
+
+def check_sandbox_budget(store: SubmissionStore, policy: SubmissionPolicy, owner: str,
+                         now: float | None = None) -> None:
+    """``quota_exceeded`` (429, SubmissionRefused) when the owner's official runs of the last 30 days
+    held the sandbox for its whole budget, naming the date it is free again."""
+    now = time.time() if now is None else now
+    budget = policy.sandbox_budget_for(owner)
+    runs = sorted(store.sandbox_runs(owner, now - SANDBOX_WINDOW_S, now))
+    used = sum(end - start for start, end in runs)
+    if used < budget:
+        return
+    left = used
+    for start, end in runs:  # the oldest runs leave the window first
+        left -= end - start
+        if left < budget:
+            reset = start + SANDBOX_WINDOW_S
+            break
+    else:
+        reset = now
+    when = dt.datetime.fromtimestamp(reset, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    raise SubmissionRefused("", f"{owner} has used {used:.0f} of its {budget} sandbox-seconds of the last 30 days "
+                            f"(official runs, failed ones included); official submissions are refused until {when}",
+                            status=429, code="quota_exceeded")
 
 
 def _merge(base: dict, extra: dict) -> dict:

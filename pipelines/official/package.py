@@ -11,6 +11,9 @@ an upload with the same code); installing it (wheels only, so no build code runs
 happen in the sandbox (``run.py``).
 """
 
-from warehouse.packages import GROUP, MAX_PACKAGE_BYTES, PackageFailed, check_wheel, sha256_of, wheel_filename
+from warehouse.packages import (
+    GROUP, PackageFailed, accept_wheel, check_wheel, max_package_bytes, sha256_of, wheel_filename, wheel_name_problem,
+)
 
-__all__ = ["GROUP", "MAX_PACKAGE_BYTES", "PackageFailed", "check_wheel", "sha256_of", "wheel_filename"]
+__all__ = ["GROUP", "PackageFailed", "accept_wheel", "check_wheel", "max_package_bytes", "sha256_of", "wheel_filename",
+           "wheel_name_problem"]

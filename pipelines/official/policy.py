@@ -59,6 +59,13 @@ class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, pool=fields["pool"], install=msgspec.convert(fields["install"], Limits),
                                        run=msgspec.convert(fields["run"], Limits))
 
+    def effective_limits(self) -> str:
+        """The run limits in one line, as ``submissions approve`` prints them."""
+        run = self.run
+        return (f"pool {self.pool}; run: memory {run.memory_bytes / (1 << 30):g} GiB, wall {run.wall_seconds} s, "
+                f"CPU {run.cpu_seconds} s, {run.processes} processes, output {run.output_bytes >> 20} MiB; "
+                f"install: memory {self.install.memory_bytes / (1 << 30):g} GiB, wall {self.install.wall_seconds} s")
+
     def with_run_limits(self, **changes: int) -> "SandboxPolicy":
         return msgspec.structs.replace(self, run=msgspec.structs.replace(self.run, **changes))
 
@@ -68,16 +75,23 @@ def _int_env(name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
+def narrowed(limits: Limits, memory_gib: float | None = None, wall_minutes: float | None = None) -> Limits:
+    """The limits a request leaves: each the smaller of the policy's and the request's, never more."""
+    if memory_gib is not None:
+        limits = msgspec.structs.replace(limits, memory_bytes=max(1, min(limits.memory_bytes,
+                                                                         int(memory_gib * (1 << 30)))))
+    if wall_minutes is not None:
+        limits = msgspec.structs.replace(limits, wall_seconds=max(1, min(limits.wall_seconds, int(wall_minutes * 60))))
+    return limits
+
+
 def from_env(pool: str = "cpu", memory_gib: float | None = None, wall_minutes: float | None = None) -> SandboxPolicy:
     """The policy configured for this machine: ``MEDBENCH_SANDBOX_UID``/``_GID`` (the dedicated
     unprivileged user), ``MEDBENCH_SANDBOX_PYTHON``, ``MEDBENCH_SANDBOX_INDEX_URL`` (the index
-    proxy); a submission's ``resources`` (memory, wall time) narrow the run limits."""
+    proxy); a submission's ``resources`` (memory, wall time) narrow the run limits (``narrowed``):
+    asking for more than the policy gives the policy's limit."""
     base = SandboxPolicy()
-    run = base.run
-    if memory_gib is not None:
-        run = msgspec.structs.replace(run, memory_bytes=int(memory_gib * (1 << 30)))
-    if wall_minutes is not None:
-        run = msgspec.structs.replace(run, wall_seconds=int(wall_minutes * 60))
+    run = narrowed(base.run, memory_gib, wall_minutes)
     return SandboxPolicy(uid=_int_env("MEDBENCH_SANDBOX_UID", NOBODY), gid=_int_env("MEDBENCH_SANDBOX_GID", NOBODY),
                          python=os.environ.get("MEDBENCH_SANDBOX_PYTHON", base.python),
                          index_url=os.environ.get("MEDBENCH_SANDBOX_INDEX_URL") or None, pool=pool, run=run)

@@ -3,7 +3,9 @@
 The package is rerun on the public instances of the local data directory (which must hold the
 snapshot the result records, and the kept wheel), under the recorded sandbox policy; its answers
 are compared byte for byte with the ones kept beside the result, and the predictions it makes
-(through the task's own parser or table) by sha256 with the published file.
+(through the task's own parser or table) by sha256 with the published file. The kept wheel passes
+the door's checks again first (``check_wheel``), and its recorded file name only ever reaches the
+sandbox as an argv item (docs/official-tier.md, "Threat model").
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyarrow.parquet as pq
 from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.specs import Specs
 from pipelines.official.evaluate import ANSWERS_FILE, answer, plan_official, predictions_from
+from pipelines.official.package import check_wheel
 from pipelines.official.policy import from_env
 from warehouse.layout import DataDir
 
@@ -47,6 +50,7 @@ def reproduce_official(specs: Specs, data: DataDir, result: dict[str, Any], log:
     ev = plan_official(specs, data, result["task"], result["model"]["slug"], sha)
     if ev.run_id != run:
         return [f"run id: this checkout makes {ev.run_id} from the same specs, snapshot and package"]
+    check_wheel(wheel, sha)  # the door again: a kept file or a recorded name is never trusted blindly
     policy = from_env().recorded(provenance["sandbox"])
     log(f"rerunning package {sha[:12]} for {ev.partition_key} in the sandbox ({policy.version})")
     recorded_weights = (result["config"].get("official") or {}).get("weights")

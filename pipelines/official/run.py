@@ -4,8 +4,11 @@ Two sandboxed steps share one work directory, made fresh per run and owned by th
 (so no run sees another's files; it is deleted afterwards): the install step creates a virtual
 environment at ``/venv`` and installs the wheel into it with pip, wheels only
 (``--only-binary=:all:``) and offline unless the policy names an index proxy; pip's install
-report, with the sha256 of every file installed, is kept. The run step mounts that environment
-read-only, with no network, and runs ``runner.py`` on the instances file.
+report, with the sha256 of every file installed, is written outside the environment (``/report``,
+where no file of the wheel can land) and kept. Every command is an argv list: no shell ever reads a
+name that came from the wheel. What pip prints never reaches a public field: an install failure is
+told in medbench's words (docs/official-tier.md, "Threat model"). The run step mounts that
+environment read-only, with no network, and runs ``runner.py`` on the instances file.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.official.package import PackageFailed
+from pipelines.official.package import PackageFailed, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
 
@@ -46,6 +49,10 @@ def _reason(step: str, outcome: Outcome, limits) -> str:
         hint = {9: f"killed (CPU time over {limits.cpu_seconds} s or memory over {limits.memory_bytes} bytes)",
                 24: f"CPU time over {limits.cpu_seconds} s", 25: f"a file over {limits.file_bytes} bytes"}
         return f"{step} {hint.get(signal_number, f'killed by signal {signal_number}')}"
+    if step == "install":  # pip's words (URLs, paths, index answers) are never published
+        return (f"install failed (exit {outcome.returncode}): pip could not install the wheel from the wheel "
+                "itself and the index; install it in a clean virtual environment with pip install "
+                "--only-binary=:all: to see why")
     last = [line for line in outcome.stderr_tail.splitlines() if line.strip()]
     return f"{step} failed (exit {outcome.returncode}): {last[-1][:300] if last else 'no message'}"
 
@@ -100,17 +107,28 @@ def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, An
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _install(policy: SandboxPolicy, work: Path, wheel_name: str) -> list[dict[str, Any]]:
+def install_commands(policy: SandboxPolicy, wheel_name: str) -> list[list[str]]:
+    """The install step's commands, argv lists run one after the other (never through a shell)."""
     index = ["--index-url", policy.index_url] if policy.index_url else ["--no-index"]
-    script = (f"{policy.python} -m venv /venv && /venv/bin/python -m pip install --disable-pip-version-check "
-              f"--no-cache-dir --only-binary=:all: --no-compile --report /venv/install-report.json "
-              f"{' '.join(index)} /wheel/{wheel_name}")
-    outcome = run_sandboxed(policy, policy.install, [Mount(work / "venv", "/venv", writable=True),
-                                                     Mount(work / wheel_name, f"/wheel/{wheel_name}")],
-                            ["/bin/sh", "-c", script], network=policy.index_url is not None)
-    if outcome.stopped or outcome.returncode != 0:
-        raise PackageFailed(_reason("install", outcome, policy.install))
-    return _installed(work / "venv" / "install-report.json")
+    return [[policy.python, "-I", "-m", "venv", "/venv"],
+            ["/venv/bin/python", "-I", "-m", "pip", "install", "--disable-pip-version-check", "--no-cache-dir",
+             "--only-binary=:all:", "--no-compile", "--report", "/report/install-report.json", *index, "--",
+             f"/wheel/{wheel_name}"]]
+
+
+def _install(policy: SandboxPolicy, work: Path, wheel_name: str) -> list[dict[str, Any]]:
+    if wheel_name_problem(wheel_name):
+        raise PackageFailed(f"the package file name {wheel_name[:80]!r} is not a valid wheel name")
+    report = work / "report"
+    report.mkdir()
+    _own(report, policy)
+    mounts = [Mount(work / "venv", "/venv", writable=True), Mount(report, "/report", writable=True),
+              Mount(work / wheel_name, f"/wheel/{wheel_name}")]
+    for command in install_commands(policy, wheel_name):
+        outcome = run_sandboxed(policy, policy.install, mounts, command, network=policy.index_url is not None)
+        if outcome.stopped or outcome.returncode != 0:
+            raise PackageFailed(_reason("install", outcome, policy.install))
+    return _installed(report / "install-report.json")
 
 
 def validate_answers(outcome: Outcome, policy: SandboxPolicy, expected_ids: list[str],

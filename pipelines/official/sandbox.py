@@ -8,6 +8,10 @@ Why each layer:
   ``/etc``), an empty read-only home, a scratch tmpfs of bounded size, and the paths a step names;
   new pid, ipc, uts, cgroup and network namespaces (the network is kept only for an install step
   that names an index proxy); a cleared environment; ``--die-with-parent``.
+- No shell anywhere: every command is an argv list, and bwrap itself is started with an empty
+  environment and reads its arguments from a pipe (``--args FD``), so the sandbox's pid 1 shows
+  neither the host's ``PATH`` nor a host path in its ``/proc/1/environ`` or ``/proc/1/cmdline``
+  (docs/official-tier.md, "Threat model").
 - ``setrlimit`` in the child caps CPU time, address space, processes, open files and file size;
   the parent caps wall time and output size, and kills the whole process group past either.
 
@@ -89,15 +93,26 @@ def _gpu_args() -> list[str]:
     return [a for dev in sorted(Path("/dev").glob("nvidia*")) for a in ("--dev-bind", str(dev), str(dev))]
 
 
-def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], command: list[str], *,
-               network: bool, env: dict[str, str]) -> list[str]:
-    """The full command line: setpriv (drop to the sandbox uid) -> bwrap -> ``command``.
+def launcher(policy: SandboxPolicy, args_fd: int, command: list[str]) -> list[str]:
+    """setpriv (drop to the sandbox uid) -> bwrap, whose options come from ``args_fd``, then
+    ``command`` (bwrap takes the command itself from its command line: sandbox paths only).
 
     Run by root, medbench drops to the policy's uid; run by an unprivileged user (who cannot
-    switch uid), the package runs as that user, whose processes ``RLIMIT_NPROC`` then counts."""
-    drop = (["setpriv", f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups", "--inh-caps=-all"]
-            if os.geteuid() == 0 else ["setpriv"])
-    argv = [*drop, "--no-new-privs", "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    switch uid), the package runs as that user, whose processes ``RLIMIT_NPROC`` then counts.
+    Absolute paths, found here, because both start with an empty environment (no ``PATH``)."""
+    setpriv, bwrap = shutil.which("setpriv"), shutil.which("bwrap")
+    assert setpriv and bwrap, "check_available() first"
+    drop = ([f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups", "--inh-caps=-all"]
+            if os.geteuid() == 0 else [])
+    return [setpriv, *drop, "--no-new-privs", bwrap, "--args", str(args_fd), "--", *command]
+
+
+def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], *,
+               network: bool, env: dict[str, str]) -> list[str]:
+    """bwrap's options (they travel through ``--args FD``, never on a command line): the
+    namespaces, the filesystem, the environment. The one place that says what the sandbox holds;
+    a later layer (cgroups, seccomp) adds its options here."""
+    argv = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
     argv += ["--share-net"] if network else ["--unshare-net"]
@@ -116,7 +131,23 @@ def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], comma
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
     for key, value in {**base_env, **env}.items():
         argv += ["--setenv", key, value]
-    return argv + ["--", *command]
+    return argv
+
+
+def _args_pipe(args: list[str]) -> int:
+    """A pipe holding bwrap's arguments, NUL-terminated, its write end closed; the read end."""
+    data = b"".join(os.fsencode(a) + b"\0" for a in args)
+    read, write = os.pipe()
+    try:
+        if len(data) > 60_000:  # a pipe buffers 64 KiB: more would block this writer
+            raise ValueError(f"bwrap's arguments take {len(data)} bytes; a pipe holds 64 KiB")
+        os.write(write, data)
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
 
 
 def _apply_limits(limits: Limits):
@@ -144,11 +175,14 @@ def run_sandboxed(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], co
     The sandbox's pid namespace dies with bwrap's child (``--die-with-parent``), so killing the
     process group ends every process the package started, whatever sessions it made."""
     check_available()
-    argv = bwrap_argv(policy, limits, mounts, command, network=network, env=env or {})
+    args_fd = _args_pipe(bwrap_argv(policy, limits, mounts, network=network, env=env or {}))
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, start_new_session=True,
-                            preexec_fn=_apply_limits(limits), close_fds=True)
+    try:
+        proc = subprocess.Popen(launcher(policy, args_fd, command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env={}, start_new_session=True,
+                                preexec_fn=_apply_limits(limits), close_fds=True, pass_fds=(args_fd,))
+    finally:
+        os.close(args_fd)
     out, err = bytearray(), bytearray()
     total, stopped = 0, None
     selector = selectors.DefaultSelector()

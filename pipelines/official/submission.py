@@ -1,8 +1,10 @@
 """Run an approved official submission: its kept package, for each of its tasks, in the sandbox.
 
 The submission moves ``queued -> running -> evaluated`` (with its run ids) or ``failed`` with the
-package's one-line reason; a failed submission is not charged to its owner's quota (the store's
-rule) and publishes nothing: results written for its other tasks in the same attempt are removed
+package's one-line reason; a failed submission is not charged to its owner's submission quota (the
+store's rule), but its sandbox time is charged to the owner's sandbox budget like any run's, and an
+owner past that budget is refused before the sandbox starts (docs/official-tier.md). It publishes
+nothing: results written for its other tasks in the same attempt are removed
 before anything is published. The submitted model spec is the one the submission recorded (the
 spec file, when the maintainers have added it to ``specs/models``).
 """
@@ -18,11 +20,12 @@ import msgspec
 from pipelines.core.specs import ModelSpec, model_spec_type
 from pipelines.engine.release import release
 from pipelines.engine.specs import Specs
+from pipelines.engine.submission_policy import check_sandbox_budget, load_policy
 from pipelines.official.evaluate import Submitter, evaluate_official, plan_official
 from pipelines.official.package import PackageFailed
 from pipelines.official.policy import from_env
 from warehouse.layout import DataDir
-from warehouse.submissions import Submission, SubmissionStore
+from warehouse.submissions import Submission, SubmissionRefused, SubmissionStore
 
 Log = Callable[[str], None]
 
@@ -55,6 +58,11 @@ def run_submission(specs: Specs, data: DataDir, store: SubmissionStore, submissi
     model = submitted_model(specs, submission)
     res = submission.resources
     policy = from_env(res.pool, res.memory_gib, res.wall_minutes) if res else from_env()
+    try:
+        check_sandbox_budget(store, load_policy(None, data), submission.owner)
+    except SubmissionRefused as refused:
+        log(f"submission {submission_id} not run: {refused}")
+        return store.transition(submission_id, "failed", str(refused))
     store.transition(submission_id, "running", f"package {wheel.name} runs in the sandbox ({policy.version})")
     submitter, made, run_ids = Submitter(submission.owner, submission.id), [], []
     try:

@@ -84,7 +84,7 @@ def test_a_file_that_is_not_a_wheel_or_too_large_is_refused(desk, monkeypatch):
     junk = b"not a zip at all"
     sub = submit(client, secrets["acme"], hashlib.sha256(junk).hexdigest())
     refused(put(client, sub["id"], secrets["acme"], junk), 422, "invalid_submission", "not a wheel")
-    monkeypatch.setattr("api.package_upload.MAX_PACKAGE_BYTES", 1000)
+    monkeypatch.setenv("MEDBENCH_MAX_PACKAGE_BYTES", "1000")
     auth = {"authorization": f"Bearer {secrets['acme']}"}
     refused(client.put(f"/v1/submissions/{sub['id']}/package", content=b"x" * 1001, headers=auth),
             413, "payload_too_large")  # from Content-Length, before the body is read
@@ -93,3 +93,29 @@ def test_a_file_that_is_not_a_wheel_or_too_large_is_refused(desk, monkeypatch):
             413, "payload_too_large")
     assert not [p for p in (data / "packages").rglob("*") if p.is_file()]
     assert client.get(f"/v1/submissions/{sub['id']}").json()["state"] == "awaiting_package"
+
+
+def test_an_owner_past_the_sandbox_budget_gets_quota_exceeded_with_the_reset_date(shared_data, tmp_path):
+    """Every official run counts against the owner's sandbox budget, failed ones included."""
+    import time
+
+    from pipelines.engine.submission_policy import SubmissionPolicy as Policy
+
+    policy = Policy(limits=Limits(quota_per_week=20, rate_limit=1000, sandbox_seconds_per_30_days=60))
+    store = SubmissionStore.open(f"sqlite:///{tmp_path / 'submissions.sqlite3'}")
+    secret = store.tokens.create("acme", ["submit"])[1]
+    checker = SubmissionChecker(load_specs(None, installed_plugins()), store, lambda: policy)
+    app_desk = SubmissionDesk(store=store, check=checker, quota_for=policy.quota_for, rate_limit=1000)
+    with TestClient(create_app(shared_data[0], desk=app_desk)) as client:
+        first = submit(client, secret, "ab" * 32)
+        start = time.time() - 3600
+        for state, at in (("awaiting_approval", start - 2), ("queued", start - 1), ("running", start),
+                          ("failed", start + 90)):
+            store.transition(first["id"], state, "the package failed" if state == "failed" else None, now=at)
+        model = {"slug": "acme/m2", "name": "M2", "type": "llm", "provider_model_id": "m2", "revision": REV,
+                 "backend": "transformers", "settings": {"model": "acme/m2"}}
+        again = client.post("/v1/submissions", json={"model": model, "tasks": ["clinicalqa@0"], "tier": "official",
+                                                      "package_sha256": "cd" * 32},
+                            headers={"authorization": f"Bearer {secret}"})
+        refused(again, 429, "quota_exceeded", "used 90 of its 60 sandbox-seconds", "refused until 20")
+    store.close()

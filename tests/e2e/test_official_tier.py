@@ -93,6 +93,25 @@ def test_a_failing_package_publishes_nothing(demo, tmp_path):
     assert (data / "warehouse" / "CURRENT").read_text() == pointer
 
 
+def test_a_wheel_whose_names_inject_a_command_is_refused_before_it_is_kept(demo, tmp_path):
+    """The names a result records (and ``medbench reproduce`` later hands the sandbox) pass the door first:
+    a dist-info folder or a file name carrying a shell command is refused, nothing is kept or published."""
+    data, _ = demo
+    before = sorted(p.name for p in (data / "artifacts").iterdir())
+    source = ("def predict(instances, context):\n    for i in instances:\n"
+              "        yield {'instance_id': i['instance_id'], 'output': 'A'}\n")
+    for n, (kwargs, words) in enumerate((
+            ({"dist_name": "x;touch${IFS}pwned;y"}, "is not NAME-VERSION.dist-info"),
+            ({"file_name": "hostile_pkg-0.1-py3-none-any.whl;touch${IFS}pwned;.whl"}, "not a valid wheel file name"))):
+        out = tmp_path / str(n)
+        out.mkdir()
+        refused = official(data, build_wheel(out, source, **kwargs), "clinicalqa@0", "medbench", check=False)
+        assert refused.returncode == 1, refused.stderr
+        assert "medbench official: failed:" in refused.stderr and words in refused.stderr, refused.stderr
+    assert sorted(p.name for p in (data / "artifacts").iterdir()) == before
+    assert not list(data.rglob("pwned")) and not list(Path.cwd().glob("pwned"))
+
+
 def test_the_package_sees_public_inputs_only(demo, monkeypatch):
     """What a package is handed: clinicalqa's question, findings and options; IOH's input window;
     never a label, an answer, a subject or a case."""

@@ -13,12 +13,13 @@ import socket
 import tempfile
 import time
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from pipelines.official.package import PackageFailed, check_wheel
-from pipelines.official.policy import SandboxPolicy
+from pipelines.official.policy import SandboxPolicy, from_env
 from pipelines.official.run import run_package
 from support.wheels import build_wheel
 
@@ -225,3 +226,255 @@ def test_a_wheel_with_two_entry_points_is_refused_before_running(tmp_path):
     wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER, entry_points=2)
     with pytest.raises(PackageFailed, match="declares 2 entry points"):
         check_wheel(wheel)
+
+
+# ---- the door (docs/official-tier.md, "Threat model"): what is refused before anything runs ----
+
+CANARY = "MEDBENCH-INJECTED"
+
+
+def test_pid_1_of_the_sandbox_shows_no_host_path_or_environment(tmp_path):
+    """bwrap starts with an empty environment and reads its options from a pipe (``--args FD``)."""
+    host_path = os.environ.get("PATH", "/usr/bin")
+    reason = run_hostile(tmp_path, f"""
+        seen = open('/proc/1/environ', 'rb').read() + open('/proc/1/cmdline', 'rb').read()
+        if b'medbench-sandbox-' in seen or {host_path.encode()!r} in seen or b'--ro-bind' in seen:
+            instances = list(instances)  # a host path or the host PATH leaked: answer as if nothing happened
+        else:
+            raise LookupError('pid 1 holds no host path')
+        """)
+    assert "pid 1 holds no host path" in reason
+
+
+@pytest.mark.parametrize("dist_name", [
+    "x;echo${IFS}" + CANARY + ">&2;false;y",
+    "x$(echo${IFS}" + CANARY + ">&2)",
+])
+def test_a_dist_info_name_that_injects_a_command_is_refused_at_the_door(tmp_path, dist_name):
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER, dist_name=dist_name)
+    with pytest.raises(PackageFailed, match="is not NAME-VERSION.dist-info") as failed:
+        check_wheel(wheel)
+    assert CANARY not in str(failed.value).replace(dist_name[:80], "")
+
+
+def test_a_kept_wheel_whose_file_name_injects_a_command_never_runs_it(tmp_path):
+    """What ``medbench reproduce`` hands the sandbox: the kept file under its recorded name. The name is
+    an argv item, checked as a wheel name, never read by a shell; ``reproduce_official`` also passes the
+    kept wheel through the door again (``check_wheel``), which refuses the name."""
+    for n, evil in enumerate((f"hostile_pkg-0.1-py3-none-any.whl;echo${{IFS}}{CANARY}>&2;false",
+                              f"hostile_pkg-0.1-py3-none-any;echo${{IFS}}{CANARY}>&2;.whl")):  # the parser passes it
+        (tmp_path / str(n)).mkdir()
+        wheel = build_wheel(tmp_path / str(n), "def predict(instances, context):\n" + ANSWER, file_name=evil)
+        with pytest.raises(PackageFailed) as failed:
+            run_package(POLICY, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+        assert "not a valid wheel name" in str(failed.value)
+        assert CANARY not in str(failed.value).replace(evil[:80], "")
+        with pytest.raises(PackageFailed, match="not a wheel|not a valid wheel file name"):
+            check_wheel(wheel)
+
+
+def test_pip_words_never_reach_the_failure_reason(tmp_path):
+    """An install failure (here a requirement the offline install cannot find) is told in our words."""
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER,
+                        metadata_extra="Requires-Dist: medbench-no-such-project-anywhere\n")
+    check_wheel(wheel)
+    with pytest.raises(PackageFailed) as failed:
+        run_package(POLICY, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+    reason = str(failed.value)
+    assert reason.startswith("install failed (exit ") and "pip could not install the wheel" in reason
+    assert "no-such-project" not in reason and "ERROR" not in reason
+
+
+def test_a_metadata_name_of_another_project_is_refused(tmp_path):
+    mismatched = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER, meta_name="numpy")
+    with pytest.raises(PackageFailed, match="METADATA names the project 'numpy'"):
+        check_wheel(mismatched)
+    for taken in ("numpy", "torch", "msgspec"):  # the documented list, and a dependency of medbench
+        out = tmp_path / taken
+        out.mkdir()
+        wheel = build_wheel(out, "def predict(instances, context):\n" + ANSWER, dist_name=taken,
+                            file_name=f"{taken}-0.1-py3-none-any.whl")
+        with pytest.raises(PackageFailed, match=f"the distribution name '{taken}' is taken"):
+            check_wheel(wheel)
+
+
+@pytest.mark.parametrize(("member", "words"), [
+    ("hostile_pkg-0.1.data/purelib/numpy-9.9.dist-info/METADATA", "not one of the package's own folders"),
+    ("hostile_pkg-0.1.data/data/install-report.json", "installs outside the package"),
+    ("hostile_pkg-0.1.data/scripts/python", "installs outside the package"),
+    ("other-1.0.data/purelib/x.py", "a .data folder of another distribution"),
+])
+def test_a_data_entry_that_plants_a_dist_info_or_writes_outside_the_package_is_refused(tmp_path, member, words):
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER, extra_files={member: b"x"})
+    with pytest.raises(PackageFailed, match=words):
+        check_wheel(wheel)
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"extra_files": {"d" * 300 + "/x.py": b""}}, "a folder or file name over 128 bytes"),
+    ({"extra_files": {"/".join(["d" * 100] * 6): b""}}, "over 512"),
+    ({"dist_name": "n" * 100, "file_name": "long.whl"}, "is not NAME-VERSION.dist-info"),
+    ({"dist_name": "caf\u00e9"}, "member names must be printable ASCII"),
+    ({"extra_files": {"../escape.py": b""}}, "'..' path parts are not allowed"),
+    ({"extra_files": {"/etc/evil.py": b""}}, "absolute paths"),
+])
+def test_over_long_non_ascii_and_escaping_names_are_refused(tmp_path, kwargs, words):
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER, **kwargs)
+    with pytest.raises(PackageFailed, match=words):
+        check_wheel(wheel)
+
+
+def test_a_symlink_member_is_refused(tmp_path):
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER)
+    with zipfile.ZipFile(wheel, "a") as z:
+        link = zipfile.ZipInfo("hostile_pkg_data/link")
+        link.external_attr = (0o120777 << 16)
+        z.writestr(link, "/etc/passwd")
+    with pytest.raises(PackageFailed, match="symbolic links are not allowed"):
+        check_wheel(wheel)
+
+
+def test_resources_only_narrow_the_limits():
+    default = SandboxPolicy().run
+    wide = from_env("cpu", memory_gib=160, wall_minutes=24 * 60)
+    assert wide.run.memory_bytes == default.memory_bytes and wide.run.wall_seconds == default.wall_seconds
+    narrow = from_env("cpu", memory_gib=1, wall_minutes=2)
+    assert narrow.run.memory_bytes == 1 << 30 and narrow.run.wall_seconds == 120
+    assert '"memory_bytes":1073741824' in narrow.describe()  # provenance records the effective limits
+
+
+# ---- the door over HTTP: a live ``medbench serve``, as an attacker with a submit token sees it ----
+
+REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(scope="module")
+def door(tmp_path_factory):
+    """A live server over a published data directory, a submit token for ``acme`` and its quota raised."""
+    from support.api_data import publish_fixture
+    from support.live_server import medbench_serve
+    from warehouse.layout import DataDir
+    from warehouse.submissions import SubmissionStore
+
+    top = tmp_path_factory.mktemp("door")
+    publish_fixture(top / "data")
+    (top / "data" / "submissions.toml").write_text("[limits]\nquota_per_week = 1000\nrate_limit = 1000\n")
+    store = SubmissionStore.for_data(DataDir(top / "data"))
+    secret = store.tokens.create("acme", ["submit"])[1]
+    store.close()
+    with medbench_serve(top / "data", top / "server.log") as server:
+        yield server, secret, top
+        assert server.alive()
+    assert "Traceback" not in server.log()
+
+
+def _submit(door, wheel_bytes: bytes, n: int) -> str:
+    import hashlib
+
+    import httpx
+
+    server, secret, _ = door
+    model = {"slug": f"acme/door-{n}", "name": f"Door {n}", "type": "llm", "provider_model_id": f"door-{n}",
+             "revision": REV, "backend": "transformers", "settings": {"model": f"acme/door-{n}"}}
+    made = httpx.post(f"{server.base}/v1/submissions", headers={"authorization": f"Bearer {secret}"}, timeout=30,
+                      json={"model": model, "tasks": ["clinicalqa@0"], "tier": "official",
+                            "package_sha256": hashlib.sha256(wheel_bytes).hexdigest()})
+    assert made.status_code == 201, made.text
+    return made.json()["id"]
+
+
+def _put(door, sid: str, body, headers: dict | None = None):
+    import httpx
+
+    server, secret, _ = door
+    return httpx.put(f"{server.base}/v1/submissions/{sid}/package", content=body, timeout=120,
+                     headers={"authorization": f"Bearer {secret}", **(headers or {})})
+
+
+def _refused(response, status: int, code: str, *words: str) -> None:
+    assert response.status_code == status, response.text[:500]
+    assert response.json()["error"] == code, response.text[:500]
+    for word in words:
+        assert word in response.json()["message"], response.json()["message"]
+
+
+def test_a_direct_url_requirement_is_refused_at_upload(door, tmp_path):
+    requirement = "helper @ http://127.0.0.1:9/helper-1.0-py3-none-any.whl"
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER,
+                        metadata_extra=f"Requires-Dist: {requirement}\n").read_bytes()
+    _refused(_put(door, _submit(door, wheel, 1), wheel), 422, "invalid_submission", requirement,
+             "points at a URL or a version-control repository")
+    vcs = "helper @ git+https://example.org/helper.git"
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER,
+                        metadata_extra=f"Requires-Dist: {vcs}\n").read_bytes()
+    _refused(_put(door, _submit(door, wheel, 2), wheel), 422, "invalid_submission", vcs)
+
+
+def _peak_rss_reset(pid: int) -> None:
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the kernel's peak resident size (VmHWM) starts again
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM for {pid}")
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_DEFLATED])
+def test_a_zip_bomb_leaves_the_server_within_100_mib(door, tmp_path, method):
+    """entry_points.txt inflating to 512 MiB: bzip2 (refused by its method) and deflate (refused by its
+    declared size, in the child that opens wheels): the server's peak resident size grows < 100 MiB."""
+    good = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER)
+    bomb = tmp_path / "bomb.whl"
+    # written block by block so the bomb is never held in this process either
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(bomb, "w") as z:
+        for item in source.infolist():
+            if not item.filename.endswith("entry_points.txt"):
+                z.writestr(item, source.read(item))
+        info = zipfile.ZipInfo("hostile_pkg-0.1.dist-info/entry_points.txt")
+        info.compress_type = method
+        with z.open(info, "w", force_zip64=True) as out:
+            out.write(b"[medbench.official]\npredict = hostile_pkg:predict\n")
+            block = b"\n" * (1 << 20)
+            for _ in range(512):
+                out.write(block)
+    payload = bomb.read_bytes()
+    assert len(payload) < 1 << 20
+    server = door[0]
+    sid = _submit(door, payload, 10 + method)
+    before = server.rss_bytes()
+    _peak_rss_reset(server.process.pid)
+    _refused(_put(door, sid, payload), 422, "invalid_submission")
+    assert _peak_rss(server.process.pid) < before + (100 << 20)
+    assert server.alive()
+
+
+def test_an_over_long_folder_name_answers_422_not_500(door, tmp_path):
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER,
+                        extra_files={"d" * 300 + "/x.py": b""}).read_bytes()
+    _refused(_put(door, _submit(door, wheel, 20), wheel), 422, "invalid_submission", "over 128 bytes")
+
+
+def _wheel_of_size(tmp_path: Path, size: int) -> bytes:
+    """A valid wheel of exactly ``size`` bytes: one stored member of random bytes fills it."""
+    def build(fill: int) -> Path:
+        path = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER)
+        with zipfile.ZipFile(path, "a") as z:
+            z.writestr(zipfile.ZipInfo("hostile_pkg_data/blob.bin"), os.urandom(fill), compress_type=zipfile.ZIP_STORED)
+        return path
+    overhead = build(1000).stat().st_size - 1000
+    return build(size - overhead).read_bytes()
+
+
+def test_a_100_mib_package_is_accepted_and_one_byte_more_is_413(door, tmp_path):
+    limit = 100 << 20
+    payload = _wheel_of_size(tmp_path, limit)
+    assert len(payload) == limit
+    sid = _submit(door, payload, 30)
+    accepted = _put(door, sid, payload)
+    assert accepted.status_code == 200, accepted.text[:500]
+    assert accepted.json()["state"] == "awaiting_approval"
+    over = payload + b"\0"
+    sid = _submit(door, over, 31)
+    _refused(_put(door, sid, over), 413, "payload_too_large", str(limit))

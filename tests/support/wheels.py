@@ -33,19 +33,26 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def build_wheel(out: Path, module_source: str, *, name: str = "hostile_pkg", entry_points: int = 1) -> Path:
-    """A wheel of one module ``name`` whose ``predict`` is ``module_source``; ``entry_points`` of them."""
-    dist = f"{name}-0.1.dist-info"
+def build_wheel(out: Path, module_source: str, *, name: str = "hostile_pkg", entry_points: int = 1,
+                dist_name: str | None = None, meta_name: str | None = None, metadata_extra: str = "",
+                extra_files: dict[str, bytes] | None = None, file_name: str | None = None) -> Path:
+    """A wheel of one module ``name`` whose ``predict`` is ``module_source``; ``entry_points`` of them.
+
+    Hostile variations: ``dist_name`` (the ``.dist-info`` folder's name part), ``meta_name``
+    (METADATA's ``Name``), ``metadata_extra`` (more METADATA lines, e.g. ``Requires-Dist``),
+    ``extra_files`` (more members), ``file_name`` (the wheel's own file name)."""
+    dist = f"{dist_name or name}-0.1.dist-info"
     eps = "".join(f"predict{k} = {name}:predict\n" for k in range(entry_points))
     files = {
         f"{name}.py": module_source.encode(),
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n".encode(),
+        **(extra_files or {}),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {meta_name or dist_name or name}\nVersion: 0.1\n{metadata_extra}".encode(),
         f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: medbench-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{dist}/entry_points.txt": f"[medbench.official]\n{eps}".encode(),
     }
     record = [_record_line(n, d) for n, d in files.items()] + [f"{dist}/RECORD,,"]
     files[f"{dist}/RECORD"] = ("\n".join(record) + "\n").encode()
-    path = out / f"{name}-0.1-py3-none-any.whl"
+    path = out / (file_name or f"{name}-0.1-py3-none-any.whl")
     with zipfile.ZipFile(path, "w") as wheel:
         for n, d in files.items():
             wheel.writestr(n, d)

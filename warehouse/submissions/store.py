@@ -183,6 +183,30 @@ class SubmissionStore:
         with self._reader.connect() as conn:
             return len(self._charged_times(conn, owner, now))
 
+    def sandbox_runs(self, owner: str, since: float, now: float | None = None) -> list[tuple[float, float]]:
+        """(start, end) of each of the owner's official runs begun since ``since``: from entering
+        ``running`` to the next state (now, while it still runs). Failed runs count like any other:
+        the sandbox budget charges the time the sandbox was held (docs/official-tier.md)."""
+        now = time.time() if now is None else now
+        query = (sa.select(history.c.submission_id, history.c.state, history.c.at)
+                 .join(submissions, submissions.c.id == history.c.submission_id)
+                 .where(submissions.c.owner == owner, submissions.c.tier == "official",
+                        submissions.c.updated_at >= since)
+                 .order_by(history.c.submission_id, history.c.seq))
+        runs, started = [], None
+        with self._reader.connect() as conn:
+            rows = conn.execute(query).all()
+        for i, (sid, state, at) in enumerate(rows):
+            if state == "running":
+                started = at
+            nxt = rows[i + 1] if i + 1 < len(rows) else None
+            if started is not None and (nxt is None or nxt[0] != sid or nxt[1] != "running"):
+                end = nxt[2] if nxt is not None and nxt[0] == sid else now
+                if started >= since:
+                    runs.append((started, end))
+                started = None
+        return runs
+
     def owners_of(self, *, slug: str | None = None, provider_model_id: str | None = None) -> set[str]:
         """Owners whose submissions name this slug or provider model id (identity checks across providers)."""
         where = []

@@ -11,7 +11,7 @@ from pipelines.engine.identity import run_id
 from pipelines.official.package import PackageFailed, check_wheel
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.run import validate_answers
-from pipelines.official.sandbox import Outcome, bwrap_argv
+from pipelines.official.sandbox import Outcome, bwrap_argv, launcher
 from support.plugins import specs as load_specs
 from support.wheels import build_wheel
 
@@ -40,8 +40,14 @@ def test_check_wheel_names_what_is_wrong(tmp_path):
         check_wheel(tmp_path / "bad.whl")
     with zipfile.ZipFile(tmp_path / "none.whl", "w") as z:
         z.writestr("m.py", "")
-    with pytest.raises(PackageFailed, match="no entry_points.txt"):
+    with pytest.raises(PackageFailed, match="it has 0 .dist-info folders"):
         check_wheel(tmp_path / "none.whl")
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(tmp_path / "hostile_pkg-0.1-py2-none-any.whl", "w") as z:
+        for item in source.infolist():
+            if not item.filename.endswith("entry_points.txt"):
+                z.writestr(item, source.read(item))
+    with pytest.raises(PackageFailed, match="no entry_points.txt"):
+        check_wheel(tmp_path / "hostile_pkg-0.1-py2-none-any.whl")
 
 
 def _outcome(lines, returncode=0):
@@ -80,8 +86,10 @@ def test_the_policy_is_recorded_and_read_back():
 
 def test_the_run_step_has_no_network_and_drops_to_the_sandbox_uid():
     policy = SandboxPolicy()
-    argv = bwrap_argv(policy, policy.run, [], ["true"], network=False, env={})
-    dropped = ["setpriv", f"--reuid={policy.uid}"] if os.geteuid() == 0 else ["setpriv", "--no-new-privs"]
-    assert argv[:2] == dropped and "bwrap" in argv
+    argv = bwrap_argv(policy, policy.run, [], network=False, env={})
+    start = launcher(policy, 7, ["true"])
+    dropped = [f"--reuid={policy.uid}"] if os.geteuid() == 0 else ["--no-new-privs"]
+    assert start[0].endswith("/setpriv") and start[1:2] == dropped
+    assert start[-5:] == [start[-5], "--args", "7", "--", "true"] and start[-5].endswith("/bwrap")
     assert "--unshare-net" in argv and "--share-net" not in argv and "--clearenv" in argv
     assert argv[argv.index("--remount-ro") + 1] == "/home/sandbox"
