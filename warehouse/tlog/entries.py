@@ -53,6 +53,12 @@ def key_body(public_key: bytes) -> dict[str, str]:
     return {"key_id": key_id_of(public_key), "public_key": base64.b64encode(public_key).decode()}
 
 
+def record_sha256(record: Any) -> str:
+    """The hash a result entry names: sha256 of the record's canonical JSON (any msgspec Struct or
+    JSON value; for a result, its ``ResultRecord`` as stored in ``result.json``)."""
+    return hashlib.sha256(canonical_json(record)).hexdigest()
+
+
 def result_entry(run_id: str, record_sha256: str) -> bytes:
     return _checked({"type": "result", "id": run_id, "record_sha256": record_sha256})
 
@@ -166,5 +172,5 @@ def _checked(body: dict[str, Any]) -> bytes:
     return entry
 
 
-__all__ = ["ROTATION_CONTEXT", "TYPES", "EntryError", "key_body", "key_id_of", "parse_entry", "release_entry",
-           "result_entry", "rotation_entry", "rotation_keys", "rotation_message", "withdrawal_entry"]
+__all__ = ["ROTATION_CONTEXT", "TYPES", "EntryError", "key_body", "key_id_of", "parse_entry", "record_sha256",
+           "release_entry", "result_entry", "rotation_entry", "rotation_keys", "rotation_message", "withdrawal_entry"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,12 @@ class LogUnavailable(RuntimeError):
 
 @dataclass
 class LogView:
+    """A verified log, as of the files' state it was verified at; ``memo`` keeps answers built
+    from it (callers may keep their encoded bodies there: the view is replaced when a file changes)."""
+
     store: LogStore
     state: LogState
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
