@@ -48,12 +48,22 @@ class LogState:
 
     size: int
     checkpoint: Checkpoint | None
-    positions: dict[tuple[str, str], int] = field(default_factory=dict)  # (type, id) -> leaf index
+    positions: dict[tuple[str, str], int] = field(default_factory=dict)  # (type, id) -> its latest leaf index
     keys: dict[str, KeyLife] = field(default_factory=dict)  # key_id -> lifetime
     active_key: str | None = None
+    unique: dict[tuple, int] = field(default_factory=dict)  # unique_key(entry) -> leaf index
 
     def keys_valid_at(self, size: int) -> list[bytes]:
         return [k.public_key for k in self.keys.values() if k.valid_at(size)]
+
+
+def unique_key(body: dict) -> tuple:
+    """What may appear once in a log: a release, withdrawal or key by its id; a result by its id and
+    record hash (a result re-recorded under its run id, e.g. rerun with ``--force``, is a new entry;
+    ``positions`` then names the latest)."""
+    if body["type"] == "result":
+        return body["type"], body["id"], body["record_sha256"]
+    return body["type"], body["id"]
 
 
 def key_lifetimes(entries: Iterable[dict]) -> tuple[dict[str, KeyLife], str | None]:
@@ -113,17 +123,18 @@ def audit(store: LogStore, origin: str | None = None, kept: str | None = None, k
     except EntryError as exc:
         raise LogIntegrityError(f"the log holds an invalid entry: {exc}") from None
     positions: dict[tuple[str, str], int] = {}
+    unique: dict[tuple, int] = {}
     for index, body in enumerate(parsed):
-        key = (body["type"], body["id"])
-        if key in positions:
-            raise LogIntegrityError(f"{body['type']} id {body['id']} appears twice in the log (entries {positions[key]} "
+        key = unique_key(body)
+        if key in unique:
+            raise LogIntegrityError(f"{body['type']} id {body['id']} appears twice in the log (entries {unique[key]} "
                                     f"and {index}): the log was edited; restore it from a backup or a replica")
-        positions[key] = index
+        unique[key] = positions[(body["type"], body["id"])] = index
     try:
         keys, active = key_lifetimes(parsed)
     except EntryError as exc:
         raise LogIntegrityError(f"the log's key rotations do not chain: {exc}") from None
-    state = LogState(size, None, positions, keys, active)
+    state = LogState(size, None, positions, keys, active, unique)
     note = store.read_checkpoint()
     if note is None:
         if size and require_checkpoint:
@@ -189,4 +200,4 @@ def _root_from_levels(levels: list[list[bytes]], size: int) -> bytes:
     return mth(0, size)
 
 
-__all__ = ["KeyLife", "LogIntegrityError", "LogState", "audit", "key_lifetimes", "verify_against"]
+__all__ = ["KeyLife", "LogIntegrityError", "LogState", "audit", "key_lifetimes", "unique_key", "verify_against"]

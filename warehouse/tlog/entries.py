@@ -14,8 +14,9 @@ the form the warehouse hashes content with); those bytes, and nothing else, are 
   "signatures")``; the log's first entry is a rotation with ``"old": null``, which names the key of
   its first checkpoints, signed by that key alone.
 
-An id appears at most once per type: a second release (or result, withdrawal, key) with the same id
-makes the log invalid (``EntryError``), so the log can never say two things about one id.
+A release, a withdrawal or a key appears at most once (by type and id), a result at most once per
+record hash (a rerun under the same run id adds an entry: ``warehouse.tlog.audit.unique_key``); a
+log that holds one twice does not verify, so it can never say two things about one release.
 """
 
 from __future__ import annotations

@@ -6,18 +6,22 @@ directory, beside the signing key: whoever edits, truncates (log and in-director
 together) or forks the data directory cannot also roll back that copy, and the next publish refuses
 with one line saying what to do. After appending, the new checkpoint is written to both places.
 
-Where the kept copy lives: ``MEDBENCH_LOG_CHECKPOINT`` when set, else ``<signing key file without
-its suffix>.checkpoint`` beside the key. It must lie outside the data directory.
+Where the kept copy lives: ``MEDBENCH_LOG_CHECKPOINT`` when set, else beside the key, one file per
+data directory (one key may sign for several: the tests' key, or a maintainer's demo directories):
+``<key file without its suffix>.checkpoints/<first 16 hex of sha256(data directory path)>.checkpoint``.
+It must lie outside the data directory. A data directory published from a new path starts a new
+kept copy (the publisher says so), so keep ``MEDBENCH_DATA`` fixed or set ``MEDBENCH_LOG_CHECKPOINT``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from warehouse.files import atomic_path
-from warehouse.tlog.audit import LogIntegrityError, LogState, audit
+from warehouse.tlog.audit import LogIntegrityError, LogState, audit, unique_key
 from warehouse.tlog.checkpoint import Checkpoint, sign_checkpoint
 from warehouse.tlog.entries import key_id_of, parse_entry, rotation_entry
 from warehouse.tlog.signer import NoteSigner
@@ -33,7 +37,8 @@ def kept_checkpoint_path(data_root: Path | str, key_path: Path | str | None) -> 
         path = Path(configured).expanduser().resolve()
     elif key_path is not None:
         key = Path(key_path).expanduser().resolve()
-        path = key.with_name(key.stem + ".checkpoint")
+        folder = hashlib.sha256(str(Path(data_root).resolve()).encode()).hexdigest()[:16]
+        path = key.with_name(key.stem + ".checkpoints") / f"{folder}.checkpoint"
     else:
         raise LogIntegrityError(f"no place to keep the log's checkpoint: set {KEPT_ENV} to a file outside the data "
                                 "directory")
@@ -67,8 +72,9 @@ def verify_for_append(store: LogStore, origin: str, kept_path: Path) -> LogState
 
 def append(store: LogStore, entries: Sequence[bytes], signer: NoteSigner, origin: str, kept_path: Path) -> Checkpoint:
     """Append the entries the log lacks and sign a checkpoint with ``signer`` (written in the log and
-    at ``kept_path``). An entry already in the log with the same bytes is skipped; one whose
-    (type, id) is there with other bytes is refused. The log's first entry names ``signer``'s key;
+    at ``kept_path``). An entry already in the log with the same bytes is skipped; a release,
+    withdrawal or key whose id is there with other bytes is refused (a result with another record
+    hash is a new entry: ``audit.unique_key``). The log's first entry names ``signer``'s key;
     a signer that is not the log's key must ``rotate`` first."""
     with store.locked():
         state = verify_for_append(store, origin, kept_path)
@@ -79,18 +85,18 @@ def append(store: LogStore, entries: Sequence[bytes], signer: NoteSigner, origin
         elif state.active_key != key_id:
             raise LogIntegrityError(f"the log's key is {state.active_key}, not the signing key {key_id}: record a key "
                                     "rotation signed by both keys first (docs/transparency-log.md)")
-        seen: dict[tuple[str, str], bytes] = {}
+        seen: dict[tuple, bytes] = {}
         for entry in entries:
             body = parse_entry(entry)
-            key = (body["type"], body["id"])
-            if key in state.positions:
-                if store.entry(state.positions[key]) != entry:
-                    raise LogIntegrityError(f"{key[0]} {key[1]} is already in the log with other content; a log "
-                                            "entry is never rewritten")
+            key = unique_key(body)
+            if key in state.unique:
+                if store.entry(state.unique[key]) != entry:
+                    raise LogIntegrityError(f"{body['type']} {body['id']} is already in the log with other content; a "
+                                            "log entry is never rewritten")
                 continue
             if key in seen:
                 if seen[key] != entry:
-                    raise LogIntegrityError(f"{key[0]} {key[1]} is given twice with different content")
+                    raise LogIntegrityError(f"{body['type']} {body['id']} is given twice with different content")
                 continue
             seen[key] = entry
             new.append(entry)

@@ -92,7 +92,11 @@ def test_publish_appends_and_verifies(log) -> None:
     again = append(store, [result(3), result(5)], key, ORIGIN, kept)  # result 3 is there: skipped
     assert again.size == 8
     with pytest.raises(LogIntegrityError, match="already in the log with other content"):
-        append(store, [result_entry(f"{3:012x}", "cd" * 32)], key, ORIGIN, kept)
+        append(store, [release_entry("2026-12-07T05:00:00Z-abcdef01", "cd" * 32)], key, ORIGIN, kept)
+    # a result re-recorded under its run id (a rerun) is a new entry; its proof names the latest
+    rerun = append(store, [result_entry(f"{3:012x}", "cd" * 32)], key, ORIGIN, kept)
+    state = audit(store, ORIGIN, kept.read_text())
+    assert rerun.size == 9 and state.positions[("result", f"{3:012x}")] == 8
 
 
 def test_edited_entry_is_refused(log) -> None:
@@ -175,7 +179,9 @@ def test_rotation_needs_both_signatures(log) -> None:
 def test_kept_checkpoint_lives_outside_the_data_directory(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv(KEPT_ENV, raising=False)
     data = tmp_path / "data"
-    assert kept_checkpoint_path(data, tmp_path / "keys" / "k.pem") == tmp_path / "keys" / "k.checkpoint"
+    beside = kept_checkpoint_path(data, tmp_path / "keys" / "k.pem")
+    assert beside.parent == tmp_path / "keys" / "k.checkpoints" and beside.suffix == ".checkpoint"
+    assert kept_checkpoint_path(tmp_path / "other", tmp_path / "keys" / "k.pem") != beside  # one per data directory
     monkeypatch.setenv(KEPT_ENV, str(data / "releases" / "cp"))
     with pytest.raises(LogIntegrityError, match="inside the data directory"):
         kept_checkpoint_path(data, None)
