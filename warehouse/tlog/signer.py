@@ -10,6 +10,7 @@ publisher loads and names its keys (``warehouse.keys``/``warehouse.signing``, wh
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any, Protocol
 
 from cryptography.hazmat.primitives import serialization
@@ -45,10 +46,18 @@ class _PublisherKeySigner:
         return base64.b64decode(self._key.sign(message)["value"])
 
 
+def load_note_signer(path: Path) -> NoteSigner:
+    """A NoteSigner over the Ed25519 PEM key at ``path``, read the way the publisher reads its own
+    (``warehouse.keys.load_key``: its ``SigningKeyError`` says what is wrong with the file)."""
+    from warehouse.keys import load_key  # warehouse.keys imports the publisher; only this path needs it
+
+    return from_signing_key(load_key(path))
+
+
 def from_signing_key(key: Any) -> NoteSigner:
     """A NoteSigner over the publisher's ``warehouse.signing.SigningKey`` (its ``public_key`` raw
     bytes, and ``sign(message) -> {"value": base64 signature, ...}``)."""
     return _PublisherKeySigner(key)
 
 
-__all__ = ["Ed25519NoteSigner", "NoteSigner", "from_signing_key"]
+__all__ = ["Ed25519NoteSigner", "NoteSigner", "from_signing_key", "load_note_signer"]
