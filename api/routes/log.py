@@ -23,8 +23,21 @@ from api.responses import Prepared, prepare, respond
 from api.routing import read_only
 from api.service import Service
 from warehouse.tlog.reader import PAGE_MAX, LogUnavailable, LogView, open_view
+from warehouse.tlog.store import LogStore
 
 UNAVAILABLE = {503: "`log_unavailable`: the transparency log is missing or does not verify"}
+
+
+def require_verified_log(service: Service) -> None:
+    """``log_unavailable`` when this data directory has a transparency log that does not verify (the
+    release routes call it: a release is only served while the log that attests it verifies). A data
+    directory published before the log existed has none yet and is served as before."""
+    root = service.settings.data.root
+    if LogStore.of_data(root).entries_path.exists():
+        try:
+            open_view(root)
+        except LogUnavailable as exc:
+            raise log_unavailable(str(exc)) from None
 
 
 def _answer(request: Request, service: Service, key: Any, build: Callable[[LogView], Any]) -> ASGIResponse:

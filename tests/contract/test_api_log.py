@@ -91,6 +91,8 @@ def test_a_log_that_does_not_verify_answers_log_unavailable(own_data, tmp_path, 
     store = LogStore.of_data(root)
     with TestClient(create_app(root)) as client:
         assert client.get(f"/v1/results/{records[1].run_id}/proof").status_code == 200
+        release_id = read_releases(DataDir(root))[-1].id
+        assert client.get(f"/v1/releases/{release_id}").status_code == 200
         lines = store.entries_path.read_bytes().splitlines(keepends=True)
         if tamper == "edit":
             lines[2] = lines[2].replace(record_sha256(records[1]).encode(), b"0" * 64)
@@ -100,7 +102,8 @@ def test_a_log_that_does_not_verify_answers_log_unavailable(own_data, tmp_path, 
             lines.append(lines[2])
         store.entries_path.write_bytes(b"".join(lines))
         store.rebuild()
-        for path in ("/v1/log/checkpoint", "/v1/log/entries", f"/v1/results/{records[1].run_id}/proof"):
+        for path in ("/v1/log/checkpoint", "/v1/log/entries", f"/v1/results/{records[1].run_id}/proof",
+                     "/v1/releases", f"/v1/releases/{release_id}"):
             response = client.get(path)
             assert response.status_code == 503 and response.json()["error"] == "log_unavailable", (tamper, path)
         assert client.get(f"/v1/results/{records[1].run_id}").status_code == 200  # current results still served

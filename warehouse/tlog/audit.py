@@ -1,7 +1,7 @@
 """Checking a stored log end to end, and the key lifetimes it defines.
 
 Why: the release log could be edited, truncated or given a duplicate id unnoticed
-(docs/transparency-log.md "What is checked"). ``audit`` re-reads every entry and recomputes every
+(docs/transparency-log.md "No quiet rewrites"). ``audit`` re-reads every entry and recomputes every
 hash, so it finds:
 
 - an edited entry (its leaf hash no longer matches the stored hashes, or, with the hashes
