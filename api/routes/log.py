@@ -40,8 +40,9 @@ def require_verified_log(service: Service) -> None:
             raise log_unavailable(str(exc)) from None
 
 
-def _answer(request: Request, service: Service, key: Any, build: Callable[[LogView], Any]) -> ASGIResponse:
-    tables = service.tables(request.scope)
+def log_answer(service: Service, key: Any, build: Callable[[LogView], Any]) -> Prepared:
+    """The encoded answer ``build`` makes from the verified log, kept in the view under ``key``;
+    ``log_unavailable`` or ``invalid_parameter`` otherwise (the routes and the MCP tools share it)."""
     try:
         view = open_view(service.settings.data.root)
     except LogUnavailable as exc:
@@ -52,8 +53,27 @@ def _answer(request: Request, service: Service, key: Any, build: Callable[[LogVi
             body = build(view)
         except ValueError as exc:
             raise invalid_parameter(str(exc)) from None
-        prepared = view.memo[key] = prepare(body) if not isinstance(body, Prepared) else body
-    return respond(request.scope, prepared, version=tables.version)
+        prepared = view.memo[key] = prepare(body)
+    return prepared
+
+
+def tool_answer(service: Service, name: str, args: Any) -> Prepared:
+    """The answer of the MCP tool ``name`` (``api.agent_tools``), as its route answers it."""
+    if name == "log_checkpoint":
+        return log_answer(service, ("checkpoint",), lambda v: v.checkpoint_body())
+    if name == "log_entries":
+        return log_answer(service, ("entries", args.start, args.end), lambda v: v.entries_body(args.start, args.end))
+    if name == "log_consistency":
+        return log_answer(service, ("consistency", args.from_, args.to),
+                          lambda v: v.consistency_body(args.from_, args.to))
+    if name == "result_proof":
+        return log_answer(service, ("result", args.run_id), _proof("result", args.run_id))
+    return log_answer(service, ("release", args.id), _proof("release", args.id))
+
+
+def _answer(request: Request, service: Service, key: Any, build: Callable[[LogView], Any]) -> ASGIResponse:
+    tables = service.tables(request.scope)
+    return respond(request.scope, log_answer(service, key, build), version=tables.version)
 
 
 def _proof(kind: str, entry_id: str) -> Callable[[LogView], Any]:

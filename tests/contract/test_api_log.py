@@ -107,3 +107,35 @@ def test_a_log_that_does_not_verify_answers_log_unavailable(own_data, tmp_path, 
             response = client.get(path)
             assert response.status_code == 503 and response.json()["error"] == "log_unavailable", (tamper, path)
         assert client.get(f"/v1/results/{records[1].run_id}").status_code == 200  # current results still served
+
+
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": "2025-06-18"}
+
+
+def call_tool(client: TestClient, name: str, arguments: dict) -> dict:
+    response = client.post("/mcp", headers=MCP_HEADERS, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                              "params": {"name": name, "arguments": arguments}})
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_mcp_tools_answer_what_the_routes_answer(own_data, tmp_path) -> None:
+    root, _ = own_data
+    records = catalog(DataDir(root)).results
+    log_everything(root, tmp_path / "kept.checkpoint", records[:2])
+    log_everything(root, tmp_path / "kept.checkpoint", records)
+    release_id = read_releases(DataDir(root))[-1].id
+    with TestClient(create_app(root), base_url="http://127.0.0.1:8000") as client:  # /mcp checks the Host
+        size = client.get("/v1/log/checkpoint").json()["tree_size"]
+        for name, arguments, path in (
+                ("log_checkpoint", {}, "/v1/log/checkpoint"),
+                ("log_entries", {"start": 1, "end": 4}, "/v1/log/entries?start=1&end=4"),
+                ("log_consistency", {"from": 3}, f"/v1/log/consistency?from=3&to={size}"),
+                ("result_proof", {"run_id": records[2].run_id}, f"/v1/results/{records[2].run_id}/proof"),
+                ("release_proof", {"id": release_id}, f"/v1/releases/{release_id}/proof")):
+            result = call_tool(client, name, arguments)
+            assert not result.get("isError"), (name, result)
+            assert result["structuredContent"] == client.get(path).json(), name
+        failed = call_tool(client, "result_proof", {"run_id": "000000000000"})
+        assert failed["isError"] and failed["structuredContent"]["error"] == "run_not_found"
