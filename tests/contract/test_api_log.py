@@ -139,3 +139,15 @@ def test_mcp_tools_answer_what_the_routes_answer(own_data, tmp_path) -> None:
             assert result["structuredContent"] == client.get(path).json(), name
         failed = call_tool(client, "result_proof", {"run_id": "000000000000"})
         assert failed["isError"] and failed["structuredContent"]["error"] == "run_not_found"
+
+
+def test_the_result_page_links_its_inclusion_proof(own_data, tmp_path) -> None:
+    root, _ = own_data
+    records = catalog(DataDir(root)).results
+    with TestClient(create_app(root)) as client:
+        assert 'id="log-proof"' not in client.get(f"/r/{records[0].run_id}").text  # no log yet: no section
+        log_everything(root, tmp_path / "kept.checkpoint", records)
+        page = client.get(f"/r/{records[0].run_id}").text
+        size = client.get("/v1/log/checkpoint").json()["tree_size"]
+        assert f'href="/v1/results/{records[0].run_id}/proof"' in page
+        assert f"Entry 1 of the log's checkpoint of {size} entries" in page
