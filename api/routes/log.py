@@ -4,8 +4,8 @@
 Everything comes from ``<data>/log`` through ``warehouse.tlog.reader``, which serves a log only
 while it verifies (every hash recomputed, the checkpoint's signature and its key's lifetime
 checked) and answers ``log_unavailable`` (503) otherwise; proofs are against the verified
-checkpoint, which each proof carries (docs/transparency-log.md). Encoded answers are kept in the
-verified view, so a proof costs one lookup until the log changes.
+checkpoint, which each proof carries (docs/transparency-log.md). Encoded proofs and the checkpoint
+are kept in the verified view, so a proof costs one lookup until the log changes.
 """
 
 from typing import Annotated, Any, Callable, Optional
@@ -25,6 +25,7 @@ from api.service import Service
 from warehouse.tlog.reader import PAGE_MAX, LogUnavailable, LogView, open_view
 from warehouse.tlog.store import LogStore
 
+MEMOISED = {"checkpoint", "result", "release"}  # pages and consistency proofs are cheap to build, and unbounded
 UNAVAILABLE = {503: "`log_unavailable`: the transparency log is missing or does not verify"}
 
 
@@ -53,7 +54,9 @@ def log_answer(service: Service, key: Any, build: Callable[[LogView], Any]) -> P
             body = build(view)
         except ValueError as exc:
             raise invalid_parameter(str(exc)) from None
-        prepared = view.memo[key] = prepare(body)
+        prepared = prepare(body)
+        if key[0] in MEMOISED:  # one per entry at most: bounded by the log, whatever clients ask
+            view.memo[key] = prepared
     return prepared
 
 
