@@ -5,5 +5,6 @@ result or release is in it, in O(log n) hashes (docs/transparency-log.md). The m
 responsibility: ``merkle`` (hashing, proofs, their verification), ``entries`` (the typed leaves
 and their bytes), ``checkpoint`` (C2SP signed notes), ``store`` (the files on disk), ``audit``
 (verifying a stored log and its key lifetimes), ``publisher`` (appending onto a verified log),
-``reader`` (what the API serves), ``signer`` (the adapter to the publisher's key).
+``publishing`` (what each publish checks and logs), ``reader`` (what the API serves), ``proofs``
+(a verifier's checks of the API's answers), ``signer`` (the adapter to the publisher's key).
 """
