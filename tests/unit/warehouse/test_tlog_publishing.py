@@ -148,3 +148,15 @@ def test_a_new_key_takes_over_only_with_the_old_one(data: DataDir, tmp_path, mon
     assert any("handed over" in line for line in said)
     state = audit(LogStore.of_data(data.root))
     assert state.active_key == new.key_id and state.keys_valid_at(state.size) == [new.public_key]
+
+
+def test_withdraw_is_refused_before_recording_on_a_tampered_release_log(data: DataDir) -> None:
+    from pipelines.engine.withdraw import withdraw_and_publish
+
+    catalog, _ = signed_catalog(data)
+    run = catalog.results[0].run_id
+    data.result_path(run).write_bytes(encode_record(catalog.results[0]))
+    data.release_log.write_bytes(data.release_log.read_bytes() * 2)  # a duplicated release id
+    with pytest.raises(LogIntegrityError, match="repeats release"):
+        withdraw_and_publish(None, data, run, "wrong split", lambda _: None)  # refused before the specs are read
+    assert run not in withdrawals(data)
