@@ -67,7 +67,8 @@ def test_checkpoint_entries_and_proofs(own_data, tmp_path) -> None:
         proof = client.get(f"/v1/results/{records[4].run_id}/proof").json()
         leaf = hashlib.sha256(b"\x00" + proof["entry"].encode()).digest()
         assert f'"record_sha256":"{record_sha256(records[4])}"' in proof["entry"]
-        assert verify_inclusion(leaf, proof["leaf_index"], proof["tree_size"], [bytes.fromhex(h) for h in proof["hashes"]],
+        path = [bytes.fromhex(h) for h in proof["hashes"]]
+        assert verify_inclusion(leaf, proof["leaf_index"], proof["tree_size"], path,
                                 bytes.fromhex(proof["checkpoint"]["root_hash"]))
         release = read_releases(DataDir(root))[-1]
         rproof = client.get(f"/v1/releases/{release.id}/proof").json()

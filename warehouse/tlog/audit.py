@@ -19,7 +19,7 @@ hold the rotation). So a retired key cannot sign a checkpoint of any log that ho
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from warehouse.tlog.checkpoint import Checkpoint, CheckpointError, parse_checkpoint, verify_checkpoint
@@ -52,6 +52,7 @@ class LogState:
     keys: dict[str, KeyLife] = field(default_factory=dict)  # key_id -> lifetime
     active_key: str | None = None
     unique: dict[tuple, int] = field(default_factory=dict)  # unique_key(entry) -> leaf index
+    levels: list[list[bytes]] = field(default_factory=list, repr=False)  # the recomputed full-subtree hashes
 
     def keys_valid_at(self, size: int) -> list[bytes]:
         return [k.public_key for k in self.keys.values() if k.valid_at(size)]
@@ -134,7 +135,7 @@ def audit(store: LogStore, origin: str | None = None, kept: str | None = None, k
         keys, active = key_lifetimes(parsed)
     except EntryError as exc:
         raise LogIntegrityError(f"the log's key rotations do not chain: {exc}") from None
-    state = LogState(size, None, positions, keys, active, unique)
+    state = LogState(size, None, positions, keys, active, unique, hashes)
     note = store.read_checkpoint()
     if note is None:
         if size and require_checkpoint:
@@ -185,11 +186,9 @@ def _read_all(store: LogStore, size: int) -> tuple[list[dict], list[list[bytes]]
     return parsed, levels
 
 
-def _root_from_levels(levels: list[list[bytes]], size: int) -> bytes:
-    """MTH of the first ``size`` leaves from in-memory full-subtree levels."""
-    if size == 0:
-        return EMPTY_ROOT
-
+def levels_subtree(levels: list[list[bytes]]) -> Callable[[int, int], bytes]:
+    """``subtree(start, end)`` -> MTH of leaves ``[start, end)`` from in-memory full-subtree levels
+    (what ``audit`` recomputed: the API proves from them without reading the files again)."""
     def mth(start: int, end: int) -> bytes:
         n = end - start
         if n & (n - 1) == 0 and start % n == 0:
@@ -197,7 +196,13 @@ def _root_from_levels(levels: list[list[bytes]], size: int) -> bytes:
         k = 1 << ((n - 1).bit_length() - 1)
         return node_hash(mth(start, start + k), mth(start + k, end))
 
-    return mth(0, size)
+    return mth
 
 
-__all__ = ["KeyLife", "LogIntegrityError", "LogState", "audit", "key_lifetimes", "unique_key", "verify_against"]
+def _root_from_levels(levels: list[list[bytes]], size: int) -> bytes:
+    """MTH of the first ``size`` leaves from in-memory full-subtree levels."""
+    return EMPTY_ROOT if size == 0 else levels_subtree(levels)(0, size)
+
+
+__all__ = ["KeyLife", "LogIntegrityError", "LogState", "audit", "key_lifetimes", "levels_subtree", "unique_key",
+           "verify_against"]

@@ -74,8 +74,9 @@ class LogPublication:
         previous = os.environ.get(PREVIOUS_KEY_ENV)
         if not previous:
             raise LogIntegrityError(f"the transparency log's key is {active}, not this publish's signing key "
-                                    f"{key_id_of(self.signer.public_key)}: set {PREVIOUS_KEY_ENV} to the old key's PEM "
-                                    "file for this publish, so that both keys sign the rotation (docs/transparency-log.md)")
+                                    f"{key_id_of(self.signer.public_key)}: set {PREVIOUS_KEY_ENV} to the old key's "
+                                    "PEM file for this publish, so that both keys sign the rotation "
+                                    "(docs/transparency-log.md)")
         old = load_note_signer(Path(previous).expanduser())
         if key_id_of(old.public_key) != active:
             raise LogIntegrityError(f"{PREVIOUS_KEY_ENV}={previous} is key {key_id_of(old.public_key)}, not the "
@@ -86,7 +87,8 @@ class LogPublication:
 
     def record(self, results: list[Any], withdrawn: dict[str, dict[str, str]]) -> Checkpoint:
         entries = [result_entry(r.run_id, record_sha256(r)) for r in results]
-        entries += [withdrawal_entry(run_id, str(w["date"]), str(w["reason"])) for run_id, w in sorted(withdrawn.items())]
+        entries += [withdrawal_entry(run_id, str(w["date"]), str(w["reason"]))
+                    for run_id, w in sorted(withdrawn.items())]
         entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(self.data)]
         checkpoint = append(self.store, entries, self.signer, self.origin, self.kept)
         self.log(f"transparency log: {checkpoint.size} entries, checkpoint signed and kept at {self.kept}")
@@ -108,8 +110,8 @@ def check_release_chain(data: DataDir, store: LogStore, state: LogState) -> list
     for number, record in enumerate(records, start=1):
         where = f"line {number} of {data.release_log}"
         if record.id in seen:
-            raise LogIntegrityError(f"{where} repeats release {record.id} (line {seen[record.id]}): the release log was "
-                                    "edited; restore it from a backup (docs/transparency-log.md)")
+            raise LogIntegrityError(f"{where} repeats release {record.id} (line {seen[record.id]}): the release log "
+                                    "was edited; restore it from a backup (docs/transparency-log.md)")
         seen[record.id] = number
         if record.previous != previous:
             raise LogIntegrityError(f"{where}: release {record.id} follows {record.previous}, not {previous}: the "

@@ -5,6 +5,8 @@ verifies (``audit``: every hash recomputed, the checkpoint's signature and key l
 and says ``log_unavailable`` otherwise. Auditing is O(n), so a verified view is kept until one of
 the log's files changes (size or mtime), and every proof is served against the verified checkpoint:
 a reader can always check it with the checkpoint it was given (docs/transparency-log.md "Routes").
+Proofs are built from the hashes the audit recomputed, kept in memory with the view (2n hashes):
+no file is read again to answer one.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Any
 
 import msgspec
 
-from warehouse.tlog.audit import LogIntegrityError, LogState, audit
+from warehouse.tlog.audit import LogIntegrityError, LogState, audit, levels_subtree
 from warehouse.tlog.checkpoint import key_hash, split_note
 from warehouse.tlog.entries import key_id_of
-from warehouse.tlog.merkle import leaf_hash
+from warehouse.tlog.merkle import consistency_path, inclusion_path, leaf_hash
 from warehouse.tlog.store import LogStore
 
 PAGE_MAX = 1000
@@ -81,7 +83,8 @@ class LogView:
             return None
         entry = self.store.entry(index)
         return {"leaf_index": index, "tree_size": self.size, "leaf_hash": leaf_hash(entry).hex(),
-                "entry": entry.decode(), "hashes": [h.hex() for h in self.store.inclusion(index, self.size)],
+                "entry": entry.decode(),
+                "hashes": [h.hex() for h in inclusion_path(index, self.size, levels_subtree(self.state.levels))],
                 "checkpoint": self.checkpoint_body()}
 
     def consistency_body(self, first: int, second: int | None) -> dict[str, Any]:
@@ -89,7 +92,8 @@ class LogView:
         if not 0 < first <= second <= self.size:
             raise ValueError(f"consistency needs 0 < from <= to <= {self.size} (the checkpoint's tree size); got "
                              f"from={first} to={second}")
-        return {"from": first, "to": second, "hashes": [h.hex() for h in self.store.consistency(first, second)]}
+        path = consistency_path(first, second, levels_subtree(self.state.levels))
+        return {"from": first, "to": second, "hashes": [h.hex() for h in path]}
 
 
 def _parsed(entry: bytes) -> dict[str, Any]:
@@ -102,7 +106,8 @@ _lock = threading.Lock()
 
 def _stamp(store: LogStore) -> tuple:
     stamps = []
-    for path in (store.entries_path, store.index_path, store.checkpoint_path, *sorted(store.hashes_dir.glob("level-*"))):
+    levels = sorted(store.hashes_dir.glob("level-*"))
+    for path in (store.entries_path, store.index_path, store.checkpoint_path, *levels):
         try:
             st = path.stat()
             stamps.append((path.name, st.st_size, st.st_mtime_ns, st.st_ino))

@@ -45,8 +45,8 @@ def test_c2sp_signed_note_known_answer() -> None:
     peter = Ed25519NoteSigner(Ed25519PrivateKey.from_private_bytes(raw[1:]))
     text = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n"
     assert key_hash("PeterNeumann", peter.public_key).hex() == "c74f20a3"
-    assert sign_note(text, "PeterNeumann", [peter]) == text + "\n\u2014 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8p" \
-        "AcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+    want = "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM="
+    assert sign_note(text, "PeterNeumann", [peter]) == text + f"\n\u2014 PeterNeumann {want}\n"
 
 
 def test_checkpoint_form_and_signature() -> None:
