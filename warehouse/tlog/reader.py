@@ -2,9 +2,10 @@
 
 Why: the API never holds a key and never writes; it answers from ``<data>/log`` only while that log
 verifies (``audit``: every hash recomputed, the checkpoint's signature and key lifetime checked),
-and says ``log_unavailable`` otherwise. Auditing is O(n), so a verified view is kept until one of
-the log's files changes (size or mtime), and every proof is served against the verified checkpoint:
-a reader can always check it with the checkpoint it was given (docs/transparency-log.md "Routes").
+and says ``log_unavailable`` otherwise. Auditing is O(n), so a verified view is kept until the
+entries, their index or the checkpoint change (size, mtime or inode), and every proof is served
+against the verified checkpoint: a reader can always check it with the checkpoint it was given
+(docs/transparency-log.md "Routes").
 Proofs are built from the hashes the audit recomputed, kept in memory with the view (2n hashes):
 no file is read again to answer one.
 """
@@ -105,9 +106,10 @@ _lock = threading.Lock()
 
 
 def _stamp(store: LogStore) -> tuple:
+    """The state of the files answers are read from. The hash files are not among them: proofs come
+    from the hashes the audit recomputed from the entries; the publisher's audit checks those files."""
     stamps = []
-    levels = sorted(store.hashes_dir.glob("level-*"))
-    for path in (store.entries_path, store.index_path, store.checkpoint_path, *levels):
+    for path in (store.entries_path, store.index_path, store.checkpoint_path):
         try:
             st = path.stat()
             stamps.append((path.name, st.st_size, st.st_mtime_ns, st.st_ino))
