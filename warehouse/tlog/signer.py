@@ -43,7 +43,8 @@ class _PublisherKeySigner:
         self.public_key = bytes(key.public_key)
 
     def sign(self, message: bytes) -> bytes:
-        return base64.b64decode(self._key.sign(message)["value"])
+        raw = getattr(self._key, "sign_bytes", None)  # the raw primitive, where the key object has one
+        return raw(message) if raw is not None else base64.b64decode(self._key.sign(message)["value"])
 
 
 def load_note_signer(path: Path) -> NoteSigner:
@@ -55,8 +56,9 @@ def load_note_signer(path: Path) -> NoteSigner:
 
 
 def from_signing_key(key: Any) -> NoteSigner:
-    """A NoteSigner over the publisher's ``warehouse.signing.SigningKey`` (its ``public_key`` raw
-    bytes, and ``sign(message) -> {"value": base64 signature, ...}``)."""
+    """A NoteSigner over the publisher's ``warehouse.signing.SigningKey``: its ``public_key`` raw
+    bytes, and ``sign_bytes(message) -> signature`` where it has one, else
+    ``sign(message) -> {"value": base64 signature, ...}``."""
     return _PublisherKeySigner(key)
 
 
