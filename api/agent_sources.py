@@ -20,9 +20,10 @@ import anyio.to_thread
 import msgspec
 
 from api import answers, model_answers, release_views, schemas
-from api.agent_tools import ToolSpec
+from api.agent_tools import LOG_TOOLS, ToolSpec
 from api.errors import ApiError
 from api.responses import prepare
+from api.routes import log as log_routes
 from api.routes.compare import comparison
 
 Answered = tuple[Any, str | None]
@@ -64,6 +65,10 @@ class LocalAnswers:
         service = self.service
         if tool.name == "submission_status":  # the submissions store, not the warehouse
             return await anyio.to_thread.run_sync(self._submission, args.id)
+        if tool.name in LOG_TOOLS:  # the transparency log, verified (api.routes.log)
+            version = service.tables({}).version
+            prepared = await anyio.to_thread.run_sync(log_routes.tool_answer, service, tool.name, args)
+            return msgspec.json.decode(prepared.body), version
         tables = release_views.as_of(service.tables({}), service.settings.data, getattr(args, "release", None))
         base = self._base(base)
         name = tool.name
@@ -160,6 +165,16 @@ class RemoteAnswers:
             body = get("/v1/stats")
         elif name == "submission_status":
             body = get(f"/v1/submissions/{quote(args.id, safe='')}")
+        elif name == "log_checkpoint":
+            body = get("/v1/log/checkpoint")
+        elif name == "log_entries":
+            body = get("/v1/log/entries", start=args.start, end=args.end)
+        elif name == "log_consistency":
+            body = get("/v1/log/consistency", **{"from": args.from_, "to": args.to})
+        elif name == "result_proof":
+            body = get(f"/v1/results/{quote(args.run_id, safe='')}/proof")
+        elif name == "release_proof":
+            body = get(f"/v1/releases/{quote(args.id, safe='')}/proof")
         else:  # pragma: no cover
             raise ApiError(500, "internal_error", f"tool {name} has no answer")
         return body, self.client.last_version

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from api import schemas
+from api import log_schemas, schemas
 from api.errors import ApiError, invalid_parameter
 from api.reporting import comparison_methods
 from api.params import NOT_BLANK_PATTERN, RUN_ID_PATTERN, TASK_REF_PATTERN
@@ -86,6 +86,25 @@ class SubmissionArgs(_Args):
                             examples=["0123456789ab"])]
 
 
+class ResultProofArgs(_Args):
+    run_id: CheckedRunId
+
+
+class ReleaseProofArgs(_Args):
+    id: Annotated[str, Meta(description="Release id (`GET /v1/releases`).")]
+
+
+class LogEntriesArgs(_Args):
+    start: Annotated[int, Meta(ge=0, description="First entry index.")] = 0
+    end: Annotated[int, Meta(ge=0, description="One past the last entry index (at most 1,000 entries).")] | None = None
+
+
+class LogConsistencyArgs(_Args):
+    from_: Annotated[int, Meta(ge=1, description="The older tree size (of a checkpoint you kept).")] = \
+        msgspec.field(name="from")
+    to: Annotated[int, Meta(ge=1, description="The newer tree size; the checkpoint's when absent.")] | None = None
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -134,7 +153,22 @@ TOOLS: tuple[ToolSpec, ...] = (
              "awaiting_package, awaiting_approval, queued, running, evaluated, failed or rejected), the reason for "
              "it, its run ids once it runs, and every transition with its time and reason.", SubmissionArgs,
              schemas.Submission, "/v1/submissions/{id}"),
+    ToolSpec("log_checkpoint", "The transparency log's checkpoint", "The signed checkpoint (tree size, root hash, "
+             "C2SP signed note) of the append-only Merkle log of every result, release, withdrawal and key rotation.",
+             NoArgs, log_schemas.Checkpoint, "/v1/log/checkpoint"),
+    ToolSpec("log_entries", "Entries of the transparency log", "Log entries [start, end), at most 1,000, each with "
+             "its exact leaf text and hash.", LogEntriesArgs, log_schemas.LogEntryPage, "/v1/log/entries"),
+    ToolSpec("log_consistency", "Proof that the log extends an older one", "RFC 9162 consistency proof from the tree "
+             "of `from` entries (a checkpoint you kept) to the tree of `to`.", LogConsistencyArgs,
+             log_schemas.ConsistencyProof, "/v1/log/consistency"),
+    ToolSpec("result_proof", "Proof that a result is in the log", "RFC 9162 inclusion proof of a result's log entry "
+             "against the current checkpoint, which it carries.", ResultProofArgs, log_schemas.InclusionProof,
+             "/v1/results/{run_id}/proof"),
+    ToolSpec("release_proof", "Proof that a release is in the log", "RFC 9162 inclusion proof of a release's log "
+             "entry against the current checkpoint, which it carries.", ReleaseProofArgs, log_schemas.InclusionProof,
+             "/v1/releases/{id}/proof"),
 )
+LOG_TOOLS = frozenset({"log_checkpoint", "log_entries", "log_consistency", "result_proof", "release_proof"})
 TOOL_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 

@@ -42,6 +42,12 @@ def invalid_parameter(message: str) -> ApiError:
     return ApiError(400, "invalid_parameter", message)
 
 
+def log_unavailable(cause: str) -> ApiError:
+    """The transparency log is missing or does not verify (docs/transparency-log.md): its routes and
+    the proofs are refused rather than served from a log nobody can trust."""
+    return ApiError(503, "log_unavailable", f"the transparency log cannot be served: {cause}")
+
+
 def warehouse_unavailable(cause: str | None = None) -> ApiError:
     """Nothing can be served: nothing published yet, or ``cause`` (a damaged warehouse, no paths)."""
     if cause:

@@ -52,6 +52,8 @@ def read_only(
     needs_warehouse: bool = True,
 ) -> Callable[[Callable[..., Any]], list[HTTPRouteHandler]]:
     unavailable = {503: "`warehouse_unavailable`: nothing has been published yet"} if needs_warehouse else {}
+    if errors and 503 in errors and unavailable:  # a route's own 503 (e.g. `log_unavailable`) is listed too
+        unavailable = {503: f"{unavailable[503]}; {errors[503]}"}
     responses = {
         200: ResponseSpec(data_container=body, description=body_description, media_type=media_type, generate_examples=False),
         **error_specs({**(errors or {}), **unavailable}),

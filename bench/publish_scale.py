@@ -12,6 +12,11 @@ releases) and measures:
 - ``release lookup``: load the served tables, then the first ``/v1/leaderboard?release=<first>``
   answer (reading the log and building the release's view: the cold cost) and a repeat (memoised).
 
+- ``log`` (the transparency log, ``warehouse.tlog``, issue 37): append every result and both
+  releases as entries and sign a checkpoint (``log append``), verify the whole log as a publish
+  does before appending (``log audit``), then the longest inclusion proof over every entry against
+  its bound, ceil(log2 n) hashes, and the mean time to build one (``proof``).
+
 It prints each size, then the ratios of the largest size to the smallest against the ratio of
 sizes: "linear" when the time ratio is at most 1.5x the size ratio (a margin for noise).
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +50,45 @@ class Measured:
     predictions_mib: float
     cold_release_s: float
     warm_release_s: float
+    log: LogMeasured | None = None
+
+
+@dataclasses.dataclass
+class LogMeasured:
+    entries: int
+    append_s: float
+    audit_s: float
+    longest_proof: int
+    bound: int
+    proof_us: float
+
+
+def measure_log(root: Path, data, results) -> LogMeasured:
+    """The transparency log of this publish: append, audit, and every entry's inclusion proof."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from warehouse.releases import read_releases
+    from warehouse.tlog.audit import audit
+    from warehouse.tlog.entries import record_sha256, release_entry, result_entry
+    from warehouse.tlog.publisher import append
+    from warehouse.tlog.signer import Ed25519NoteSigner
+    from warehouse.tlog.store import LogStore
+
+    store = LogStore.of_data(data.root)
+    entries = [result_entry(r.run_id, record_sha256(r)) for r in results]
+    entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(data)]
+    key = Ed25519NoteSigner(Ed25519PrivateKey.generate())
+    started = time.perf_counter()
+    checkpoint = append(store, entries, key, "bench/log", root / "kept.checkpoint")
+    append_s = time.perf_counter() - started
+    started = time.perf_counter()
+    audit(store, "bench/log", (root / "kept.checkpoint").read_text())
+    audit_s = time.perf_counter() - started
+    n = checkpoint.size
+    started = time.perf_counter()
+    longest = max(len(store.inclusion(i, n)) for i in range(n))
+    proof_us = (time.perf_counter() - started) / n * 1e6
+    return LogMeasured(n, append_s, audit_s, longest, math.ceil(math.log2(n)), proof_us)
 
 
 def _predictions_bytes(path: Path) -> int:
@@ -83,7 +128,7 @@ def measure(root: Path, n_results: int) -> Measured:
     answers.leaderboard(as_of(tables, data, release), CHOICE_TASK, None, 100, "http://bench")
     warm = time.perf_counter() - started
     return Measured(len(catalog.results), publish_s, path.stat().st_size / 2**20, _predictions_bytes(path) / 2**20,
-                    cold, warm)
+                    cold, warm, measure_log(root, data, catalog.results))
 
 
 def report(rows: list[Measured]) -> list[str]:
@@ -92,6 +137,12 @@ def report(rows: list[Measured]) -> list[str]:
     for m in rows:
         lines.append(f"{m.results:>8} {m.publish_s:>10.3f} {m.file_mib:>9.1f} {m.predictions_mib:>16.1f} "
                      f"{m.cold_release_s * 1e3:>16.2f} {m.warm_release_s * 1e3:>16.3f}")
+    for m in rows:
+        if m.log is not None:
+            g = m.log
+            lines.append(f"log: {g.entries} entries, append {g.append_s:.3f} s, audit {g.audit_s:.3f} s, longest "
+                         f"inclusion proof {g.longest_proof} hashes (bound ceil(log2 n) = {g.bound}: "
+                         f"{'within' if g.longest_proof <= g.bound else 'OVER'}), {g.proof_us:.0f} us a proof")
     small, large = rows[0], rows[-1]
     size_x = large.results / small.results
     for name, a, b in (("publish", small.publish_s, large.publish_s),

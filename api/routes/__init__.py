@@ -8,11 +8,11 @@ from __future__ import annotations
 from litestar import Router
 
 from api.routes import (
-    artifacts, compare, datasets, health, keys, leaderboard, lookup, models, openapi, packages, releases, results,
-    stats, submissions, tasks,
+    artifacts, compare, datasets, health, keys, leaderboard, log, lookup, models, openapi, packages, releases,
+    results, stats, submissions, tasks,
 )
 
-RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, releases, keys, submissions,
+RESOURCES = (datasets, tasks, leaderboard, results, lookup, compare, models, stats, releases, keys, log, submissions,
              openapi, artifacts, packages, health)
 
 

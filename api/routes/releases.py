@@ -13,6 +13,7 @@ from litestar.response.base import ASGIResponse
 from api import release_views, schemas
 from api.params import limit_parameter, offset_parameter
 from api.responses import respond
+from api.routes.log import require_verified_log
 from api.routing import read_only
 from api.service import Service
 
@@ -23,11 +24,12 @@ def handlers() -> list[HTTPRouteHandler]:
         description="Each publish that changed content is a release, kept for ever: its id (the warehouse version "
         "it was published as), time, number of results, tasks, the sha256 of its manifest and the release before it.",
         body=schemas.ReleasePage,
-        errors={400: "`invalid_parameter`"},
+        errors={400: "`invalid_parameter`", 503: "`log_unavailable`: the transparency log does not verify"},
     )
     async def releases(request: Request, service: NamedDependency[Service], limit: int = limit_parameter(),
                        offset: int = offset_parameter()) -> ASGIResponse:
         tables = service.tables(request.scope)
+        require_verified_log(service)
         prepared = release_views.listing(tables, service.settings.data, limit, offset, service.base_url(request.scope))
         return respond(request.scope, prepared, version=tables.version)
 
@@ -37,11 +39,13 @@ def handlers() -> list[HTTPRouteHandler]:
         "leaderboard rows as they stood; `manifest_sha256` is the sha256 of its canonical JSON (keys sorted, no "
         "whitespace). `?release=<id>` on the leaderboard, results, result and lookup routes answers as of it.",
         body=schemas.Release,
-        errors={400: "`invalid_parameter`", 404: "`release_not_found`"},
+        errors={400: "`invalid_parameter`", 404: "`release_not_found`",
+                503: "`log_unavailable`: the transparency log does not verify"},
     )
     async def release(request: Request, service: NamedDependency[Service],
                       id: FromPath[str]) -> ASGIResponse:  # noqa: A002 (CONTRACT.md's name)
         tables = service.tables(request.scope)
+        require_verified_log(service)
         prepared = release_views.detail(tables, service.settings.data, id, service.base_url(request.scope))
         return respond(request.scope, prepared, version=tables.version)
 

@@ -195,6 +195,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             unit=views.resampling_unit(task),
             columns=views.predictions_columns(service.settings.data.predictions_path(run_id), task),
             others=views.same_task_results(tables, published),
+            log=views.log_inclusion(service.settings.data.root, "result", run_id),
         )
 
     @_page_route("/models")

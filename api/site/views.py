@@ -305,3 +305,20 @@ def about_intervals(tables: Tables) -> list[dict[str, Any]]:
     """Each task version with its intervals and paired comparison, for the About page."""
     return [{"task": t, "intervals": task_intervals(tables, t), "comparison": comparison_method(t)}
             for t in tables.tasks]
+
+
+def log_inclusion(data_root: Any, kind: str, entry_id: str) -> dict[str, Any] | None:
+    """Where a result (or release) stands in the transparency log, for its page: its leaf index and
+    the checkpoint's size and root, or None while the log is missing, does not verify, or does not
+    hold it yet (docs/transparency-log.md). The page links to the proof route."""
+    from warehouse.tlog.reader import LogUnavailable, open_view
+
+    try:
+        view = open_view(data_root)
+    except LogUnavailable:
+        return None
+    index = view.state.positions.get((kind, entry_id))
+    if index is None or index >= view.size or view.state.checkpoint is None:
+        return None
+    return {"leaf_index": index, "tree_size": view.size, "root_hash": view.state.checkpoint.root.hex()}
+

@@ -21,8 +21,9 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from pipelines.engine.specs import SpecError
     from warehouse.keys import SigningKeyError
     from warehouse.layout import DataKindError
+    from warehouse.tlog.audit import LogIntegrityError
 
-    return SpecError, ReplayError, DataKindError, SigningKeyError, msgspec.ValidationError
+    return SpecError, ReplayError, DataKindError, SigningKeyError, LogIntegrityError, msgspec.ValidationError
 
 
 def _one_line(text: str) -> str:

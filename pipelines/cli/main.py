@@ -17,7 +17,7 @@ import os
 import sys
 
 COMMANDS = ["materialize", "serve", "demo", "ui", "score", "client", "eval", "reproduce", "mcp_command", "sql",
-            "submissions", "official", "withdraw", "verify"]
+            "submissions", "official", "withdraw", "verify", "log"]
 
 
 def build_parser() -> argparse.ArgumentParser:

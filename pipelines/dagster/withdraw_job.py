@@ -20,12 +20,13 @@ class WithdrawConfig(dg.Config):
 def withdraw_op(context: dg.OpExecutionContext, config: WithdrawConfig, medbench: MedbenchResource):
     from pipelines.engine.withdraw import withdraw_and_publish
     from warehouse.keys import SigningKeyError
+    from warehouse.tlog.audit import LogIntegrityError
     from warehouse.withdrawals import WithdrawalError
 
     try:
         withdrawal, version = withdraw_and_publish(medbench.specs(), medbench.data(), config.run_id, config.reason,
                                                    context.log.info)
-    except (WithdrawalError, SigningKeyError) as exc:
+    except (WithdrawalError, SigningKeyError, LogIntegrityError) as exc:
         raise dg.Failure(description=str(exc)) from None
     return dg.Output(None, metadata={"run_id": withdrawal.run_id, "reason": withdrawal.reason,
                                      "date": withdrawal.date.isoformat(), "release": version})

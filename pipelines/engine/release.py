@@ -21,6 +21,7 @@ from warehouse.read import read_ranks
 from warehouse.records import ResultRecord, decode_record
 from warehouse.keys import sign_catalog, signing_key
 from warehouse.signing import SigningKey
+from warehouse.tlog import publishing as tlog_publishing
 from warehouse.withdrawals import public_map, withdrawals
 
 Log = Callable[[str], None]
@@ -122,13 +123,20 @@ def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None
 
     Every result and the release manifest are signed with ``key``, by default the publisher's key
     (``warehouse.keys.signing_key``: ``SigningKeyError`` on real data without ``MEDBENCH_SIGNING_KEY``,
-    raised before anything is published); the key is listed in the data directory's keys file."""
+    raised before anything is published); the key is listed in the data directory's keys file.
+
+    The transparency log is checked first (``warehouse.tlog.publishing``: ``LogIntegrityError`` when
+    the log or the release log was edited, truncated or given a duplicate id; withdrawals missing
+    from ``withdrawals.jsonl`` are restored from it), and every result, withdrawal and release is
+    logged after the publish, under a checkpoint signed with ``key``."""
     key = key or signing_key(data, log)
+    transparency = tlog_publishing.begin(data, key, log)
     catalog = build_catalog(specs, data)
     sign = sign_catalog(data, catalog, key)
     ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
     catalog.ranks = rank_rows(data, ranked, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks
     version, changed = publish(data, catalog, sign=sign)
+    transparency.record(catalog.results, catalog.withdrawn)
     log(("published" if changed else "unchanged, kept") + f" warehouse version {version} "
         f"with {len(catalog.results)} results at {data.duckdb_link}")
     return version, changed, len(catalog.results)

@@ -13,6 +13,7 @@ from pipelines.engine.release import release
 from pipelines.engine.specs import Specs
 from warehouse.keys import signing_key
 from warehouse.layout import DataDir
+from warehouse.tlog import publishing as tlog_publishing
 from warehouse.withdrawals import Withdrawal, withdraw
 
 Log = Callable[[str], None]
@@ -23,6 +24,7 @@ def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str,
     """Record the withdrawal (``WithdrawalError`` for an unknown id, a second withdrawal or no reason), then
     publish; return the withdrawal and the new warehouse version (the release that attests it)."""
     key = signing_key(data, log)  # a missing key is an error before anything is recorded
+    tlog_publishing.begin(data, key, log)  # and so is a transparency log (or release log) that does not verify
     withdrawal = withdraw(data, run_id, reason)
     log(f"withdrew {run_id} on {withdrawal.date}: {withdrawal.reason}")
     version, _, _ = release(specs, data, log, key)

@@ -29,6 +29,8 @@ CONTRACT_PATHS = {
     "/v1/submissions/{submission_id}/package",  # issue 30: an official submission's wheel (PUT only)
     "/v1/releases", "/v1/releases/{id}",  # issue 28: citable releases
     "/v1/keys",  # issue 28: the public keys that check signatures
+    "/v1/log/checkpoint", "/v1/log/entries", "/v1/log/consistency",  # issue 37: the transparency log
+    "/v1/results/{run_id}/proof", "/v1/releases/{id}/proof",
 }
 WRITE_OPERATIONS = {("/v1/submissions", "post"), ("/v1/submissions/{submission_id}/package", "put")}
 WRITE_ONLY_PATHS = {"/v1/submissions/{submission_id}/package"}  # every other path has a GET

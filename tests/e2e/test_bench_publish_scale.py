@@ -15,6 +15,9 @@ def test_smoke_run_prints_sizes_and_growth(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     sizes = [int(m) for m in re.findall(r"^\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M)]
     assert len(sizes) == 2 and sizes[0] < sizes[1], out
+    logs = re.findall(r"^log: (\d+) entries, append [\d.]+ s, audit [\d.]+ s, longest inclusion proof (\d+) hashes "
+                      r"\(bound ceil\(log2 n\) = (\d+): within\), \d+ us a proof$", out, re.M)
+    assert len(logs) == 2 and all(int(longest) <= int(bound) for _, longest, bound in logs), out
     for name in ("publish", r"release lookup \(cold\)"):
         assert re.search(rf"^{name}: [\d.]+x the time for [\d.]+x the results \([\d.]+ per unit of growth\): "
                          r"(linear or better|FASTER THAN LINEAR)$", out, re.M), out
