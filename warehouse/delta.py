@@ -1,0 +1,164 @@
+"""Build a new version's DuckDB file from the previous version's file plus the change.
+
+A full build reads every run's predictions Parquet file and inserts every row, so publishing one
+new result cost time in proportion to the whole board (docs/benchmarks.md, "Publishing at scale").
+Here the previous version's file (sound, built with today's schema: ``warehouse.repair``) is copied
+beside the new version's name (a byte copy; ``copy_file_range`` lets the file system share blocks
+where it can) and only what changed is applied to the copy:
+
+- ``results`` and ``metrics``: rows of new results are inserted, rows whose status, successor,
+  withdrawal or signature changed are replaced; a result's record never changes for its run id;
+- the predictions tables: only new runs' Parquet files are read; the rows already copied stay;
+- ``leaderboard_ranks``: only blocks whose key (task, model type, metric, sorted run ids) is new are
+  inserted and only blocks no longer published are deleted;
+- ``baseline_comparisons``: rows that differ are replaced;
+- ``meta``, ``datasets``, ``tasks``, ``models`` (one row per spec) are rewritten;
+- ``releases``: the log's records the file does not hold yet are appended.
+
+The result holds exactly the rows a full build of the same catalog holds (tests build both and
+compare every table). Where an incremental build cannot promise that (a result removed from the
+catalog, a new run whose predictions file has a column or type the table lacks, a predictions table
+still empty), ``apply`` says so and the caller builds the file in full. Either way the file is built
+under a temporary name and renamed into place before the pointer switches (``warehouse.publish``),
+so a publish killed at any step leaves the previous version served.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Callable
+
+import duckdb
+import msgspec
+
+from warehouse.layout import DataDir
+from warehouse.portable import _RUN_ID, PREDICTION_TABLES, _quoted, insert_releases
+from warehouse.records import ResultRecord
+from warehouse.releases import ReleaseRecord
+from warehouse.schema import BaselineComparisonRow, LeaderboardRankRow, insert_rows, select_sql
+
+Rows = Callable[[], Sequence[Any]]
+
+
+class NotIncremental(Exception):
+    """The change cannot be applied to a copy with the same outcome as a full build."""
+
+
+def copy_previous(previous: Path, path: Path) -> None:
+    """The previous version's file, byte for byte, under the new version's temporary name."""
+    shutil.copyfile(previous, path)
+
+
+def _in(con: duckdb.DuckDBPyConnection, table: str, column: str, values: Sequence[str]) -> None:
+    if values:
+        con.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?))", [list(values)])
+
+
+def replace_specs(con: duckdb.DuckDBPyConnection, rows: dict[str, Sequence[Any]]) -> None:
+    """``meta``, ``datasets``, ``tasks`` and ``models``: one row per spec, rewritten whole."""
+    for table, table_rows in rows.items():
+        con.execute(f"DELETE FROM {table}")
+        insert_rows(con, table_rows)
+
+
+def _signature_text(signature: dict[str, str] | None) -> str | None:
+    return msgspec.json.encode(msgspec.to_builtins(signature), order="sorted").decode() if signature else None
+
+
+def changed_results(con: duckdb.DuckDBPyConnection, results: Sequence[ResultRecord], superseded: dict[str, str],
+                    withdrawn: dict[str, dict[str, str]], signatures: dict[str, dict[str, str]]) -> tuple[list[str], list[str]]:
+    """(run ids whose row is new or differs, run ids that are new). ``NotIncremental`` when a result of
+    the previous file is no longer in the catalog."""
+    old = {row[0]: row[1:] for row in con.execute(
+        "SELECT run_id, superseded_by, withdrawn_reason, CAST(withdrawn_date AS VARCHAR), CAST(signature AS VARCHAR), "
+        "predictions_sha256 FROM results").fetchall()}
+    if len(old) > len(results) or not old.keys() <= {r.run_id for r in results}:
+        raise NotIncremental("a published result left the catalog")
+    changed, new = [], []
+    for r in results:
+        w = withdrawn.get(r.run_id)
+        now = (superseded.get(r.run_id), w["reason"] if w else None, w["date"] if w else None,
+               _signature_text(signatures.get(r.run_id)), r.predictions_sha256)
+        before = old.get(r.run_id)
+        if before is None:
+            new.append(r.run_id)
+            changed.append(r.run_id)
+        elif before != now:
+            changed.append(r.run_id)
+    return changed, new
+
+
+def replace_results(con: duckdb.DuckDBPyConnection, changed: Sequence[str], rows: Rows, metrics: Rows) -> None:
+    """Delete then insert the rows of the changed results (``rows``/``metrics``: theirs only)."""
+    _in(con, "metrics", "run_id", changed)
+    _in(con, "results", "run_id", changed)
+    insert_rows(con, rows())
+    insert_rows(con, metrics())
+
+
+def add_predictions(con: duckdb.DuckDBPyConnection, data: DataDir, new: Sequence[ResultRecord],
+                    tasks: Sequence[dict[str, Any]]) -> None:
+    """Copy the new runs' predictions into their kind's table, by column name. ``NotIncremental``
+    where a full build would make other columns: a table still empty (its columns came from the
+    schemas), or a file with a column or type the table does not have."""
+    kind_of = {f"{t['slug']}@{t['version']}": t.get("kind", "choice") for t in tasks}
+    files: dict[str, list[str]] = {kind: [] for kind in PREDICTION_TABLES}
+    for r in new:
+        path = data.predictions_path(r.run_id)
+        if path.exists():
+            files["score" if kind_of.get(r.task) == "score" else "choice"].append(str(path))
+    for kind, (table, label_type) in PREDICTION_TABLES.items():
+        if not files[kind]:
+            continue
+        select = (f"SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename) REPLACE (CAST(label AS {label_type}) AS label) "
+                  f"FROM read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)")
+        have = {name: typ for name, typ, *_ in con.execute(f"DESCRIBE {table}").fetchall()}
+        if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
+            raise NotIncremental(f"{table} is empty")
+        if any(have.get(name) != typ for name, typ, *_ in con.execute(f"DESCRIBE {select}").fetchall()):
+            raise NotIncremental(f"a new predictions file does not fit {table}'s columns")
+        con.execute(f"INSERT INTO {table} BY NAME {select}")
+
+
+def replace_ranks(con: duckdb.DuckDBPyConnection, ranks: Sequence[LeaderboardRankRow]) -> None:
+    """Blocks are immutable for their key: delete the blocks gone, insert the blocks new."""
+    key = ("task", "model_type", "metric", "results_key")
+    old = set(con.execute(f"SELECT DISTINCT {', '.join(key)} FROM leaderboard_ranks").fetchall())
+    new: dict[tuple, list[LeaderboardRankRow]] = {}
+    for row in ranks:
+        new.setdefault((row.task, row.model_type, row.metric, row.results_key), []).append(row)
+    gone = [k for k in old if k not in new]
+    if gone:
+        con.execute("CREATE TEMP TABLE gone_blocks (task VARCHAR, model_type VARCHAR, metric VARCHAR, "
+                    "results_key VARCHAR)")
+        con.executemany("INSERT INTO gone_blocks VALUES (?, ?, ?, ?)", gone)
+        con.execute(f"DELETE FROM leaderboard_ranks WHERE ({', '.join(key)}) IN (SELECT * FROM gone_blocks)")
+        con.execute("DROP TABLE gone_blocks")
+    insert_rows(con, [row for k, rows in new.items() if k not in old for row in rows])
+
+
+def replace_baselines(con: duckdb.DuckDBPyConnection, rows: Sequence[BaselineComparisonRow]) -> None:
+    """Replace the comparisons whose row differs (compared as stored: a row read back as another
+    Python value is replaced too, which only costs time)."""
+    old = {(r[0], r[1]): r for r in con.execute(select_sql(BaselineComparisonRow)).fetchall()}
+    new = {(r.run_id, r.baseline_run_id): r for r in rows}
+    stale = [k for k, r in old.items() if k not in new or tuple(msgspec.structs.astuple(new[k])) != tuple(r)]
+    if stale:
+        con.execute("CREATE TEMP TABLE stale_pairs (run_id VARCHAR, baseline_run_id VARCHAR)")
+        con.executemany("INSERT INTO stale_pairs VALUES (?, ?)", stale)
+        con.execute("DELETE FROM baseline_comparisons WHERE (run_id, baseline_run_id) IN (SELECT * FROM stale_pairs)")
+        con.execute("DROP TABLE stale_pairs")
+    kept = {k for k in old if k not in set(stale)}
+    insert_rows(con, [r for k, r in new.items() if k not in kept])
+
+
+def append_releases(con: duckdb.DuckDBPyConnection, records: Sequence[ReleaseRecord]) -> None:
+    """The log's records (``records``: the log, then the new one) the copied file does not hold."""
+    held = {r for (r,) in con.execute("SELECT id FROM releases").fetchall()}
+    insert_releases(con, [r for r in records if r.id not in held])
+
+
+__all__ = ["NotIncremental", "add_predictions", "append_releases", "changed_results", "copy_previous",
+           "replace_baselines", "replace_ranks", "replace_results", "replace_specs"]
