@@ -35,7 +35,8 @@ from api.tables import BodyCache, Published, Tables, current_results, leaderboar
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
 from warehouse.records import ResultRecord, decode_record
-from warehouse.releases import ReleaseRecord, find_release, read_releases
+from warehouse.release_deltas import is_delta
+from warehouse.releases import ReleaseRecord, find_release, manifest_of, read_releases
 from warehouse.signing import read_signature
 from warehouse.versions import VERSION_RE
 
@@ -80,7 +81,7 @@ def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, M
 
 def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
     """The tables as of ``release``: its results with their statuses then, its leaderboards in its order."""
-    manifest = release.manifest
+    manifest = manifest_of(data, release)
     published: dict[str, Published] = {}
     for entry in manifest["results"]:
         kept = _record(tables, data, entry["run_id"])
@@ -151,8 +152,9 @@ def detail(tables: Tables, data: DataDir, release: str, base: str) -> Prepared:
         url = release_url(base, r.id)
         prepared = tables.bodies.put(key, prepare(schemas.Release(
             id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),
-            manifest_sha256=r.manifest_sha256, previous=r.previous, url=url, manifest=r.manifest,
-            bibtex=bibtex(r, url), signature=render.signature(r.signature))))
+            manifest_sha256=r.manifest_sha256, previous=r.previous, url=url, manifest=manifest_of(data, r),
+            bibtex=bibtex(r, url), signature=render.signature(r.signature),
+            delta=r.manifest if is_delta(r.manifest) else None)))
     return prepared
 
 

@@ -32,7 +32,9 @@ import msgspec
 from warehouse import delta
 from warehouse.files import PUBLIC_FILE, atomic_path
 from warehouse.portable import create_prediction_tables, insert_releases
-from warehouse.releases import ReleaseRecord, Signer, append_release, build_manifest, make_record, read_releases
+from warehouse.releases import (ReleaseRecord, Signer, append_release, build_manifest, make_record, manifest_of,
+                                read_releases)
+from warehouse.release_deltas import SNAPSHOT_EVERY, write_snapshot
 from warehouse.signing import published_record
 from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
@@ -164,6 +166,8 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
         append_release(data, record)
+        if len(read_releases(data)) % SNAPSHOT_EVERY == 0:
+            write_snapshot(data, version, manifest_of(data, record))
         install(data, version)
         prune(data, keep=KEEP_VERSIONS, current=version)
     return version, True
@@ -212,15 +216,23 @@ def model_row(m: dict[str, Any]) -> ModelRow:
 
 def release_record(data: DataDir, catalog: Catalog, version: str, now: dt.datetime,
                    sign: Signer | None) -> ReleaseRecord:
-    """The release record of the version being published (``warehouse.releases``)."""
+    """The release record of the version being published (``warehouse.releases``): a delta from the
+    previous release's full manifest, or the full manifest for the first release."""
+    manifest = catalog_manifest(catalog, version)
+    earlier = read_releases(data)
+    if not earlier:
+        return make_record(manifest, now, None, sign)
+    return make_record(manifest, now, earlier[-1].id, sign, before=(earlier[-1], manifest_of(data, earlier[-1])))
+
+
+def catalog_manifest(catalog: Catalog, version: str) -> dict[str, Any]:
+    """The full manifest of ``catalog`` published as ``version``."""
     superseded = superseded_map(catalog.results, catalog.withdrawn)
-    manifest = build_manifest(
+    return build_manifest(
         release_id=version, results=catalog.results, superseded=superseded, withdrawn=catalog.withdrawn,
         task_specs={f"{t['slug']}@{t['version']}": t["spec_hash"] for t in catalog.tasks},
         model_specs={m["slug"]: m["spec_hash"] for m in catalog.models},
         code_revision=catalog.code_revision, demo=catalog.demo, ranks=catalog.ranks)
-    earlier = read_releases(data)
-    return make_record(manifest, now, earlier[-1].id if earlier else None, sign)
 
 
 def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, str] | None = None,
