@@ -37,7 +37,7 @@ from warehouse.layout import DataDir
 from warehouse.portable import _RUN_ID, PREDICTION_TABLES, _quoted, insert_releases
 from warehouse.records import ResultRecord
 from warehouse.releases import ReleaseRecord
-from warehouse.schema import BaselineComparisonRow, LeaderboardRankRow, insert_rows, select_sql
+from warehouse.schema import BaselineComparisonRow, LeaderboardRankRow, Row, column_names, insert_rows, select_sql
 
 Rows = Callable[[], Sequence[Any]]
 
@@ -56,11 +56,29 @@ def _in(con: duckdb.DuckDBPyConnection, table: str, column: str, values: Sequenc
         con.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?))", [list(values)])
 
 
-def replace_specs(con: duckdb.DuckDBPyConnection, rows: dict[str, Sequence[Any]]) -> None:
-    """``meta``, ``datasets``, ``tasks`` and ``models``: one row per spec, rewritten whole."""
-    for table, table_rows in rows.items():
-        con.execute(f"DELETE FROM {table}")
-        insert_rows(con, table_rows)
+def replace_changed(con: duckdb.DuckDBPyConnection, row_type: type[Row], rows: Sequence[Row]) -> None:
+    """Make ``row_type``'s table hold exactly ``rows``, touching only the rows that differ (compared as
+    stored: a row read back as another Python value is replaced too, which only costs time)."""
+    key = row_type.__key__
+    names = column_names(row_type)
+    at = [names.index(k) for k in key]
+    old = {tuple(r[i] for i in at): tuple(r) for r in con.execute(select_sql(row_type)).fetchall()}
+    new = {tuple(getattr(r, k) for k in key): r for r in rows}
+    stale = [k for k, r in old.items() if k not in new or tuple(msgspec.structs.astuple(new[k])) != r]
+    if stale:
+        table = f"stale_{row_type.__table__}"
+        con.execute(f"CREATE TEMP TABLE {table} ({', '.join(f'{k} VARCHAR' for k in key)})")
+        con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(key))})", stale)
+        con.execute(f"DELETE FROM {row_type.__table__} WHERE ({', '.join(key)}) IN (SELECT * FROM {table})")
+        con.execute(f"DROP TABLE {table}")
+    kept = old.keys() - set(stale)
+    insert_rows(con, [r for k, r in new.items() if k not in kept])
+
+
+def replace_specs(con: duckdb.DuckDBPyConnection, rows: dict[type[Row], Sequence[Row]]) -> None:
+    """``meta``, ``datasets``, ``tasks`` and ``models``: one row per spec, the changed ones replaced."""
+    for row_type, table_rows in rows.items():
+        replace_changed(con, row_type, table_rows)
 
 
 def _signature_text(signature: dict[str, str] | None) -> str | None:
@@ -140,18 +158,8 @@ def replace_ranks(con: duckdb.DuckDBPyConnection, ranks: Sequence[LeaderboardRan
 
 
 def replace_baselines(con: duckdb.DuckDBPyConnection, rows: Sequence[BaselineComparisonRow]) -> None:
-    """Replace the comparisons whose row differs (compared as stored: a row read back as another
-    Python value is replaced too, which only costs time)."""
-    old = {(r[0], r[1]): r for r in con.execute(select_sql(BaselineComparisonRow)).fetchall()}
-    new = {(r.run_id, r.baseline_run_id): r for r in rows}
-    stale = [k for k, r in old.items() if k not in new or tuple(msgspec.structs.astuple(new[k])) != tuple(r)]
-    if stale:
-        con.execute("CREATE TEMP TABLE stale_pairs (run_id VARCHAR, baseline_run_id VARCHAR)")
-        con.executemany("INSERT INTO stale_pairs VALUES (?, ?)", stale)
-        con.execute("DELETE FROM baseline_comparisons WHERE (run_id, baseline_run_id) IN (SELECT * FROM stale_pairs)")
-        con.execute("DROP TABLE stale_pairs")
-    kept = {k for k in old if k not in set(stale)}
-    insert_rows(con, [r for k, r in new.items() if k not in kept])
+    """The comparisons whose row differs are replaced."""
+    replace_changed(con, BaselineComparisonRow, rows)
 
 
 def append_releases(con: duckdb.DuckDBPyConnection, records: Sequence[ReleaseRecord]) -> None:

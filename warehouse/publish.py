@@ -286,10 +286,10 @@ def _build_incremental(path: Path, data: DataDir, catalog: Catalog, version: str
         by_id = {r.run_id: r for r in catalog.results}
         delta.add_predictions(con, data, [by_id[run_id] for run_id in new], catalog.tasks)
         delta.replace_specs(con, {
-            "meta": meta_rows(catalog, version, content_hash, now),
-            "datasets": [dataset_row(d) for d in catalog.datasets],
-            "tasks": [task_row(t) for t in catalog.tasks],
-            "models": [model_row(m) for m in catalog.models]})
+            MetaRow: meta_rows(catalog, version, content_hash, now),
+            DatasetRow: [dataset_row(d) for d in catalog.datasets],
+            TaskRow: [task_row(t) for t in catalog.tasks],
+            ModelRow: [model_row(m) for m in catalog.models]})
         delta.replace_results(
             con, changed,
             lambda: [result_row(by_id[i], superseded.get(i), catalog.withdrawn.get(i), catalog.signatures.get(i))
