@@ -41,6 +41,9 @@ from warehouse.signing import read_signature
 from warehouse.versions import VERSION_RE
 
 VIEW_BODY_ENTRIES = 1024
+# what a release's view is counted as in the served version's bounded cache, per result it holds
+# (its Published entries, listing, boards and rank entries; the records themselves are shared)
+VIEW_BYTES_PER_RESULT = 1024
 
 
 def release_url(base: str, release_id: str) -> str:
@@ -63,7 +66,8 @@ def as_of(tables: Tables, data: DataDir, release: str | None) -> Tables:
     key = ("release-view", release)
     view = tables.bodies.get(key)
     if view is None:
-        view = tables.bodies.put(key, build_view(tables, data, find(data, release)))
+        built = build_view(tables, data, find(data, release))
+        view = tables.bodies.put(key, built, weight=len(built.results) * VIEW_BYTES_PER_RESULT)
     return view
 
 
