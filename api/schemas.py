@@ -324,6 +324,11 @@ class Compare(msgspec.Struct):
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
     p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
+    # addition: which way the metric is better (higher, lower, or closest to its target) and, read
+    # in that direction, which result the 95% interval of the difference favours: "a", "b", or None
+    # when it includes 0 (a target metric's signed difference names no winner: None)
+    direction: Literal["higher", "lower", "target"] = "higher"
+    better: Literal["a", "b"] | None = None
 
 
 class Evaluation(msgspec.Struct):

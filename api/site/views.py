@@ -243,12 +243,7 @@ def comparison_context(tables: Tables, body: schemas.Compare) -> dict[str, Any]:
     if body.a_only_correct is not None and body.b_only_correct is not None:
         both_right = round(body.value_a * body.n_shared) - body.a_only_correct
         both_wrong = body.n_shared - both_right - body.a_only_correct - body.b_only_correct
-    if body.ci_low > 0:
-        verdict = "a"
-    elif body.ci_high < 0:
-        verdict = "b"
-    else:
-        verdict = "none"
+    verdict = body.better or "none"  # read in the metric's direction (``api.routes.compare.better``)
     return {"c": body, "a": a, "b": b, "both_right": both_right, "both_wrong": both_wrong, "verdict": verdict,
             "picture": svg.difference_bar(body.difference, body.ci_low, body.ci_high)}
 

@@ -185,7 +185,7 @@ def test_compare_page_shows_the_api_numbers(client: TestClient) -> None:
     c = client.get(f"/v1/compare?a={a}&b={b}").json()
     assert f'id="difference">{c["difference"]:+.4f}<' in html
     assert f'id="diff-ci-low">{c["ci_low"]:+.4f}<' in html and f'id="diff-ci-high">{c["ci_high"]:+.4f}<' in html
-    assert '<svg class="difference"' in html and "scores higher" in html
+    assert '<svg class="difference"' in html and "does better than" in html and "higher is better" in html
     assert f">{c['a_only_correct']}<" in html
 
 
