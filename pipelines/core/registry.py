@@ -23,7 +23,11 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 
-GROUPS = {"families": "medbench.families", "datasets": "medbench.datasets", "backends": "medbench.backends"}
+GROUPS = {"families": "medbench.families", "datasets": "medbench.datasets", "backends": "medbench.backends",
+          "kinds": "medbench.kinds"}
+# the groups a ``Plugins`` bundle fills per composition root; kinds are one process-wide registry
+# (``pipelines.kinds.kind_registry``), since the API reads published files by kind without a bundle
+BUNDLED = ("families", "datasets", "backends")
 
 
 def _describe(obj: Any) -> str:
@@ -135,6 +139,6 @@ def installed_plugins() -> Plugins:
     """Every plug-in the installed distributions declare in the ``medbench.*`` entry-point groups
     (this project's built-ins included). For the composition roots only."""
     plugins = Plugins.empty()
-    for field, group in GROUPS.items():
-        getattr(plugins, field).load_entry_points(group)
+    for field in BUNDLED:
+        getattr(plugins, field).load_entry_points(GROUPS[field])
     return plugins
