@@ -120,6 +120,12 @@ class Kind(Protocol):
     schema: ClassVar[pa.Schema]          # its own predictions columns (CONTRACT.md), first in every family's
     columns_text: ClassVar[str]          # those columns for people (result page, artifact route)
     paired_columns: ClassVar[tuple[str, ...]]  # what pairing reads, besides instance_id and the cluster column
+    # the ground truth of an item, among its columns: two results are paired against a baseline only
+    # when they agree on it item by item (``pipelines.engine.baseline``); nothing else assumes a ``label``
+    truth_columns: ClassVar[tuple[str, ...]]
+    # DuckDB types of its own columns in its ``predictions_<kind>`` table (docs/duckdb.md), where
+    # they differ from the Parquet's (score's 0/1 ``label`` INTEGER); the rest keep the file's types
+    sql_types: ClassVar[Mapping[str, str]]
     picture: ClassVar[str]               # the result-page picture the site draws (``api.site.views.PICTURES``)
     parses_replies: ClassVar[bool]       # replies are parsed into answers, so a parse rate exists
     legacy_method: ClassVar[str]         # interval method of a metric published before methods were recorded

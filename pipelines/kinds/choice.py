@@ -62,6 +62,8 @@ class Choice:
     ])
     columns_text = "instance_id, prediction, label, correct, parse_status, raw_output"
     paired_columns = ("correct", "label")
+    truth_columns = ("label",)
+    sql_types = {"label": "VARCHAR"}  # the letter
     picture = "category_bars"
     parses_replies = True
     legacy_method = "bootstrap-percentile"

@@ -69,6 +69,8 @@ class Score:
     schema = pa.schema([("instance_id", pa.string()), ("score", pa.float64()), ("label", pa.int8())])
     columns_text = "instance_id, score, label, then the task family's own columns (its cluster column among them)"
     paired_columns = ("score", "label")
+    truth_columns = ("label",)
+    sql_types = {"label": "INTEGER"}  # 0/1, so avg(label) is the event rate
     picture = "roc_curve"
     parses_replies = False
     legacy_method = "cluster-bootstrap-percentile"
