@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from pipelines.core.figures import Figure, FlowStep
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
@@ -204,6 +205,9 @@ class Result(msgspec.Struct, kw_only=True):
     # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
     # results published before it was recorded
     unparsed_sample: list[UnparsedOutput] | None = None
+    # addition: the figures the task's kind declares for this result (typed: series on axes, or
+    # values with intervals, and a caption; docs/adding-a-task.md), drawn by the site generically
+    figures: list[Figure] = []
     # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
@@ -258,7 +262,9 @@ class TaskDetail(msgspec.Struct):
     description: str  # addition
     spec: dict[str, Any]
     # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
-    participant_flow: dict[str, Any] | None = None
+    # labelled counts in order (cases, exclusions, cohort, splits), as the family declares them; None:
+    # none declared, or a shape this server does not know (a file published before it was typed)
+    participant_flow: list[FlowStep] | None = None
 
 
 class TaskList(msgspec.Struct):

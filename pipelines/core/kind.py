@@ -126,8 +126,11 @@ class Kind(Protocol):
     # DuckDB types of its own columns in its ``predictions_<kind>`` table (docs/duckdb.md), where
     # they differ from the Parquet's (score's 0/1 ``label`` INTEGER); the rest keep the file's types
     sql_types: ClassVar[Mapping[str, str]]
-    picture: ClassVar[str]               # the result-page picture the site draws (``api.site.views.PICTURES``)
+    picture: ClassVar[str]               # the name of its main picture (``figures`` declares them all)
+    item_noun: ClassVar[str]             # what one prediction is about, plural, in the site's words ("items")
     parses_replies: ClassVar[bool]       # replies are parsed into answers, so a parse rate exists
+    # what an official package yields per instance (``{"instance_id", <answer_field>}``, pipelines.official)
+    answer_field: ClassVar[str]
     legacy_method: ClassVar[str]         # interval method of a metric published before methods were recorded
     comparison_method: ClassVar[str]     # its paired test and interval in words (site, About page, OpenAPI)
 
@@ -142,6 +145,19 @@ class Kind(Protocol):
     def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
                        seed: int) -> RankBlock:
         """Rank intervals of results in leaderboard order, from one joint paired bootstrap."""
+
+    def check_answer(self, value: Any) -> Any:
+        """One official package's answer as the kind stores it; a ValueError says what is wrong."""
+
+    def figures(self, extras: Mapping[str, Any], metrics: Mapping[str, float]) -> list[Any]:
+        """The figures a result page draws (``pipelines.core.figures.Figure``), from the result's
+        extras and metric values by name; the kind alone reads its extras' keys."""
+
+    def unparsed_sample(self, extras: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+        """(instance id, output) of the first replies the parser could not read; None: not recorded."""
+
+    def served_extras(self, extras: Mapping[str, Any]) -> dict[str, Any]:
+        """The extras as ``/v1/results/{run_id}`` serves them (what has a field of its own left out)."""
 
     def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
         """Where chance lies on the primary metric (the site's dashed line), None when unknown."""

@@ -240,7 +240,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
+    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample", "figures"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},
