@@ -59,7 +59,7 @@ class Registry(Generic[T]):
             current = self._objs.get(name)
             if not isinstance(obj, metadata.EntryPoint) and self.name_of(obj) != name:
                 raise ValueError(f"{self.what} {_describe(obj)} is named {self.name_of(obj)!r}, not {name!r}")
-            if current is not None and current is not obj and current != obj:
+            if current is not None and current is not obj and (type(current) is not type(obj) or current != obj):
                 raise ValueError(f"{self.what} {name!r} is registered twice: by {_describe(current)} "
                                  f"and by {_describe(obj)}; uninstall or rename one of them")
             self._objs[name] = obj
