@@ -76,10 +76,10 @@ def solve_fit_and_score(ev: Evaluation, problem: FitAndScore, log: Log) -> Predi
     started = time.monotonic()
     scorer = ev.backend.window_scorer(ev.model, problem.step_seconds)
     (train_x, train_y), (val_x, val_y) = problem.train, problem.validation
-    log(f"{ev.partition_key}: fitting on {len(train_x)} train / {len(val_x)} validation windows")
+    log(f"{ev.partition_key}: fitting on {len(train_x)} train / {len(val_x)} validation instances")
     scorer.fit(train_x, train_y, val_x, val_y, seed=problem.seed)
     scores = np.asarray(scorer.score(problem.test), dtype=np.float64)
-    log(f"{ev.partition_key}: scored {len(scores)} test windows")
+    log(f"{ev.partition_key}: scored {len(scores)} test instances")
     table = problem.table(scores)
     finished: dict = {}
     if problem.finish is not None:
