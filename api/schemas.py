@@ -195,19 +195,15 @@ class Result(msgspec.Struct, kw_only=True):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
-    # {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
-    subgroups: dict[str, list[Subgroup]]
+    subgroups: dict[str, list[Subgroup]]  # {field: [Subgroup]} (e.g. sex, age band) with intervals; {}: none
     # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
     breakdowns: dict[str, list[Breakdown]]
     provenance: Provenance  # who stands behind it: all null for medbench's own runs
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
-    # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
-    # results published before it was recorded
+    # kinds that parse replies: the first 20 outputs counted unparsed (item order); else null
     unparsed_sample: list[UnparsedOutput] | None = None
-    # addition: the figures the task's kind declares for this result (typed: series on axes, or
-    # values with intervals, and a caption; docs/adding-a-task.md), drawn by the site generically
-    figures: list[Figure] = []
+    figures: list[Figure] = []  # addition: what the task's kind declares (docs/api.md), drawn generically
     # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
@@ -261,9 +257,7 @@ class TaskDetail(msgspec.Struct):
     title: str
     description: str  # addition
     spec: dict[str, Any]
-    # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
-    # labelled counts in order (cases, exclusions, cohort, splits), as the family declares them; None:
-    # none declared, or a shape this server does not know (a file published before it was typed)
+    # addition: labelled counts in order, as the family declares them; None: none, or an unknown shape
     participant_flow: list[FlowStep] | None = None
 
 
@@ -330,11 +324,8 @@ class Compare(msgspec.Struct):
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
     p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
-    # addition: which way the metric is better (higher, lower, or closest to its target) and, read
-    # in that direction, which result the 95% interval of the difference favours: "a", "b", or None
-    # when it includes 0 (a target metric's signed difference names no winner: None)
-    direction: Literal["higher", "lower", "target"] = "higher"
-    better: Literal["a", "b"] | None = None
+    direction: Literal["higher", "lower", "target"] = "higher"  # addition: which way the metric is better
+    better: Literal["a", "b"] | None = None  # addition: the result the whole interval favours (docs/api.md)
 
 
 class Evaluation(msgspec.Struct):
