@@ -21,6 +21,8 @@ from importlib import metadata
 from operator import attrgetter
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
+from pipelines.core.conformance import check_conforms
+
 T = TypeVar("T")
 
 GROUPS = {"families": "medbench.families", "datasets": "medbench.datasets", "backends": "medbench.backends",
@@ -42,16 +44,24 @@ class Registry(Generic[T]):
     the name an object declares (a family's ``name``, a dataset's ``slug``), which must match the
     name it is registered under."""
 
-    def __init__(self, what: str, name_of: Callable[[Any], str] = attrgetter("name")):
+    def __init__(self, what: str, name_of: Callable[[Any], str] = attrgetter("name"), protocol: type | None = None):
         self.what = what
         self.name_of = name_of
+        # the protocol every object must implement, checked when it is registered or its entry point
+        # loaded (``pipelines.core.conformance``): a half-written plug-in fails there, in one line
+        self.protocol = protocol
         self._objs: dict[str, T | metadata.EntryPoint] = {}
         self._lock = threading.RLock()
 
     def add(self, obj: T) -> T:
         """Register ``obj`` under the name it declares; returns it."""
+        self._conforms(obj, "registered in-process")
         self.register(self.name_of(obj), obj)
         return obj
+
+    def _conforms(self, obj: Any, origin: str) -> None:
+        if self.protocol is not None:
+            check_conforms(obj, self.protocol, self.what, origin)
 
     def register(self, name: str, obj: T | metadata.EntryPoint) -> None:
         """Add ``obj`` under ``name``; a name already taken by another object is an error naming both."""
@@ -75,6 +85,8 @@ class Registry(Generic[T]):
                 target = self._objs[name]
                 if isinstance(target, metadata.EntryPoint):
                     loaded = _instance(target.load())
+                    self._conforms(loaded, f"distribution {target.dist.name}" if target.dist is not None
+                                   else f"entry point {target.value}")
                     if self.name_of(loaded) != name:
                         raise ValueError(f"{self.what} entry point {name!r} ({target.value}) loads an object "
                                          f"named {self.name_of(loaded)!r}: make them agree")
@@ -132,7 +144,10 @@ class Plugins:
 
     @classmethod
     def empty(cls) -> Plugins:
-        return cls(Registry("task family"), Registry("dataset", attrgetter("slug")), Registry("backend"))
+        from pipelines.core.protocols import Backend, Dataset, TaskFamily
+
+        return cls(Registry("task family", protocol=TaskFamily), Registry("dataset", attrgetter("slug"), Dataset),
+                   Registry("backend", protocol=Backend))
 
 
 def installed_plugins() -> Plugins:

@@ -35,7 +35,7 @@ def kind_registry() -> Registry[Kind]:
     global _registry
     with _lock:
         if _registry is None:
-            registry: Registry[Kind] = Registry("task kind")
+            registry: Registry[Kind] = Registry("task kind", protocol=Kind)
             for cls in BUILTIN:
                 registry.add(cls())
             builtin = {f"{c.__module__}:{c.__qualname__}" for c in BUILTIN}
