@@ -15,10 +15,12 @@ test builds its own. Nothing imports a module that fills itself.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from importlib import metadata
 from operator import attrgetter
+from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from pipelines.core.conformance import check_conforms
@@ -27,7 +29,10 @@ T = TypeVar("T")
 
 GROUPS = {"families": "medbench.families", "datasets": "medbench.datasets", "backends": "medbench.backends",
           "kinds": "medbench.kinds"}
-# the groups a ``Plugins`` bundle fills per composition root; kinds are one process-wide registry
+# a distribution's spec folder (a callable returning a folder laid out like ``specs/``); the project's
+# own specs are the specs directory itself, so this group holds plug-ins' folders only
+SPECS_GROUP = "medbench.specs"
+# the groups a ``Plugins`` bundle fills per composition root (and ``specs``, a list of folders); kinds are one process-wide registry
 # (``pipelines.kinds.kind_registry``), since the API reads published files by kind without a bundle
 BUNDLED = ("families", "datasets", "backends")
 
@@ -51,6 +56,7 @@ class Registry(Generic[T]):
         # loaded (``pipelines.core.conformance``): a half-written plug-in fails there, in one line
         self.protocol = protocol
         self._objs: dict[str, T | metadata.EntryPoint] = {}
+        self._origins: dict[str, str] = {}
         self._lock = threading.RLock()
 
     def add(self, obj: T) -> T:
@@ -73,6 +79,11 @@ class Registry(Generic[T]):
                 raise ValueError(f"{self.what} {name!r} is registered twice: by {_describe(current)} "
                                  f"and by {_describe(obj)}; uninstall or rename one of them")
             self._objs[name] = obj
+            self._origins.setdefault(name, _describe(obj))
+
+    def origin(self, name: str) -> str:
+        """Where ``name`` was registered from, in words (an entry point and its distribution, or a class)."""
+        return self._origins.get(name, "")
 
     def get(self, name: str) -> T:
         """The object under ``name`` (loading its entry point on first use); else a KeyError listing the known."""
@@ -141,6 +152,9 @@ class Plugins:
     families: Registry[Any]
     datasets: Registry[Any]
     backends: Registry[Any]
+    # spec folders the installed distributions declare (``medbench.specs``: a callable returning a
+    # folder laid out like ``specs/``), as (distribution, folder): loaded with the project's specs
+    specs: tuple[tuple[str, Path], ...] = ()
 
     @classmethod
     def empty(cls) -> Plugins:
@@ -156,4 +170,18 @@ def installed_plugins() -> Plugins:
     plugins = Plugins.empty()
     for field in BUNDLED:
         getattr(plugins, field).load_entry_points(GROUPS[field])
-    return plugins
+    return dataclasses.replace(plugins, specs=spec_folders())
+
+
+def spec_folders() -> tuple[tuple[str, Path], ...]:
+    """(distribution, folder) of every ``medbench.specs`` entry point (each named once on sys.path)."""
+    seen: dict[str, tuple[str, Path]] = {}
+    for ep in metadata.entry_points(group=SPECS_GROUP):
+        if ep.value in seen:
+            continue
+        target = ep.load()
+        folder = Path(target() if callable(target) else target)
+        if not folder.is_dir():
+            raise ValueError(f"entry point {GROUPS['specs']}:{ep.name} ({ep.value}) names {folder}, which is no folder")
+        seen[ep.value] = (ep.dist.name if ep.dist is not None else ep.value, folder)
+    return tuple(seen.values())

@@ -5,7 +5,8 @@ intervals; lower is better), a dataset read from FHIR R4 NDJSON (``fhirward``), 
 followed through ``medbench materialize``, the Dagster assets and checks, ``/v1/leaderboard``
 (lowest MAE ranked 1, the rank sets in that order), ``/v1/compare``, the task and result pages with
 their declared figure, MCP, DuckDB's ``predictions_regression`` and ``medbench verify``, with no file
-of the project changed for it (docs/adding-a-task.md, "A new kind").
+of the project changed for it (docs/adding-a-task.md, "A new kind"). Its spec files come by its
+``medbench.specs`` entry point: no ``MEDBENCH_SPECS`` folder merges them with the project's.
 
 As with the first plug-in (``test_plugin_distribution.py``), it is installed into a folder of its
 own and used only by subprocesses whose ``PYTHONPATH`` names that folder, so no other test sees it.
@@ -31,7 +32,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from pipelines.core.registry import GROUPS
+from pipelines.core.registry import GROUPS, SPECS_GROUP
 from support.live_server import medbench_serve
 from support.paths import REPO
 
@@ -43,9 +44,10 @@ MODELS = {"potassium/last-value", "potassium/recent-mean", "potassium/damped"}
 def test_the_distribution_declares_a_kind_and_its_plugins_in_medbench_groups() -> None:
     """Every group it declares is one medbench reads, and each entry point names a class of the package."""
     declared = tomllib.loads((SOURCE / "pyproject.toml").read_text())["project"]["entry-points"]
-    assert set(declared) == {GROUPS["kinds"], GROUPS["datasets"], GROUPS["families"], GROUPS["backends"]}
+    assert set(declared) == {GROUPS["kinds"], GROUPS["datasets"], GROUPS["families"], GROUPS["backends"], SPECS_GROUP}
+    assert declared[SPECS_GROUP] == {"potassium": "medbench_potassium:specs_dir"}
     assert declared[GROUPS["kinds"]] == {"regression": "medbench_potassium.kind:Regression"}
-    for group in declared.values():
+    for group in (g for name, g in declared.items() if name != SPECS_GROUP):
         for name, target in group.items():
             module, _, cls = target.partition(":")
             path = SOURCE / (module.replace(".", "/") + ".py")
@@ -56,13 +58,12 @@ def test_the_distribution_declares_a_kind_and_its_plugins_in_medbench_groups() -
 @dataclass(frozen=True)
 class Installed:
     site: Path
-    specs: Path
     data: Path
     materialize: subprocess.CompletedProcess
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.site), str(REPO)]),
-                "MEDBENCH_SPECS": str(self.specs), "MEDBENCH_DATA": str(self.data),
+        env = {k: v for k, v in os.environ.items() if k != "MEDBENCH_SPECS"}  # its specs come by entry point
+        return {**env, "PYTHONPATH": os.pathsep.join([str(self.site), str(REPO)]), "MEDBENCH_DATA": str(self.data),
                 "DAGSTER_HOME": str(self.data / "dagster"), "PYTHONUNBUFFERED": "1"}
 
     def run(self, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -80,15 +81,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
                           "--no-index", "--target", str(root / "site"), str(source)],
                          capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stdout + pip.stderr
-    specs = root / "specs"  # the project's specs plus the distribution's (found by entry point: issue 39)
-    shutil.copytree(REPO / "specs", specs)
-    shutil.copytree(root / "site" / "medbench_potassium" / "specs", specs, dirs_exist_ok=True)
-    partial = Installed(root / "site", specs, root / "data", subprocess.CompletedProcess([], 0))
+    partial = Installed(root / "site", root / "data", subprocess.CompletedProcess([], 0))
     proc = partial.run("-m", "pipelines.cli.main", "materialize", "--demo", "--task", FAMILY, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     after = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout
     assert after == before, "installing and running the plug-in changed a file of the project"
-    return Installed(partial.site, specs, partial.data, proc)
+    return Installed(partial.site, partial.data, proc)
 
 
 @pytest.mark.slow
@@ -126,7 +124,7 @@ print(json.dumps({"keys": keys, "checks": sorted(k.name for k in checks), "verdi
 
 @pytest.fixture(scope="module")
 def served(installed: Installed):
-    env = {"PYTHONPATH": installed.env()["PYTHONPATH"], "MEDBENCH_SPECS": str(installed.specs)}
+    env = {"PYTHONPATH": installed.env()["PYTHONPATH"]}
     with medbench_serve(installed.data, installed.data.parent / "serve.log", ready_path="/v1/openapi.json",
                         env=env) as server:
         yield server.base
