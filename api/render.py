@@ -137,6 +137,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
             task_spec_hash=r.versions.task_spec_hash, model_spec_hash=r.versions.model_spec_hash,
             dataset_snapshot=r.versions.dataset_snapshot, parser=r.versions.parser,
             code_revision=r.versions.code_revision, libraries=dict(r.versions.libraries),
+            plugins=list(r.versions.plugins),
         ),
         usage=schemas.Usage(
             prompt_tokens=r.usage.prompt_tokens, completion_tokens=r.usage.completion_tokens,

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from pipelines.core.figures import Figure, FlowStep
+from warehouse.records import PluginVersion
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
@@ -129,6 +130,7 @@ class Versions(msgspec.Struct):
     parser: str | None
     code_revision: str
     libraries: dict[str, str]
+    plugins: list[PluginVersion] = []  # addition: plug-in distributions' {name, version, files_sha256}
 
 
 class Usage(msgspec.Struct):
@@ -196,13 +198,11 @@ class Result(msgspec.Struct, kw_only=True):
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
     subgroups: dict[str, list[Subgroup]]  # {field: [Subgroup]} (e.g. sex, age band) with intervals; {}: none
-    # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
-    breakdowns: dict[str, list[Breakdown]]
+    breakdowns: dict[str, list[Breakdown]]  # {field: [Breakdown]} (e.g. category), per-group intervals; {}: none
     provenance: Provenance  # who stands behind it: all null for medbench's own runs
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
-    # kinds that parse replies: the first 20 outputs counted unparsed (item order); else null
-    unparsed_sample: list[UnparsedOutput] | None = None
+    unparsed_sample: list[UnparsedOutput] | None = None  # parsed kinds: the first 20 unparsed outputs; else null
     figures: list[Figure] = []  # addition: what the task's kind declares (docs/api.md), drawn generically
     # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
     status: Literal["current", "superseded", "withdrawn"]

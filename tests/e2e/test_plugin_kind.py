@@ -220,3 +220,22 @@ def test_verify_accepts_every_result(installed: Installed, served: str) -> None:
     for row in _board(served)["rows"]:
         proc = installed.run("-m", "pipelines.cli.main", "verify", row["run_id"], "--offline", str(installed.data))
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_changing_one_line_of_the_plugin_changes_its_run_ids(installed: Installed, served: str) -> None:
+    """Plug-in code is in the identity: its results record it (``versions.plugins``), and an edit of
+    one line of the installed package (as it is on disk) gives new run ids, nothing reused. Runs
+    last: it edits the installed copy and re-materialises."""
+    before = {r["model"]["slug"]: r["run_id"] for r in _board(served)["rows"]}
+    record = httpx.get(f"{served}/v1/results/{before['potassium/damped']}", timeout=30).json()
+    (plugin,) = record["versions"]["plugins"]
+    assert plugin["name"] == "medbench-potassium" and plugin["version"] == "0.1.0" and len(plugin["files_sha256"]) == 64
+    backend = installed.site / "medbench_potassium" / "backend.py"
+    backend.write_text(backend.read_text().replace("class Forecaster:", "class Forecaster:  # edited in place", 1))
+    proc = installed.run("-m", "pipelines.cli.main", "materialize", "--demo", "--task", FAMILY, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = [line.split() for line in proc.stdout.splitlines() if len(line.split()) > 2 and "|" in line.split()[0]]
+    assert {(parts[0], parts[1]) for parts in lines} == {(f"{TASK}|{m}", "ran") for m in MODELS}, proc.stdout
+    after = {parts[0].partition("|")[2]: parts[2] for parts in lines}
+    assert set(after) == set(before) and all(after[m] != before[m] for m in before), (before, after)
