@@ -1,11 +1,12 @@
 """The ``Kind`` protocol: everything the engine, the API and the site know about a warehouse kind.
 
-A task family maps onto one kind (today ``choice``: a letter per item, accuracy; ``score``: a number
-per item, AUROC). The kind, not the caller, decides the predictions' own columns, how two or more
+A task family maps onto one kind (built in: ``choice``, a letter per item, accuracy; ``score``, a
+number per item, AUROC). The kind, not the caller, decides the predictions' own columns, how two or more
 results are paired, the paired test and its interval, the difference to a baseline, the rank
-intervals and the picture on a result page; so the engine, ``/v1/compare`` and the site hold no
-``if kind == ...`` branch, and adding a kind is one module in ``pipelines/kinds/`` plus one line of
-its table. The strategies live in ``pipelines.kinds``; this module holds what they share and hand
+intervals, its DuckDB table's types, its figures, its official answers and its words on the site;
+so the engine, the warehouse, ``/v1/compare`` and the site hold no ``if kind == ...`` branch, and a
+kind is a plug-in: built in (``pipelines/kinds/``) or from an installed distribution's
+``medbench.kinds`` entry point (docs/adding-a-task.md, "A new kind"). The strategies live in ``pipelines.kinds``; this module holds what they share and hand
 back, and imports nothing of the project (the API may import it).
 
 Resampling unit: a family declares its cluster column (``cluster_column``; the warehouse's ``tasks``
