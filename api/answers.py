@@ -63,8 +63,10 @@ def _lookup(tables: Tables, model: str | None, task: str | None, base: str) -> A
 
 def full_result(tables: Tables, found: Published, base: str) -> schemas.Result:
     """A Result with everything the tables know of it: its dataset, baseline comparison and the runs it superseded."""
+    task = tables.task_by_ref.get(found.record.task)
     return render.result(found, base, tables.dataset_by_slug.get(found.record.dataset),
-                         tables.versus_baseline.get(found.run_id), tables.supersedes.get(found.run_id, ()))
+                         tables.versus_baseline.get(found.run_id), tables.supersedes.get(found.run_id, ()),
+                         task.kind if task else None)
 
 
 def find_task(tables: Tables, task: str, name: str = "task") -> TaskEntry:

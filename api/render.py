@@ -13,6 +13,9 @@ from api import schemas
 from api.bibtex import result_bibtex
 from api.rank_sets import RankEntry
 from api.tables import Published, Tables, TaskEntry
+from pipelines.core.figures import Figure, flow_steps, valid_figures
+from pipelines.core.kind import Kind
+from pipelines.kinds import kind as kind_of
 from pipelines.kinds import kinds
 from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of
 
@@ -105,9 +108,23 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
     )
 
 
+def _kind_or_none(name: str | None) -> Kind | None:
+    """The task's kind, None for a kind this server does not know (its result still serves, plainly)."""
+    if name is None:
+        return None
+    try:
+        return kind_of(name)
+    except (KeyError, ValueError, ImportError):
+        return None
+
+
 def result(p: Published, base: str, dataset: schemas.Dataset | None,
-           versus: schemas.BaselineComparison | None = None, supersedes: tuple[str, ...] = ()) -> schemas.Result:
+           versus: schemas.BaselineComparison | None = None, supersedes: tuple[str, ...] = (),
+           kind_name: str | None = None) -> schemas.Result:
+    """``kind_name``: the task's kind, which reads its extras (figures, the unparsed sample): no
+    module of the API reads an extras key by name."""
     r = p.record
+    strategy = _kind_or_none(kind_name)
     withdrawn = p.withdrawn
     url = result_url(base, r.run_id)
     return schemas.Result(
@@ -120,6 +137,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
             task_spec_hash=r.versions.task_spec_hash, model_spec_hash=r.versions.model_spec_hash,
             dataset_snapshot=r.versions.dataset_snapshot, parser=r.versions.parser,
             code_revision=r.versions.code_revision, libraries=dict(r.versions.libraries),
+            plugins=list(r.versions.plugins),
         ),
         usage=schemas.Usage(
             prompt_tokens=r.usage.prompt_tokens, completion_tokens=r.usage.completion_tokens,
@@ -131,12 +149,13 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         predictions_sha256=r.predictions_sha256,
         superseded_by=p.superseded_by,
         dataset=r.dataset,
-        extras={k: v for k, v in r.extras.items() if k != "unparsed_sample"},
+        extras=strategy.served_extras(r.extras) if strategy else dict(r.extras),
         versus_baseline=versus,
         subgroups=subgroups(r),
         breakdowns=breakdowns(r),
         breakdowns_caveat=BREAKDOWNS_CAVEAT if r.breakdowns else None,
-        unparsed_sample=unparsed(r),
+        unparsed_sample=unparsed(strategy, r),
+        figures=figures(strategy, r),
         provenance=provenance(r),
         status=p.status,  # type: ignore[arg-type]
         withdrawn=schemas.Withdrawn(reason=withdrawn["reason"], date=withdrawn["date"]) if withdrawn else None,  # type: ignore[arg-type]
@@ -153,12 +172,24 @@ def signature(found: Mapping[str, str] | None) -> schemas.Signature | None:
                              signed_at=found.get("signed_at"))
 
 
-def unparsed(r: ResultRecord) -> list[schemas.UnparsedOutput] | None:
-    """A choice result's unparsed sample (kept in its record's extras), served as a field of its own."""
-    sample = r.extras.get("unparsed_sample")
-    if not isinstance(sample, list):
+def unparsed(strategy: Kind | None, r: ResultRecord) -> list[schemas.UnparsedOutput] | None:
+    """The unparsed sample a kind that parses replies keeps in its extras, served as a field of its own."""
+    sample = strategy.unparsed_sample(r.extras) if strategy else None
+    if sample is None:
         return None
-    return [schemas.UnparsedOutput(instance_id=str(u["instance_id"]), output=str(u["output"])) for u in sample]
+    return [schemas.UnparsedOutput(instance_id=i, output=o) for i, o in sample]
+
+
+def figures(strategy: Kind | None, r: ResultRecord) -> list[Figure]:
+    """The figures the task's kind declares for this result (``pipelines.core.figures``), those
+    that can be drawn; any failure of a kind's declaration is no figure rather than no page."""
+    if strategy is None:
+        return []
+    try:
+        declared = strategy.figures(r.extras, {m.name: m.value for m in r.metrics})
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
+    return valid_figures(declared)
 
 
 def stats(tables: Tables, reuses: int) -> schemas.Stats:
@@ -181,5 +212,5 @@ def task_detail(t: TaskEntry) -> schemas.TaskDetail:
     return schemas.TaskDetail(
         slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
         preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
-        description=t.description, spec=dict(t.spec), participant_flow=t.participant_flow,
+        description=t.description, spec=dict(t.spec), participant_flow=flow_steps(t.participant_flow),
     )

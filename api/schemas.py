@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from pipelines.core.figures import Figure, FlowStep
+from warehouse.records import PluginVersion
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
@@ -128,6 +130,7 @@ class Versions(msgspec.Struct):
     parser: str | None
     code_revision: str
     libraries: dict[str, str]
+    plugins: list[PluginVersion] = []  # addition: plug-in distributions' {name, version, files_sha256}
 
 
 class Usage(msgspec.Struct):
@@ -194,16 +197,13 @@ class Result(msgspec.Struct, kw_only=True):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
-    # {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
-    subgroups: dict[str, list[Subgroup]]
-    # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
-    breakdowns: dict[str, list[Breakdown]]
+    subgroups: dict[str, list[Subgroup]]  # {field: [Subgroup]} (e.g. sex, age band) with intervals; {}: none
+    breakdowns: dict[str, list[Breakdown]]  # {field: [Breakdown]} (e.g. category), per-group intervals; {}: none
     provenance: Provenance  # who stands behind it: all null for medbench's own runs
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
-    # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
-    # results published before it was recorded
-    unparsed_sample: list[UnparsedOutput] | None = None
+    unparsed_sample: list[UnparsedOutput] | None = None  # parsed kinds: the first 20 unparsed outputs; else null
+    figures: list[Figure] = []  # addition: what the task's kind declares (docs/api.md), drawn generically
     # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
@@ -257,8 +257,8 @@ class TaskDetail(msgspec.Struct):
     title: str
     description: str  # addition
     spec: dict[str, Any]
-    # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
-    participant_flow: dict[str, Any] | None = None
+    # addition: labelled counts in order, as the family declares them; None: none, or an unknown shape
+    participant_flow: list[FlowStep] | None = None
 
 
 class TaskList(msgspec.Struct):
@@ -324,6 +324,8 @@ class Compare(msgspec.Struct):
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
     p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
+    direction: Literal["higher", "lower", "target"] = "higher"  # addition: which way the metric is better
+    better: Literal["a", "b"] | None = None  # addition: the result the whole interval favours (docs/api.md)
 
 
 class Evaluation(msgspec.Struct):

@@ -320,14 +320,25 @@ class LeaderboardLine(msgspec.Struct, frozen=True):
     demo: bool
 
 
+# The primary metric in its direction, as SQL over the ``results`` table: the number that sorts
+# ascending exactly as ``warehouse.records.metric_order_value`` does (higher: -value; lower: value;
+# target: distance to the target; NaN last). docs/duckdb.md shows it in a query.
+PRIMARY_ORDER_SQL = (
+    "CASE coalesce(record->'metrics'->0->>'direction', 'higher') WHEN 'lower' THEN metric_value "
+    "WHEN 'target' THEN abs(metric_value - coalesce(CAST(record->'metrics'->0->>'target' AS DOUBLE), 0)) "
+    "ELSE -metric_value END"
+)
+
+
 def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
-    """Current results of the current version, by task, then metric value descending, eval_date, run_id."""
+    """Current results of the current version, by task, then the primary metric in its direction
+    (``PRIMARY_ORDER_SQL``), eval_date, run_id: the order of ``/v1/leaderboard``."""
     names = ", ".join(f.name for f in msgspec.structs.fields(LeaderboardLine))
     con = _connect(data, _require_version(data))
     try:
         rows = con.execute(
             f"SELECT {names} FROM results WHERE superseded_by IS NULL{_not_withdrawn(con)} "
-            "ORDER BY task, metric_value DESC, eval_date, run_id"
+            f"ORDER BY task, {PRIMARY_ORDER_SQL}, eval_date, run_id"
         ).fetchall()
     finally:
         con.close()
@@ -335,7 +346,7 @@ def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
 
 
 __all__ = [
-    "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
+    "PRIMARY_ORDER_SQL", "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
     "leaderboard_lines", "open_current", "published_records", "read_meta", "read_metrics", "read_version", "result_by_id",
     "schema_version_of",
 ]

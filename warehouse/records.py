@@ -76,13 +76,24 @@ def metric_order_value(m: MetricValue | None) -> float:
     return -m.value
 
 
-class Versions(msgspec.Struct, frozen=True):
+class PluginVersion(msgspec.Struct, frozen=True):
+    """A distribution other than medbench whose code a result used (a family, dataset, kind or backend)."""
+
+    name: str           # the distribution's name
+    version: str
+    files_sha256: str   # of its importable files as they are on disk (``pipelines.engine.plugin_identity``)
+
+
+class Versions(msgspec.Struct, frozen=True, omit_defaults=True):
     task_spec_hash: str
     model_spec_hash: str
     dataset_snapshot: str
     parser: str | None
     code_revision: str
     libraries: dict[str, str]
+    # plug-in code the result used; empty (and so absent from the record, which keeps every built-in
+    # result's bytes) when it used medbench's own only. Non-empty, it is part of the run id.
+    plugins: list[PluginVersion] = []
 
 
 class UsageRecord(msgspec.Struct, frozen=True):

@@ -156,6 +156,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             model_types=views.MODEL_TYPES, tier=tier, tiers=views.TIERS,
             board=views.leaderboard(tables, entry, model_type, base, tier),
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
+            flow_steps=views.flow_steps(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
             csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
             releases=release_views.recent_ids(service.settings.data),
@@ -191,7 +192,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
             twin=views.query(f"/v1/results/{run_id}", release=tables.release), nav="tasks", r=full, dataset=dataset,
-            task=task, picture=views.result_picture(full, task), clinical=views.clinical_pictures(full),
+            task=task, figures=views.result_figures(full), item_words=views.item_words(task),
             unit=views.resampling_unit(task),
             columns=views.predictions_columns(service.settings.data.predictions_path(run_id), task),
             others=views.same_task_results(tables, published),

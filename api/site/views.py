@@ -8,6 +8,7 @@ page and its JSON twin always come from the same version.
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from api.rank_sets import rank_entry
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
 from pipelines.core import kind as core_kind
+from pipelines.core.figures import FlowStep
+from pipelines.core.figures import flow_steps as core_flow_steps
 from pipelines.kinds import kind as kind_of
 
 MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
@@ -101,53 +104,43 @@ def same_task_results(tables: Tables, published: Published) -> list[Published]:
     return [p for p in tables.listing if p.record.task == published.record.task and p.run_id != published.run_id]
 
 
-def _roc_picture(result: schemas.Result) -> tuple[str, Markup] | None:
-    roc = (result.extras or {}).get("roc")
-    if isinstance(roc, dict) and roc.get("fpr") and roc.get("tpr"):
-        auroc = next((m.value for m in result.metrics if m.name == "auroc"), None)
-        return "ROC curve on the test windows", svg.roc_curve(roc["fpr"], roc["tpr"], auroc)
-    return None
+@dataclass(frozen=True)
+class DrawnFigure:
+    id: str
+    title: str
+    caption: str
+    picture: Markup
 
 
-def clinical_pictures(result: schemas.Result) -> list[tuple[str, str, Markup]]:
-    """(id, title, picture) of the calibration and decision curves a score result's extras hold."""
-    extras = result.extras or {}
+def result_figures(result: schemas.Result) -> list[DrawnFigure]:
+    """Every figure the result's kind declared (``schemas.Result.figures``), drawn by the one generic
+    renderer; a figure that cannot be drawn is left out, never a failed page."""
     out = []
-    cal = extras.get("calibration_curve")
-    if isinstance(cal, dict) and cal.get("predicted"):
-        out.append(("calibration-curve", "Calibration curve on the test windows",
-                    svg.calibration_curve(cal["predicted"], cal["observed"])))
-    dec = extras.get("decision_curve")
-    if isinstance(dec, dict) and dec.get("thresholds"):
-        out.append(("decision-curve", "Decision curve: net benefit against treat all and treat none",
-                    svg.decision_curve(dec["thresholds"], dec["model"], dec["treat_all"])))
+    for fig in result.figures:
+        try:
+            out.append(DrawnFigure(re.sub(r"[^a-z0-9-]", "", fig.id.lower()) or "figure", fig.title, fig.caption,
+                                   svg.figure(fig)))
+        except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+            continue
     return out
 
 
-def _category_picture(result: schemas.Result) -> tuple[str, Markup] | None:
-    categories = (result.extras or {}).get("by_category")
-    if isinstance(categories, list) and categories and all(isinstance(c, dict) for c in categories):
-        return "Accuracy by category, with 95% intervals", svg.category_bars(categories)
-    return None
+def item_words(task: TaskEntry | None) -> tuple[str, str]:
+    """(what one prediction is about, what the intervals resample), plural, for table headers: the
+    kind's ``item_noun`` and the cluster column's name (items, when either is unknown)."""
+    noun = "items"
+    if task is not None:
+        try:
+            noun = kind_of(task.kind).item_noun
+        except (KeyError, ValueError, ImportError, AttributeError):
+            pass
+    return noun, resampling_unit(task)
 
 
-# ``Kind.picture`` -> how the result page draws it from the result's extras (None: nothing to draw)
-PICTURES: dict[str, Callable[[schemas.Result], tuple[str, Markup] | None]] = {
-    "roc_curve": _roc_picture,
-    "category_bars": _category_picture,
-}
-
-
-def result_picture(result: schemas.Result, task: TaskEntry | None) -> tuple[str, Markup] | None:
-    """The picture of the task's kind (``Kind.picture``: the ROC curve, accuracy by category), when the
-    result's extras hold what it needs."""
-    if task is None:
-        return None
-    try:
-        draw = PICTURES.get(kind_of(task.kind).picture)
-    except KeyError:
-        return None
-    return draw(result) if draw else None
+def flow_steps(task: TaskEntry) -> list[FlowStep] | None:
+    """The task's participant flow as labelled counts; None when it has none or a shape the site
+    does not know (then it is not drawn, and the page still answers)."""
+    return core_flow_steps(task.participant_flow)
 
 
 def resampling_unit(task: TaskEntry | None) -> str:
@@ -243,12 +236,7 @@ def comparison_context(tables: Tables, body: schemas.Compare) -> dict[str, Any]:
     if body.a_only_correct is not None and body.b_only_correct is not None:
         both_right = round(body.value_a * body.n_shared) - body.a_only_correct
         both_wrong = body.n_shared - both_right - body.a_only_correct - body.b_only_correct
-    if body.ci_low > 0:
-        verdict = "a"
-    elif body.ci_high < 0:
-        verdict = "b"
-    else:
-        verdict = "none"
+    verdict = body.better or "none"  # read in the metric's direction (``api.routes.compare.better``)
     return {"c": body, "a": a, "b": b, "both_right": both_right, "both_wrong": both_wrong, "verdict": verdict,
             "picture": svg.difference_bar(body.difference, body.ci_low, body.ci_high)}
 

@@ -20,6 +20,7 @@ import msgspec
 from pipelines.core.canonical import spec_builtins
 from pipelines.core.specs import PriceSpec, SpecError, model_spec_type, spec_hash
 from pipelines.engine.spec_decoding import _explain
+from pipelines.kinds import kind as kind_of
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import SubmissionPolicy, check_sandbox_budget
 from pipelines.engine.submission_request import (
@@ -172,9 +173,9 @@ class SubmissionChecker:
                 task = self.specs.task(ref)
             except KeyError:
                 raise _refuse("tasks", f"unknown task {ref!r}; GET /v1/tasks lists them") from None
-            if self.specs.family_of(task).kind != "choice":
+            if not kind_of(self.specs.family_of(task).kind).parses_replies:
                 raise _refuse("tasks", f"{task.ref} is not a text task: submitted models are LLMs, which answer "
-                              "text (choice) tasks")
+                              "tasks whose kind parses text replies (choice)")
             if task.ref not in out:
                 out.append(task.ref)
         return sorted(out)

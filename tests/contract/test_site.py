@@ -157,11 +157,11 @@ def test_result_page_shows_the_api_numbers(client: TestClient) -> None:
 
 def test_result_pictures_fit_the_task(client: TestClient) -> None:
     choice = client.get(f"/r/{RUN_IDS['medgemma-cqa0']}").text
-    assert '<svg class="categories"' in choice and "외과" in choice
+    assert '<svg class="categories"' in choice and "외과" in choice and 'id="by-category"' in choice
     assert "내과 &lt;Internal medicine&gt;" in choice  # a category name is text, not markup
     score = client.get(f"/r/{RUN_IDS['neglastmap-ioh0']}").text
-    assert '<svg class="roc"' in score and '<svg class="categories"' not in score
-    points = re.search(r'<polyline points="([^"]+)"', score).group(1).split()
+    assert '<svg class="figure roc-curve"' in score and '<svg class="categories"' not in score
+    points = re.search(r'<polyline class="series" data-series="model" points="([^"]+)"', score).group(1).split()
     assert len(points) == 3  # the fixture's ROC has three points
 
 
@@ -185,7 +185,7 @@ def test_compare_page_shows_the_api_numbers(client: TestClient) -> None:
     c = client.get(f"/v1/compare?a={a}&b={b}").json()
     assert f'id="difference">{c["difference"]:+.4f}<' in html
     assert f'id="diff-ci-low">{c["ci_low"]:+.4f}<' in html and f'id="diff-ci-high">{c["ci_high"]:+.4f}<' in html
-    assert '<svg class="difference"' in html and "scores higher" in html
+    assert '<svg class="difference"' in html and "does better than" in html and "higher is better" in html
     assert f">{c['a_only_correct']}<" in html
 
 

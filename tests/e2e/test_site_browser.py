@@ -87,7 +87,7 @@ def test_home_task_result_download_and_compare(page, site: str, tmp_path: Path) 
         better = f"closest to {m['target']}" if m["direction"] == "target" else m["direction"]
         assert cells == [f"{m['value']:.4f}", f"{m['ci_low']:.4f}", f"{m['ci_high']:.4f}", better, m["method"]]
     assert page.locator("#predictions-sha256").inner_text() == result["predictions_sha256"]
-    assert page.locator("svg.roc polyline").count() == 1
+    assert page.locator("svg.roc-curve polyline[data-series='model']").count() == 1  # the declared ROC figure
     shot(page, "result")
 
     page.click("button[data-copy='bibtex']")

@@ -221,7 +221,7 @@ SUMMARY = {k: v for k, v in ROW.items()
 RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
     "versions": {"task_spec_hash": "str", "model_spec_hash": "str", "dataset_snapshot": "str", "parser": "str?",
-                 "code_revision": "str", "libraries": "dict"},
+                 "code_revision": "str", "libraries": "dict", "plugins": "list"},
     "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str"},
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
     "subgroups": "dict", "breakdowns": "dict",
@@ -240,7 +240,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
+    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample", "figures"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},
@@ -264,6 +264,7 @@ _CHECKS = {
     "bool": lambda v: isinstance(v, bool),
     "date": _is_date,
     "dict": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
     "any": lambda v: v is not None,
 }
 

@@ -29,7 +29,7 @@ from pipelines.tasks.base import (
     CheckOutcome, FitAndScore, Instances, Log, ScoreSummary, TaskFamily, predicted_once, scores_finite,
 )
 from pipelines.tasks.vitaldb_ioh.grid import check_settings
-from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, read_windows
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, flow_steps, read_windows
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
@@ -179,10 +179,11 @@ class VitalDbIoh(TaskFamily):
                  "map": [None if np.isnan(v) else round(float(v), 4) for v in row]}
                 for iid, row in zip(meta["instance_id"].to_list(), inputs)]
 
-    def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
-        """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not built)."""
+    def participant_flow(self, task: TaskSpec, instances: Path) -> list[dict[str, Any]] | None:
+        """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not
+        built), as labelled counts (``instances.flow_steps``)."""
         path = flow_path(instances)
-        return msgspec.json.decode(path.read_bytes()) if path.exists() else None
+        return flow_steps(msgspec.json.decode(path.read_bytes())) if path.exists() else None
 
     def baseline_model(self, task: TaskSpec) -> str | None:
         """The model whose result every result of ``task`` is compared with at publish time."""

@@ -62,7 +62,7 @@ def test_subgroups_by_sex_and_age_band_with_the_small_subgroup_caveat(client: Te
 
 def test_the_page_draws_the_calibration_and_decision_curves(client: TestClient) -> None:
     page = client.get(f"/r/{RUN_IDS[OTHER]}").text
-    for pid, css in (("calibration-curve", "calibration"), ("decision-curve", "decision")):
+    for pid, css in (("calibration-curve", "figure calibration-curve"), ("decision-curve", "figure decision-curve")):
         figure = re.search(rf'<figure class="picture" id="{pid}">(.*?)</figure>', page, re.S)
         assert figure is not None, f"no {pid} on the result page"
         assert f'<svg class="{css}"' in figure.group(1) and "<polyline" in figure.group(1)
@@ -74,6 +74,6 @@ def test_the_task_lists_its_participant_flow(client: TestClient) -> None:
     body = client.get("/v1/tasks/vitaldb-ioh").json()
     assert body["participant_flow"] == FLOW
     page = client.get("/tasks/vitaldb-ioh").text
-    assert 'id="participant-flow"' in page and "80 cases in the snapshot" in page
+    assert 'id="participant-flow"' in page and "cases in the snapshot: 80 cases" in page
     assert "excluded: age below 18 or missing: 3 cases" in page
     assert client.get("/v1/tasks/clinicalqa").json()["participant_flow"] is None
