@@ -22,12 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-<<<<<<< HEAD
-from pipelines.official.package import PackageFailed, wheel_name_problem
-=======
 from pipelines.kinds import kind as kind_of
-from pipelines.official.package import PackageFailed
->>>>>>> i38
+from pipelines.official.package import PackageFailed, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
 
