@@ -6,10 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
-
-DEFAULT_DEMO_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "demo"
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="materialise the demo data, then serve it")
@@ -28,10 +24,11 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.cli.leaderboards import render_leaderboards
     from pipelines.dagster.assets.evaluation_records import SITE_URL_ENV
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
-    from warehouse.layout import DATA_ENV, DataDir
+    from warehouse.layout import DATA_ENV, DataDir, data_root
 
-    # Demo results live in their own data directory unless MEDBENCH_DATA says otherwise.
-    os.environ.setdefault(DATA_ENV, str(DEFAULT_DEMO_DIR))
+    # The one default data directory (``./data``, or MEDBENCH_DATA), as every other command: what the
+    # demo materialises is what `medbench sql`, `tokens create` or `serve` then find (docs/concepts.md).
+    os.environ[DATA_ENV] = str(data_root())
     # The result_page links of what is materialised here point at the port served below (unless
     # MEDBENCH_PUBLIC_URL says where the site really is): `pipelines/dagster/assets/evaluation_records.py`.
     os.environ[SITE_URL_ENV] = site_url(args.host, args.port)

@@ -181,7 +181,12 @@ def _decide(args: argparse.Namespace) -> int:
 
     try:
         sub = review(_store(), args.id, args.action, args.reason)  # the same as the Dagster job review_submission
-    except (SubmissionNotFound, IllegalTransition, ValueError) as exc:
+    except SubmissionNotFound as exc:
+        from warehouse.layout import DataDir, where
+
+        print(f"medbench submissions {args.action}: {exc} {where(DataDir().root)}", file=sys.stderr)
+        return 1
+    except (IllegalTransition, ValueError) as exc:
         print(f"medbench submissions {args.action}: {exc}", file=sys.stderr)
         return 1
     print(f"submission {sub.id}: {sub.state} ({sub.state_reason})")

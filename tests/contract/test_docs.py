@@ -6,7 +6,7 @@ runbook; everything but the two commands moved into ``docs/``, a MkDocs site. A 
 a missing page or anchor, or is left out of the nav, fails the strict build here (the default lane,
 so CI). Commands a reader is told to type rot unless they run: every block marked
 ``<!-- runnable -->`` (docs/contributing.md) is run exactly as printed, from a folder laid out like a
-checkout after ``./scripts/setup`` and ``medbench demo`` (``.venv``, ``data/demo``), with a
+checkout after ``./scripts/setup`` and ``medbench demo`` (``.venv``, ``data``), with a
 ``medbench serve`` of that data behind ``MEDBENCH_API_URL``. That includes the analysts' DuckDB
 queries (issue #23: the one-liner ``python -c "import duckdb; ..."`` once failed as printed).
 """
@@ -174,18 +174,18 @@ def test_the_duckdb_page_runs_every_printed_query() -> None:
 
 @pytest.fixture(scope="module")
 def checkout(shared_data: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with ``.venv`` (the venv running the tests) and ``data/demo`` (a published warehouse,
+    """A folder with ``.venv`` (the venv running the tests) and ``data`` (a published warehouse,
     copied: a server over it counts reuses, and the shared fixture is never written)."""
     root, _ = shared_data
     folder = tmp_path_factory.mktemp("checkout")
     (folder / ".venv").symlink_to(Path(sys.prefix))
-    shutil.copytree(root, folder / "data" / "demo", symlinks=True)
+    shutil.copytree(root, folder / "data", symlinks=True)
     return folder
 
 
 @pytest.fixture(scope="module")
 def api_url(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with live_api(checkout / "data" / "demo", tmp_path_factory.mktemp("docs-api") / "server.log") as server:
+    with live_api(checkout / "data", tmp_path_factory.mktemp("docs-api") / "server.log") as server:
         yield server.base
 
 
