@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     print(render_leaderboards(data))
     print(f"\nDuckDB file for analysts: {data.duckdb_link}")
     if args.no_serve:
+        port = "" if args.port == 8000 else f" --port {args.port}"
+        host = "" if args.host == "127.0.0.1" else f" --host {args.host}"
+        print(f"serve it: medbench serve{host}{port}")
+        print(f"export MEDBENCH_API_URL={site_url(args.host, args.port)}   # for medbench's client commands")
         return 0
     from api.server import serve
     from pipelines.cli.demo_endpoint import ENDPOINT, demo_endpoint

@@ -140,7 +140,7 @@ def _submit(client: Any, args: argparse.Namespace) -> int:
             print(f"  {result['task']}  {result['metric']['name']} {result['metric']['value']:.4f}  {result['url']}")
     else:
         print(describe(answer))
-        print(f"follow it: medbench submissions status {answer['id']}")
+        print(f"follow it: medbench submissions status {answer['id']}{api_url_option(args)}")
     return 0
 
 
@@ -169,6 +169,14 @@ def _list(client: Any, args: argparse.Namespace) -> int:
                   f"{sub['updated_at']}")
         print(f"{len(page['submissions'])} of {page['total']}", file=sys.stderr)
     return 0 if page["submissions"] else 1
+
+
+def api_url_option(args: argparse.Namespace) -> str:
+    """`` --api-url URL`` when this command was given one: a printed command runs as printed (issue #40)."""
+    import shlex
+
+    url = getattr(args, "api_url", None)
+    return f" --api-url {shlex.quote(url)}" if url else ""
 
 
 # -- maintainers' commands (the store, directly) -------------------------------------------------

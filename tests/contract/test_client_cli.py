@@ -94,10 +94,12 @@ def test_argparse_usage_errors_exit_2(capsys: pytest.CaptureFixture) -> None:
 
 
 @pytest.mark.parametrize("args", [("tasks",), ("stats",), ("result", "0123456789ab"), ("lookup", "a", "b"),
-                                  ("compare", "0123456789ab", "0123456789ab")])
+                                  ("compare", "0123456789ab", "0123456789ab"), ("leaderboard", "clinicalqa"),
+                                  ("verify", "0123456789ab"), ("submissions", "status", "sub-x")])
 def test_unreachable_server_exits_3(capsys: pytest.CaptureFixture, args: tuple[str, ...]) -> None:
     code, _, err = medbench(capsys, *args, "--api-url", f"http://127.0.0.1:{closed_port()}")
     assert code == 3 and "cannot reach the medbench API" in err
+    assert "--api-url" in err and "MEDBENCH_API_URL" in err, err  # how to name the right server (issue #40)
 
 
 def test_api_url_from_the_environment(api: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
