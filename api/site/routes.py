@@ -157,7 +157,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
             csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
-            releases=release_views.recent_ids(service.settings.data),
+            releases=release_views.recent(service.settings.data),
         )
 
     @_page_route("/tasks/{slug:str}/leaderboard.csv")
@@ -255,6 +255,15 @@ def _handlers() -> list[HTTPRouteHandler]:
                      picker=views.compare_picker(tables, None, a, b), cmp=views.comparison_context(tables, body),
                      mismatch=None)
 
+    @_page_route("/releases/{release_id:str}")
+    async def release(request: Request, service: NamedDependency[Service], release_id: FromPath[str]) -> ASGIResponse:
+        """The release every citation links (its BibTeX's ``howpublished``): what it published, as it stood."""
+        tables = service.tables(request.scope)
+        context = await anyio.to_thread.run_sync(release_views.page_context, tables, service.settings.data,
+                                                 release_id, service.base_url(request.scope))
+        return _page(request, service, tables, "release.html", title=f"Release {context['release'].id}",
+                     twin=f"/v1/releases/{context['release'].id}", nav="", **context)
+
     @_page_route("/submissions/{submission_id:str}")
     async def submission(request: Request, service: NamedDependency[Service], submission_id: FromPath[str]) -> ASGIResponse:
         """Where a model submission stands: its state and why, its runs, every transition (the store, not the warehouse)."""
@@ -279,7 +288,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         version = service.store.peek_version() or NO_WAREHOUSE
         return respond(request.scope, icon, version=version, cache_control=CACHE_PUBLISHED, media_type="image/svg+xml")
 
-    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *submission,
+    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *release, *submission,
             *stylesheet, *favicon]
 
 

@@ -174,6 +174,32 @@ def test_the_site_picks_a_release_and_says_as_of_which(five) -> None:
         assert c.get("/tasks/clinicalqa?version=0&release=nonsense").status_code == 404
 
 
+def test_the_citation_url_is_a_release_page(five) -> None:
+    """Issue #40: the ``url`` of every release and its BibTeX's ``howpublished`` answered 404; it is a
+    page with the release, its leaderboards as published, the results it marks and the BibTeX."""
+    root, versions, _ = five
+    (run_id, _w), = withdrawals(DataDir(root)).items()
+    with TestClient(app=create_app(root)) as c:
+        for version in (versions[-2], versions[-1]):
+            body = c.get(f"/v1/releases/{version}").json()
+            assert body["url"].endswith(f"/releases/{version}") and body["url"] in body["bibtex"]
+            page = c.get(f"/releases/{version}", headers={"accept": "text/html"})
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.text[:300]
+            assert f"medbench-release-{version}" in page.text and body["manifest_sha256"] in page.text
+            assert f'href="/v1/releases/{version}"' in page.text  # its JSON twin
+            for row in body["manifest"]["leaderboards"]["clinicalqa@0"]:
+                assert f"/r/{row['run_id']}?release={version}" in page.text
+        latest = c.get(f"/releases/{versions[-1]}").text
+        assert "label leak found in the prompt" in latest and f'href="/releases/{versions[-2]}"' in latest
+        assert c.get("/v1/releases").json()["releases"][0]["url"].endswith(f"/releases/{versions[-1]}")
+        old = c.get(f"/tasks/clinicalqa?version=0&release={versions[-2]}").text
+        assert f'<a href="/releases/{versions[-2]}">' in old  # the as-of notice links the page
+        assert "current results ranked" not in old and f"results as of release {versions[-2]}" in old
+        assert "UTC, " in old and " results (" in old  # the picker says when and how many, not ids alone
+        missing = c.get("/releases/20990101T000000000000Z-deadbeef", headers={"accept": "text/html"})
+        assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+
+
 def test_client_commands_take_release(five, capsys, monkeypatch) -> None:
     from pipelines.cli.main import main
     from support.serving import serve_in_thread
