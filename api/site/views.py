@@ -182,15 +182,21 @@ def models(tables: Tables, q: str | None = None) -> list[dict[str, Any]]:
     by_slug: dict[str, list[Published]] = {}
     for (slug, _), p in sorted(tables.current.items()):
         by_slug.setdefault(slug, []).append(p)
+    # a withdrawn result is shown as such ("withdrawn on <date>: <reason>"), never as "no result yet"
+    withdrawn: dict[str, list[Published]] = {}
+    for p in sorted(tables.results.values(), key=lambda p: (p.record.task, p.run_id)):
+        if p.status == "withdrawn" and (p.record.model.slug, p.record.task) not in tables.current:
+            withdrawn.setdefault(p.record.model.slug, []).append(p)
     out = []
     seen = set()
     for m in tables.models:
         seen.add(m.slug)
-        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, [])})
-    for slug, results in sorted(by_slug.items()):
+        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, []), "withdrawn": withdrawn.get(m.slug, [])})
+    for slug in sorted(set(by_slug) | set(withdrawn)):
         if slug not in seen:
-            m = ModelEntry(**msgspec.structs.asdict(results[0].record.model), backend="", description="")
-            out.append({**dataclasses.asdict(m), "results": results})
+            first = (by_slug.get(slug) or withdrawn[slug])[0]
+            m = ModelEntry(**msgspec.structs.asdict(first.record.model), backend="", description="")
+            out.append({**dataclasses.asdict(m), "results": by_slug.get(slug, []), "withdrawn": withdrawn.get(slug, [])})
     needle = model_needle(q)
     if needle is None:
         return out

@@ -145,6 +145,8 @@ def _lookup(client: Any, args: argparse.Namespace) -> int:
     elif body["status"] == "evaluated":
         print("evaluated: reuse this result instead of running it again\n")
         print(client_text.result(body["result"]))
+    elif body.get("withdrawn"):
+        print(client_text.withdrawn(plain(client.result(body["withdrawn"][-1], release=args.release))))
     else:
         print(f"not evaluated: {args.model} on {args.task} has no published result. "
               f"`medbench eval {args.model} {args.task}` evaluates it locally.")

@@ -82,7 +82,7 @@ def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, str] 
             signed_sha = _signed_sha(body)
             if signed_sha is not None:
                 problems += _download_problems(client, args.id, signed_sha)
-            return _report(args, "result", problems)
+            return _report(args, "result", problems, body.get("withdrawn"))
         except ClientError as exc:
             print(f"medbench verify: {exc.message}", file=sys.stderr)
             return exc.exit_code
@@ -130,7 +130,10 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, str]
     signed_sha = _signed_sha(body)
     if signed_sha is not None:
         problems += _file_problems(data.predictions_path(args.id), signed_sha)
-    return _report(args, "result", problems)
+    from warehouse.withdrawals import withdrawals
+
+    w = withdrawals(data).get(args.id)
+    return _report(args, "result", problems, {"date": str(w.date), "reason": w.reason} if w else None)
 
 
 def _file_problems(path: Path, expected: str) -> list[str]:
@@ -193,11 +196,15 @@ def release_problems(body: dict[str, Any], keys: dict[str, str]) -> list[str]:
     return problems
 
 
-def _report(args: argparse.Namespace, what: str, problems: list[str]) -> int:
+def _report(args: argparse.Namespace, what: str, problems: list[str], withdrawn: dict[str, Any] | None = None) -> int:
+    """The verdict; a withdrawn result is still validly signed, and says so beside it (same exit code)."""
     if args.json:
-        print(json.dumps({"id": args.id, "kind": what, "valid": not problems, "problems": problems}))
+        print(json.dumps({"id": args.id, "kind": what, "valid": not problems, "problems": problems,
+                          "withdrawn": withdrawn}))
     elif problems:
         print(f"INVALID: {what} {args.id}: " + "; ".join(problems))
     else:
         print(f"valid: {what} {args.id} is signed by medbench" + ("; predictions re-hashed" if what == "result" else ""))
+        if withdrawn:
+            print(f"valid, withdrawn on {withdrawn.get('date')}: {withdrawn.get('reason')}")
     return INVALID if problems else VALID
