@@ -139,7 +139,7 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
     refused(desk.post(padded), 413, "payload_too_large")
     at_limit = b'{"x": "' + b"y" * (MAX_BODY_BYTES - 9) + b'"}'
     assert len(at_limit) == MAX_BODY_BYTES
-    refused(desk.post(at_limit), 422, "invalid_submission", "model")  # read whole, then judged
+    refused(desk.post(at_limit), 422, "invalid_submission", "x: unknown field")  # read whole, then judged
     refused(desk.post(at_limit + b" "), 413, "payload_too_large")  # 64 KiB + 1
     refused(desk.post(b"[" * 100_000 + b"]" * 100_000), 413, "payload_too_large")
     refused(desk.post(b"[" * 30_000 + b"]" * 30_000), 422, "invalid_submission", "nested")
@@ -178,6 +178,16 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
 ])
 def test_refusals_name_the_field_and_store_nothing(desk: Desk, change: dict, field: str, words: str) -> None:
     refused(desk.post(body(**change)), 422, "invalid_submission", field, words)
+    assert desk.stored() == 0
+
+
+def test_an_unknown_top_level_field_is_named_where_it_is(desk: Desk) -> None:
+    """Issue #40: ``{"colour": "red"}`` beside ``model`` answered ``model.settings.colour``, even for a model
+    without settings; it is ``colour: unknown field``."""
+    for model in (body()["model"], {k: v for k, v in body()["model"].items() if k != "settings"}):
+        answer = desk.post({"model": model, "tasks": ["clinicalqa@0"], "colour": "red"})
+        refused(answer, 422, "invalid_submission", "colour", "unknown field")
+        assert answer.json()["message"].startswith("colour: unknown field"), answer.json()["message"]
     assert desk.stored() == 0
 
 
