@@ -4,6 +4,7 @@ then serve the API and the site from it (the README's first command ends here)."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -33,12 +34,19 @@ def run(args: argparse.Namespace) -> int:
     # MEDBENCH_PUBLIC_URL says where the site really is): `pipelines/dagster/assets/evaluation_records.py`.
     os.environ[SITE_URL_ENV] = site_url(args.host, args.port)
     data = DataDir()
+    log_path = data.root / "logs" / "demo.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"materialising the demo in {data.root} (a few minutes; Dagster's log: {log_path})", flush=True)
     try:
-        report = materialize_selection(demo=True, data=data)
+        # The summary is the demo's output; Dagster's run lines go to the log file (docs/cli.md).
+        with open(log_path, "a", encoding="utf-8") as log, contextlib.redirect_stdout(log), \
+                contextlib.redirect_stderr(log):
+            report = materialize_selection(demo=True, data=data)
     except MaterializeError as exc:
-        print(f"medbench demo: {exc}", file=sys.stderr)
+        print(f"medbench demo: {exc} (Dagster's log: {log_path})", file=sys.stderr)
         return 1
     print(report.render())
+    print(f"Dagster's log of this materialisation: {log_path}")
     if not report.ok:
         return 1
     print()

@@ -29,3 +29,16 @@ def test_the_withdrawn_line_has_date_and_reason() -> None:
     line = client_text.withdrawn({"run_id": "0123456789ab", "task": "t@0", "model": {"slug": "acme/m"},
                                   "withdrawn": {"date": "2026-11-01", "reason": "label leak"}})
     assert "0123456789ab was withdrawn on 2026-11-01: label leak" in line
+
+
+def test_the_materialize_table_keeps_its_columns_aligned(tmp_path) -> None:
+    """Issue #40: "withdrawn" (9 letters) pushed its row's run id out of the status column."""
+    from pipelines.dagster.report import Outcome, Report
+    from warehouse.layout import DataDir
+
+    report = Report(DataDir(tmp_path), [Outcome("clinicalqa@0|a/b", "ran", "0123456789ab"),
+                                        Outcome("clinicalqa@0|a/c", "withdrawn", "ba9876543210", "withdrawn on x"),
+                                        Outcome("clinicalqa@0|a/d", "interrupted", "")])
+    header, *rows = report.render().splitlines()[:4]
+    column = header.index("run_id")
+    assert rows[0].index("0123456789ab") == column and rows[1].index("ba9876543210") == column, report.render()
