@@ -92,6 +92,13 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
             "truncated": len(ranked) > len(shown)}
 
 
+def present_model_types(tables: Tables, task: TaskEntry, chosen: str | None) -> list[str]:
+    """The model types the filter offers: those with a result on this task's board (and the one asked
+    for), so it never offers a type that can only answer "no result"."""
+    present = {p.record.model.type for p in tables.leaderboards.get(task.ref, ())}
+    return [t for t in MODEL_TYPES if t in present or t == chosen]
+
+
 def task_versions(tables: Tables, slug: str) -> list[TaskEntry]:
     return [t for t in tables.tasks if t.slug == slug]
 

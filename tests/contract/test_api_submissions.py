@@ -5,6 +5,7 @@ letters, another owner's, revoked and expired tokens) never reaches the store or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,3 +277,24 @@ def test_the_status_page_shows_state_reason_and_history(desk: Desk) -> None:
     assert page.text.count("<tr><td>") == 4 and f"/v1/submissions/{sub['id']}" in page.text
     missing = desk.client.get("/submissions/0123456789ab")
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+
+
+def test_the_submissions_page_lists_what_the_api_lists(desk: Desk) -> None:
+    """Issue #40: no list page and no nav link; ``/submissions`` lists the public states, the same data
+    as ``/v1/submissions``, and never a token (not in the page, not in an address)."""
+    first = desk.post(body()).json()
+    second = desk.post(body(slug="acme/m2")).json()
+    desk.store.transition(second["id"], "rejected", "weights <b>gone</b>")
+    page = desk.client.get("/submissions", headers={"accept": "text/html"})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    api = desk.client.get("/v1/submissions").json()
+    ids = re.findall(r'<tr data-submission-id="([0-9a-f]{12})"', page.text)
+    assert ids == [s["id"] for s in api["submissions"]] and {first["id"], second["id"]} <= set(ids)
+    assert "weights &lt;b&gt;gone&lt;/b&gt;" in page.text and "awaiting approval" in page.text
+    assert f'href="/submissions/{first["id"]}"' in page.text and 'href="/v1/submissions"' in page.text
+    assert desk.secret not in page.text and "mbt_" not in page.text and "token=" not in page.text
+    assert '<a href="/submissions" aria-current="page">Submissions</a>' in page.text  # in the nav
+    assert 'href="/submissions"' in desk.client.get("/").text
+    rejected = desk.client.get("/submissions?state=rejected").text
+    assert re.findall(r'data-submission-id="([0-9a-f]{12})"', rejected) == [second["id"]]
+    assert desk.client.get("/submissions?state=nonsense").status_code == 400

@@ -135,6 +135,10 @@ def test_model_type_filter(client: TestClient) -> None:
     assert 'href="/v1/leaderboard?task=clinicalqa@0&amp;model_type=rule"' in html
     assert "No llm result" not in client.get("/tasks/clinicalqa?version=0&model_type=llm").text
     assert "No ml result" in client.get("/tasks/clinicalqa?version=0&model_type=ml").text
+    # the filter offers only the types with a result on this board (issue #40: `ml` where none exists)
+    offered = re.findall(r'<option value="(\w+)"', html.split('id="model_type"')[1].split("</select>")[0])
+    assert offered == [t for t in ("llm", "ml", "rule") if t in {r["model"]["type"] for r in
+                       client.get("/v1/leaderboard?task=clinicalqa@0").json()["rows"]}] and "ml" not in offered
 
 
 def test_result_page_shows_the_api_numbers(client: TestClient) -> None:
@@ -201,6 +205,13 @@ def test_html_errors_on_site_routes_json_under_v1(client: TestClient) -> None:
     for path in ("/v1/results/0123456789ab", "/v1/nope", "/artifacts/0123456789ab/predictions.parquet"):
         response = client.get(path)
         assert response.status_code == 404 and response.headers["content-type"] == "application/json"
+        browser = client.get(path, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        assert browser.status_code == 404 and browser.headers["content-type"] == "application/json"
+    for path in ("/nope", "/tasks/clinicalqa/nope/deeper", "/v1nope"):  # issue #40: a browser got JSON here
+        browser = client.get(path, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        assert browser.status_code == 404 and browser.headers["content-type"] == "text/html; charset=utf-8", path
+        assert "<h1>Not found</h1>" in browser.text and 'href="/submissions"' in browser.text
+        assert client.get(path).json()["error"] == "not_found"  # a script (no text/html) still gets JSON
     assert client.post("/").status_code == 405
 
 
