@@ -77,8 +77,7 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
         board = tuple(p for p in board if p.record.model.type == model_type)
     ranked = [(rank, p) for rank, p in enumerate(board, start=1) if tier is None or p.record.tier == tier]
     shown = ranked[:MAX_ROWS]
-    scale = svg.interval_scale([p.record.primary.ci_low for _, p in shown],
-                               [p.record.primary.ci_high for _, p in shown])
+    scale = svg.focus_scale([(p.record.primary.ci_low, p.record.primary.ci_high) for _, p in shown])
     reference = reference_line(task)
     rows = []
     for rank, p in shown:

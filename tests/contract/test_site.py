@@ -312,3 +312,16 @@ def test_interval_scale_holds_every_interval_within_bounds() -> None:
     assert scale.low <= 0.62 and scale.high >= 0.97 and scale.high <= 1.0
     assert svg.interval_scale([], []) == svg.Scale(0.0, 1.0)
     assert all(scale.low <= t <= scale.high for t in scale.ticks())
+
+
+def test_the_focused_axis_keeps_every_drawn_interval_40_px_wide() -> None:
+    """Issue #40: one shared linear axis from a chance-level baseline to the leaders drew the leaders'
+    intervals about 9 px wide; the axis follows the leaders, and a row it cannot hold is an arrow."""
+    rows = [(0.86, 0.90), (0.82, 0.87), (0.80, 0.85), (0.21, 0.29)]
+    scale = svg.focus_scale(rows)
+    inner = svg.BAR_WIDTH - 12
+    drawn = [(lo, hi) for lo, hi in rows if scale.contains(lo) and scale.contains(hi)]
+    assert drawn == rows[:3] and all((hi - lo) / (scale.high - scale.low) * inner >= 40 for lo, hi in drawn)
+    off = str(svg.ci_bar(0.25, 0.21, 0.29, scale))
+    assert "off this axis (below" in off and "<circle" not in off
+    assert svg.focus_scale([(0.4, 0.6)]) == svg.interval_scale([0.4], [0.6])
