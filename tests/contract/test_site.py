@@ -325,3 +325,23 @@ def test_the_focused_axis_keeps_every_drawn_interval_40_px_wide() -> None:
     off = str(svg.ci_bar(0.25, 0.21, 0.29, scale))
     assert "off this axis (below" in off and "<circle" not in off
     assert svg.focus_scale([(0.4, 0.6)]) == svg.interval_scale([0.4], [0.6])
+
+
+def test_the_result_page_shows_its_signature_and_each_breakdown_once(client: TestClient, site_data: Path) -> None:
+    """Issue #40: the result page did not show its signature, and drew per-category accuracy in a
+    picture and again in a table; the versions and configuration fold away."""
+    from warehouse.layout import DataDir
+    from warehouse.signing import read_signature
+
+    rows = client.get("/v1/leaderboard?task=clinicalqa@0").json()["rows"]
+    for row in rows:
+        html = client.get(f"/r/{row['run_id']}").text
+        signature = client.get(f"/v1/results/{row['run_id']}").json()["signature"]
+        shown = html.split('id="signature">')[1].split("</dd>")[0]
+        if signature:
+            assert signature["key_id"] in shown and signature["value"] in shown, shown
+        else:
+            assert "not signed" in shown and read_signature(DataDir(site_data), row["run_id"]) is None
+        pictured = "Accuracy by category" in html
+        assert not (pictured and 'data-field="category"' in html), row["run_id"]
+        assert "<details><summary>Spec hashes" in html and 'id="config"' in html
