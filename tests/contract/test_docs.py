@@ -251,3 +251,14 @@ def test_each_duckdb_query_leaves_a_withdrawn_result_out(tmp_path: Path) -> None
         if "predictions_score" not in command.text:  # the withdrawn result is a choice one: it was there, and is left out
             widened = command.text.replace("status = 'current'", "status IN ('current', 'withdrawn')")
             assert run(widened) != out, str(command)
+
+
+def test_the_documented_debian_packages_are_the_ones_setup_installs() -> None:
+    """Issue #40: the README and getting-started listed the packages without ``bubblewrap``."""
+    setup = (REPO / "scripts" / "setup").read_text()
+    installed = set(re.search(r"APT_PACKAGES=\(([^)]*)\)", setup).group(1).split())
+    assert "bubblewrap" in installed
+    for page in (REPO / "README.md", DOCS / "getting-started.md"):
+        text = " ".join(page.read_text().split())
+        listed = set(re.findall(r"`([a-z0-9-]+)`", text.split("installs", 1)[1].split("when run", 1)[0]))
+        assert listed == installed, (page.name, listed ^ installed)
