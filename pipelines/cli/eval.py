@@ -122,17 +122,17 @@ def _local_published(args: argparse.Namespace, task: TaskSpec, model: ModelSpec)
     """The pair's current result in the local published warehouse (as the API would show it), if any."""
     import msgspec
 
-    from warehouse.layout import DataDir
+    from warehouse.layout import DataDir, where
     from warehouse.read import NoWarehouse, current_result
 
     data = DataDir()
     try:
         found = current_result(data, model.slug, task.ref)
     except NoWarehouse:
-        say(args, f"nothing is published in {data.root} yet")
+        say(args, f"nothing is published {where(data.root)} yet")
         return None
     if found is None:
-        say(args, f"no result for {model.slug} on {task.ref} in the local warehouse {data.root}")
+        say(args, f"no result for {model.slug} on {task.ref} in the local warehouse {where(data.root)}")
         return None
     record = msgspec.to_builtins(found.record)
     record.update(url=f"(local) {data.result_path(record['run_id'])}", superseded_by=found.superseded_by,

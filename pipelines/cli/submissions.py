@@ -221,7 +221,9 @@ def _token_revoke(args: argparse.Namespace) -> int:
     try:
         token = _store().tokens.revoke(args.token_id)
     except TokenNotFound as exc:
-        print(f"medbench tokens revoke: {exc}", file=sys.stderr)
+        from warehouse.layout import DataDir, where
+
+        print(f"medbench tokens revoke: {exc} {where(DataDir().root)}", file=sys.stderr)
         return 1
     print(token.line())
     return 0

@@ -42,3 +42,11 @@ def test_the_demo_command_uses_the_default(monkeypatch: pytest.MonkeyPatch) -> N
 def test_where_names_the_directory_and_the_choice(tmp_path: Path) -> None:
     assert layout.where(tmp_path) == f"in {tmp_path} (choose another with MEDBENCH_DATA=DIR)"
     assert "--data DIR or MEDBENCH_DATA=DIR" in layout.where(tmp_path, flag=True)
+
+
+def test_an_unknown_token_names_the_directory_looked_in(tmp_path: Path) -> None:
+    from support.commands import run_medbench
+
+    proc = run_medbench("tokens", "revoke", "0123456789ab", data=tmp_path / "data", check=False)
+    assert proc.returncode == 1 and str((tmp_path / "data").resolve()) in proc.stderr, proc.stderr
+    assert "MEDBENCH_DATA=DIR" in proc.stderr and "Traceback" not in proc.stderr
