@@ -210,7 +210,7 @@ def test_the_printed_commands_run_as_printed_on_the_demo(checkout: Path, demo) -
                 proc = shell(command, checkout, env, export)
                 out = proc.stdout.strip()
                 assert proc.returncode == 0, (name, command, proc.stdout[-1500:], proc.stderr[-1500:])
-                assert out and "(0 rows)" not in out and "nothing is published" not in out, (name, command, out)
+                assert out and "(0 rows)" not in out, (name, command, out)
                 ran.append(command)
     assert any("lookup" in c for c in ran) and any(" sql " in c for c in ran), ran
 
