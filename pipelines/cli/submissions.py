@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli.client import common_options, emit, plain, run
+from pipelines.cli.client import api_url_option, common_options, emit, plain, run
 
 TOKEN_ENV = "MEDBENCH_TOKEN"
 _DURATION_RE = re.compile(r"^(\d+)([smhd])$")
@@ -169,14 +169,6 @@ def _list(client: Any, args: argparse.Namespace) -> int:
                   f"{sub['updated_at']}")
         print(f"{len(page['submissions'])} of {page['total']}", file=sys.stderr)
     return 0 if page["submissions"] else 1
-
-
-def api_url_option(args: argparse.Namespace) -> str:
-    """`` --api-url URL`` when this command was given one: a printed command runs as printed (issue #40)."""
-    import shlex
-
-    url = getattr(args, "api_url", None)
-    return f" --api-url {shlex.quote(url)}" if url else ""
 
 
 # -- maintainers' commands (the store, directly) -------------------------------------------------

@@ -63,6 +63,8 @@ def test_result_and_lookup(api: str, capsys: pytest.CaptureFixture) -> None:
     assert code == 0 and out.startswith("evaluated") and run in out
     code, out, _ = medbench(capsys, "lookup", "no-such-model", "clinicalqa@0", "--api-url", api, "--json")
     assert code == 1 and json.loads(out) == {"status": "not_evaluated", "result": None}
+    code, out, _ = medbench(capsys, "lookup", "no-such-model", "clinicalqa@0", "--api-url", api)
+    assert code == 1 and f"`medbench eval no-such-model clinicalqa@0 --api-url {api}`" in out  # runs as printed
 
 
 @pytest.mark.parametrize("args", [
