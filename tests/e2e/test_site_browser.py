@@ -258,7 +258,7 @@ def test_the_release_submissions_and_not_found_pages(page, site: str) -> None:
     assert links.count() >= 2
     links.first.click()
     page.wait_for_url(f"**?release={release['id']}")
-    assert page.locator("#as-of a").get_attribute("href") == f"/releases/{release['id']}"
+    assert page.locator("#as-of a").first.get_attribute("href") == f"/releases/{release['id']}"
     assert page.locator("#signature").is_visible()
     shot(page, "release-result")
     page.goto(f"{site}/")
