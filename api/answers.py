@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from api import render, schemas
 from api.answer import Answer
-from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
+from api.errors import ApiError, invalid_parameter, metric_not_found, run_not_found, task_not_found
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.rank_sets import (
     RankEntry,
@@ -95,15 +95,14 @@ def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
     """The metric ranked by and the board's (result, rank set) pairs in that metric's direction.
 
     ``metric`` None (or blank) is the primary; a name no current result of the task publishes is
-    ``invalid_parameter`` listing the ones it does. Results without the metric are left out."""
+    ``metric_not_found`` (404) listing the ones it does. Results without the metric are left out."""
     full = tables.leaderboards.get(entry.ref, ())
     name = entry.primary_metric if metric is None or not metric.strip(BLANKS) else metric.strip(BLANKS)
     board = full if name == entry.primary_metric else metric_board(
         [p for p in full if p.record.metric(name) is not None], name)
     if name != entry.primary_metric and not board:
         known = task_metrics(full) or [entry.primary_metric]
-        raise invalid_parameter(f"query parameter 'metric': {name[:80]!r} is not a metric of {entry.ref}; "
-                                f"use one of {', '.join(known)}")
+        raise metric_not_found(name, entry.ref, known)
     if model_type is not None:
         board = tuple(p for p in board if p.record.model.type == model_type)
     return name, [(p, rank_entry(tables.ranks, entry.ref, model_type, name, p.run_id, rank))

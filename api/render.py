@@ -105,6 +105,7 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
         run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), superseded_by=p.superseded_by,
+        status=p.status,  # type: ignore[arg-type]
     )
 
 

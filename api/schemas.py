@@ -121,6 +121,8 @@ class ResultSummary(msgspec.Struct):
     contamination_status: ContaminationStatus
     contamination_basis: str
     superseded_by: str | None  # addition: lets a listing tell current results from replaced ones
+    # current | superseded | withdrawn (as of the release asked for): a listed withdrawn result never looks current
+    status: Literal["current", "superseded", "withdrawn"]
 
 
 class Versions(msgspec.Struct):

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import duckdb
 import msgspec
 
-from warehouse.layout import DataDir
+from warehouse.layout import DataDir, where
 from warehouse.records import ResultRecord, decode_record
 from warehouse.schema import (BaselineComparisonRow, DatasetRow, LeaderboardRankRow, MetricRow, ModelRow, Row,
                               TaskRow, column_names, select_sql)
@@ -58,7 +58,8 @@ def _require_version(data: DataDir) -> str:
     if chosen.version is None:
         if chosen.cause:
             raise NoWarehouse(f"the published warehouse in {data.root} cannot be read: {chosen.cause}")
-        raise NoWarehouse(f"no published warehouse in {data.root}: run `medbench materialize --demo` first")
+        raise NoWarehouse(f"no published warehouse {where(data.root)}; publish one there with "
+                          "`medbench materialize` (or `medbench demo` for the demo data)")
     if chosen.fallback:
         log.warning("%s; reading the newest sound kept version %s instead", chosen.cause, chosen.version)
     return chosen.version

@@ -94,11 +94,44 @@ def interval_scale(lows: Sequence[float], highs: Sequence[float], bounds: tuple[
     return Scale(round(low, 10), round(high, 10))
 
 
+MIN_BAND_PX = 40.0  # an interval narrower than this on screen reads as a dot (issue #40: bars of 9 px)
+BAR_WIDTH = 180.0
+
+
+def focus_scale(intervals: Sequence[tuple[float, float]], width: float = BAR_WIDTH,
+                minimum: float = MIN_BAND_PX) -> Scale:
+    """The leaderboard's shared axis, focused so that every interval drawn on it is at least
+    ``minimum`` px wide: rows are taken in board order (the leaders first) while the axis holding them
+    keeps each of their intervals that wide; a row left out is drawn as an arrow at the axis' edge
+    (``ci_bar``), its numbers beside it in the table. One interval always fits (it spans the axis)."""
+    inner = width - 12.0
+    kept: list[tuple[float, float]] = []
+    scale = interval_scale([], [])
+    for low, high in intervals:
+        if not (math.isfinite(low) and math.isfinite(high)):
+            continue
+        trial = [*kept, (low, high)]
+        candidate = interval_scale([lo for lo, _ in trial], [hi for _, hi in trial])
+        span = candidate.high - candidate.low
+        if not kept or span <= 0 or min(hi - lo for lo, hi in trial) / span * inner >= minimum:
+            kept, scale = trial, candidate
+    return scale
+
+
 def ci_bar(value: float, ci_low: float, ci_high: float, scale: Scale, *, reference: float | None = None,
-           width: float = 180, height: float = 22) -> Markup:
-    """One interval as a bar with a dot at the estimate, on a scale shared by a whole leaderboard."""
+           width: float = BAR_WIDTH, height: float = 22) -> Markup:
+    """One interval as a bar with a dot at the estimate, on a scale shared by a whole leaderboard; an
+    interval not wholly on the axis (``focus_scale`` left it out) is an arrow at the edge it lies past."""
     left, right, mid = 6.0, width - 6.0, height / 2
     body = [f'<line x1="{_n(left)}" y1="{_n(mid)}" x2="{_n(right)}" y2="{_n(mid)}" stroke="{GRID}" stroke-width="1"/>']
+    if not (scale.contains(ci_low) and scale.contains(ci_high)):
+        below = value < scale.low or (value <= scale.high and ci_low < scale.low)
+        tip, back = (left, left + 10) if below else (right, right - 10)
+        body.append(f'<path d="M{_n(tip)} {_n(mid)} L{_n(back)} {_n(mid - 5)} L{_n(back)} {_n(mid + 5)} Z" '
+                    f'fill="{INK}" opacity="0.6"/>')
+        label = (f"{_label(value)}, 95% CI {_label(ci_low)} to {_label(ci_high)}: off this axis "
+                 f"({'below' if below else 'above'} {_label(scale.low if below else scale.high)})")
+        return _svg(width, height, label, body, "ci-bar")
     if reference is not None and scale.contains(reference):
         rx = scale.x(reference, left, right)
         body.append(f'<line x1="{_n(rx)}" y1="2" x2="{_n(rx)}" y2="{_n(height - 2)}" stroke="{REFERENCE}" '

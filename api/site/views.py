@@ -80,8 +80,7 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
         board = tuple(p for p in board if p.record.model.type == model_type)
     ranked = [(rank, p) for rank, p in enumerate(board, start=1) if tier is None or p.record.tier == tier]
     shown = ranked[:MAX_ROWS]
-    scale = svg.interval_scale([p.record.primary.ci_low for _, p in shown],
-                               [p.record.primary.ci_high for _, p in shown])
+    scale = svg.focus_scale([(p.record.primary.ci_low, p.record.primary.ci_high) for _, p in shown])
     reference = reference_line(task)
     rows = []
     for rank, p in shown:
@@ -93,6 +92,13 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     drawn = reference if reference is not None and scale.contains(reference) else None
     return {"rows": rows, "total": len(ranked), "axis": svg.scale_axis(scale), "chance_line": drawn,
             "truncated": len(ranked) > len(shown)}
+
+
+def present_model_types(tables: Tables, task: TaskEntry, chosen: str | None) -> list[str]:
+    """The model types the filter offers: those with a result on this task's board (and the one asked
+    for), so it never offers a type that can only answer "no result"."""
+    present = {p.record.model.type for p in tables.leaderboards.get(task.ref, ())}
+    return [t for t in MODEL_TYPES if t in present or t == chosen]
 
 
 def task_versions(tables: Tables, slug: str) -> list[TaskEntry]:
@@ -175,15 +181,21 @@ def models(tables: Tables, q: str | None = None) -> list[dict[str, Any]]:
     by_slug: dict[str, list[Published]] = {}
     for (slug, _), p in sorted(tables.current.items()):
         by_slug.setdefault(slug, []).append(p)
+    # a withdrawn result is shown as such ("withdrawn on <date>: <reason>"), never as "no result yet"
+    withdrawn: dict[str, list[Published]] = {}
+    for p in sorted(tables.results.values(), key=lambda p: (p.record.task, p.run_id)):
+        if p.status == "withdrawn" and (p.record.model.slug, p.record.task) not in tables.current:
+            withdrawn.setdefault(p.record.model.slug, []).append(p)
     out = []
     seen = set()
     for m in tables.models:
         seen.add(m.slug)
-        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, [])})
-    for slug, results in sorted(by_slug.items()):
+        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, []), "withdrawn": withdrawn.get(m.slug, [])})
+    for slug in sorted(set(by_slug) | set(withdrawn)):
         if slug not in seen:
-            m = ModelEntry(**msgspec.structs.asdict(results[0].record.model), backend="", description="")
-            out.append({**dataclasses.asdict(m), "results": results})
+            first = (by_slug.get(slug) or withdrawn[slug])[0]
+            m = ModelEntry(**msgspec.structs.asdict(first.record.model), backend="", description="")
+            out.append({**dataclasses.asdict(m), "results": by_slug.get(slug, []), "withdrawn": withdrawn.get(slug, [])})
     needle = model_needle(q)
     if needle is None:
         return out

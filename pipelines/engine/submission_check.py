@@ -108,15 +108,17 @@ class SubmissionChecker:
             if "provider" in raw_model:
                 raise _refuse("model.provider", "leave it out: the provider is the token's owner")
             _scan_settings(raw_model.get("settings", {}))
-        try:
+        try:  # the body: a field is named where it is (an unknown top-level field is top-level)
             request = msgspec.convert(body, SubmissionRequest, strict=True, str_keys=True)
+        except msgspec.ValidationError as exc:
+            raise _explain_field(exc) from None
+        try:  # the settings, decoded on their own: their fields are named under model.settings
             settings = msgspec.convert(request.model.settings, SUBMITTED_SETTINGS[request.model.backend],
                                        strict=True, str_keys=True)
         except msgspec.ValidationError as exc:
             refused = _explain_field(exc)
-            if refused.field and not refused.field.startswith(("model", "tasks", "tier", "package", "resources")):
-                refused = SubmissionRefused(f"model.settings.{refused.field}", str(refused).split(": ", 1)[-1])
-            raise refused from None
+            field = f"model.settings.{refused.field}" if refused.field else "model.settings"
+            raise SubmissionRefused(field, str(refused).split(": ", 1)[-1]) from None
         policy = self.policy()
         self._identity(request, owner)
         tasks = self._tasks(request.tasks)

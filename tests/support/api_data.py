@@ -216,8 +216,9 @@ ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "s
        "contamination_status": "str", "contamination_basis": "str",
        "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool", "marginal_rank_low": "int",
        "marginal_rank_high": "int"}
-SUMMARY = {k: v for k, v in ROW.items()
-           if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high")}
+SUMMARY = {**{k: v for k, v in ROW.items()
+              if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high")},
+           "status": "str"}  # CONTRACT.md "Status everywhere"
 RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
     "versions": {"task_spec_hash": "str", "model_spec_hash": "str", "dataset_snapshot": "str", "parser": "str?",

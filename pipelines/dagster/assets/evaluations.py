@@ -102,6 +102,9 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
             yield from evaluate_range(context, medbench, config, family, family_hash, instances.key, verdicts)
             return
         data = medbench.data()
+        from pipelines.dagster.submission_flow import mark_running
+
+        mark_running(context.run.tags, context.run_id, data, context.log.info)  # a submission's run: running now
         ev = _plan(context.partition_key, medbench)
         reused = engine.existing_result(data, ev.run_id) is not None and not config.recompute
         if reused:
