@@ -43,7 +43,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     exactly by the kinds that parse replies (``Kind.parses_replies``)."""
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
-                          direction=m.direction, target=m.target)  # type: ignore[arg-type]
+                          direction=m.direction, target=m.target,  # type: ignore[arg-type]
+                          replicates_kept=m.replicates_kept)
 
 
 BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "
@@ -53,7 +54,9 @@ BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many 
 
 def subgroups(r: ResultRecord) -> dict[str, list[schemas.Subgroup]]:
     return {name: [schemas.Subgroup(group=g.group, n=g.n, n_subjects=g.n_subjects,
-                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat) for g in rows]
+                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat,
+                                    replicates_kept=g.replicates_kept, withheld_reason=g.withheld_reason)
+                   for g in rows]
             for name, rows in r.subgroups.items()}
 
 

@@ -60,6 +60,7 @@ class Metric(msgspec.Struct):
     method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
     direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
+    replicates_kept: int | None = None  # bootstrap replicates behind the interval (None: not a bootstrap's)
 
 
 class Subgroup(msgspec.Struct):
@@ -70,6 +71,8 @@ class Subgroup(msgspec.Struct):
     n_subjects: int
     metrics: list[Metric]
     caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+    replicates_kept: int | None = None  # replicates every interval of the subgroup was computed from
+    withheld_reason: str | None = None  # metrics is [] because the subgroup has too few subjects
 
 
 class Breakdown(msgspec.Struct):

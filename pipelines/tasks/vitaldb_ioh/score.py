@@ -17,6 +17,7 @@ from pipelines.core.outcomes import ScoreSummary
 from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
 from pipelines.stats.clinical import MetricRow, clinical_report
+from pipelines.stats.intervals import level
 from pipelines.tasks.vitaldb_ioh.reporting import RECALIBRATED, age_band, probabilities_of, subgroup_rows
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting
 from warehouse.records import MetricValue, Subgroup
@@ -66,7 +67,8 @@ class IohExtras(msgspec.Struct, frozen=True):
     undefined_metrics: list[str] = []  # reported metrics with no value on these windows (e.g. PPV with no alarm)
 
 
-METHOD = "cluster-bootstrap-percentile"
+PERCENTILE = "cluster-bootstrap-percentile"
+EXPANDED = "cluster-bootstrap-expanded-percentile"
 
 
 def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: IntervalsSpec = IntervalsSpec(),
@@ -81,10 +83,13 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
     cases = predictions.column("caseid").to_numpy()
     if not np.isfinite(scores).all():
         raise ValueError("scores contain NaN or infinity: every test window must be scored")
+    expanded = intervals.cluster == "expanded-percentile"
+    plain = EXPANDED if expanded else PERCENTILE
+    alpha = level(expanded, len(np.unique(subjects)))
     boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed,
-                             prevalence_all_replicates=intervals.prevalence == "all-replicates")
-    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"]), METHOD)
-               for m in boot.metrics()]
+                             prevalence_all_replicates=intervals.prevalence == "all-replicates", alpha=alpha)
+    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"]), plain, "higher", None,
+                m["replicates_kept"]) for m in boot.metrics()]
     extras = dict(
         roc=RocPoints(**roc_points(scores, labels)),
         counts=IohCounts(windows=int(len(scores)), positives=int(labels.sum()),
@@ -98,10 +103,10 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
         ids, clusters = np.unique(subjects, return_inverse=True)
         counts = resample_cluster_counts(len(ids), bootstrap.replicates, bootstrap.seed)  # the AUROC's draws
         rep = clinical_report(p, labels, clusters, counts, reporting.thresholds, reporting.alarm_rates,
-                              scores=scores, n_bins=reporting.calibration_bins)
-        method = METHOD + RECALIBRATED if recal is not None else METHOD
+                              scores=scores, n_bins=reporting.calibration_bins, alpha=alpha)
+        method = plain + RECALIBRATED if recal is not None else plain
         defined = [m for m in rep.metrics if _finite(m)]
-        metrics += [_tuple(m, method) for m in defined]
+        metrics += [_tuple(m, method, plain) for m in defined]
         extras.update(calibration_curve=CalibrationCurve(**rep.calibration_curve),
                       decision_curve=DecisionCurve(**rep.decision_curve),
                       probabilities=recal.as_dict() if recal is not None else {"as_given": True},
@@ -113,8 +118,9 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
             if "age" in attributes and reporting.age_bands:
                 groups["age_band"] = np.array([age_band(a, reporting.age_bands) for a in attributes["age"]],
                                               dtype=object)
-            found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds)
-            subgroups = {name: [_subgroup(g, method) for g in rows] for name, rows in found.items()}
+            found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds,
+                                  expanded=expanded, min_clusters=intervals.min_clusters)
+            subgroups = {name: [_subgroup(g, method, plain) for g in rows] for name, rows in found.items()}
     return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=IohExtras(**extras),
                         subgroups=subgroups)
 
@@ -123,10 +129,13 @@ def _finite(m: MetricRow) -> bool:
     return all(math.isfinite(v) for v in (m.value, m.ci_low, m.ci_high))
 
 
-def _tuple(m: MetricRow, method: str) -> tuple:
-    return (m.name, m.value, m.ci_low, m.ci_high, method if m.uses_probabilities else METHOD, m.direction, m.target)
+def _tuple(m: MetricRow, method: str, plain: str) -> tuple:
+    """The metric as ``MetricValue`` fields; ``plain`` is the method of a metric probabilities do not enter."""
+    return (m.name, m.value, m.ci_low, m.ci_high, method if m.uses_probabilities else plain, m.direction, m.target,
+            m.replicates_kept)
 
 
-def _subgroup(g: dict, method: str) -> Subgroup:
-    rows = [MetricValue(*_tuple(m, method)) for m in g["metrics"] if _finite(m)]
-    return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"])
+def _subgroup(g: dict, method: str, plain: str) -> Subgroup:
+    rows = [MetricValue(*_tuple(m, method, plain)) for m in g["metrics"] if _finite(m)]
+    return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"],
+                    replicates_kept=g["replicates_kept"], withheld_reason=g["withheld_reason"])
