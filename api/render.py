@@ -95,8 +95,13 @@ def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: 
         rank=rank, rank_low=e.low, rank_high=e.high, tied_with_leader=e.tied, marginal_rank_low=e.marginal_low,
         marginal_rank_high=e.marginal_high, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(shown, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r),
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), withheld=withheld(r),
     )
+
+
+def withheld(r: ResultRecord) -> list[schemas.Withheld]:
+    """The metrics the validity gate kept from publication (pipelines.stats.validity), with why."""
+    return [schemas.Withheld(name=w.name, reason=w.reason) for w in r.withheld]
 
 
 def summary(p: Published, base: str) -> schemas.ResultSummary:
@@ -145,6 +150,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         withdrawn=schemas.Withdrawn(reason=withdrawn["reason"], date=withdrawn["date"]) if withdrawn else None,  # type: ignore[arg-type]
         supersedes=list(supersedes),
         signature=signature(p.signature),
+        withheld=withheld(r),
     )
 
 

@@ -57,10 +57,17 @@ class Metric(msgspec.Struct):
     value: float
     ci_low: float
     ci_high: float
-    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
+    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile | cluster-bootstrap-expanded-percentile
     direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
     replicates_kept: int | None = None  # bootstrap replicates behind the interval (None: not a bootstrap's)
+
+
+class Withheld(msgspec.Struct):
+    """A metric left out of ``metrics`` because it is undefined or degenerate (never published as a number)."""
+
+    name: str
+    reason: str
 
 
 class Subgroup(msgspec.Struct):
@@ -104,6 +111,7 @@ class Row(msgspec.Struct):
     tied_with_leader: bool  # the simultaneous rank set contains 1
     marginal_rank_low: int  # percentile interval of the joint bootstrap's replicate ranks (not valid at ties)
     marginal_rank_high: int
+    withheld: list[Withheld] = []  # the result's metrics left unpublished (undefined or degenerate), and why
 
 
 class ResultSummary(msgspec.Struct):
@@ -214,7 +222,7 @@ class Result(msgspec.Struct, kw_only=True):
     # over the fields that never change (run_id, task, model, metrics, versions, config,
     # predictions_sha256); null for a result published before signing
     signature: Signature | None
-
+    withheld: list[Withheld] = []  # metrics left out of `metrics` (undefined or degenerate), and why
 
 
 class Dataset(msgspec.Struct):

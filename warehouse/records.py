@@ -107,6 +107,14 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     sandbox: str | None = None
 
 
+class Withheld(msgspec.Struct, frozen=True):
+    """A metric left out of ``metrics`` because it is undefined or degenerate, and why
+    (``pipelines.stats.validity``)."""
+
+    name: str
+    reason: str
+
+
 class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     task: str  # slug@version
@@ -137,6 +145,7 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     # {field: [Breakdown]}: per-group accuracy (category, purpose, source); per-group intervals, not simultaneous
     breakdowns: dict[str, list[Breakdown]] = {}
     provenance: Provenance = msgspec.field(default_factory=Provenance)
+    withheld: list[Withheld] = []  # metrics never published as numbers (undefined or degenerate), with why
 
     @property
     def primary(self) -> MetricValue:

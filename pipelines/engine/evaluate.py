@@ -37,7 +37,7 @@ from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, Provenance, ResultRecord,
-                               UsageRecord, Versions, decode_record, encode_record)
+                               UsageRecord, Versions, Withheld, decode_record, encode_record)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -168,6 +168,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
         subgroups=summary.subgroups, breakdowns=summary.breakdowns, provenance=provenance,
+        withheld=[Withheld(name, why) for name, why in summary.withheld],
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "

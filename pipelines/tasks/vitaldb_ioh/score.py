@@ -18,6 +18,7 @@ from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
 from pipelines.stats.clinical import MetricRow, clinical_report
 from pipelines.stats.intervals import level
+from pipelines.stats.validity import gate, reason
 from pipelines.tasks.vitaldb_ioh.reporting import RECALIBRATED, age_band, probabilities_of, subgroup_rows
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting
 from warehouse.records import MetricValue, Subgroup
@@ -105,8 +106,7 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
         rep = clinical_report(p, labels, clusters, counts, reporting.thresholds, reporting.alarm_rates,
                               scores=scores, n_bins=reporting.calibration_bins, alpha=alpha)
         method = plain + RECALIBRATED if recal is not None else plain
-        defined = [m for m in rep.metrics if _finite(m)]
-        metrics += [_tuple(m, method, plain) for m in defined]
+        metrics += [_tuple(m, method, plain) for m in rep.metrics]  # the undefined ones are withheld below
         extras.update(calibration_curve=CalibrationCurve(**rep.calibration_curve),
                       decision_curve=DecisionCurve(**rep.decision_curve),
                       probabilities=recal.as_dict() if recal is not None else {"as_given": True},
@@ -121,8 +121,9 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
             found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds,
                                   expanded=expanded, min_clusters=intervals.min_clusters)
             subgroups = {name: [_subgroup(g, method, plain) for g in rows] for name, rows in found.items()}
+    metrics, withheld = gate(metrics, bootstrap.replicates)
     return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=IohExtras(**extras),
-                        subgroups=subgroups)
+                        subgroups=subgroups, withheld=withheld)
 
 
 def _finite(m: MetricRow) -> bool:
@@ -136,6 +137,8 @@ def _tuple(m: MetricRow, method: str, plain: str) -> tuple:
 
 
 def _subgroup(g: dict, method: str, plain: str) -> Subgroup:
-    rows = [MetricValue(*_tuple(m, method, plain)) for m in g["metrics"] if _finite(m)]
+    """A subgroup's publishable metrics: the undefined and degenerate ones are left out, as for the result."""
+    rows = [MetricValue(*t) for t in (_tuple(m, method, plain) for m in g["metrics"])
+            if reason(t, g["replicates_kept"]) is None]
     return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"],
                     replicates_kept=g["replicates_kept"], withheld_reason=g["withheld_reason"])
