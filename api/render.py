@@ -185,9 +185,10 @@ def task(t: TaskEntry) -> schemas.Task:
     )
 
 
-def task_detail(t: TaskEntry) -> schemas.TaskDetail:
+def task_detail(t: TaskEntry, detectable: schemas.DetectableDifference | None = None) -> schemas.TaskDetail:
     return schemas.TaskDetail(
         slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
         preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
         description=t.description, spec=dict(t.spec), participant_flow=t.participant_flow,
+        detectable_difference=detectable,
     )

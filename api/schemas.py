@@ -111,7 +111,7 @@ class Row(msgspec.Struct):
     tied_with_leader: bool  # the simultaneous rank set contains 1
     marginal_rank_low: int  # percentile interval of the joint bootstrap's replicate ranks (not valid at ties)
     marginal_rank_high: int
-    withheld: list[Withheld] = []  # the result's metrics left unpublished (undefined or degenerate), and why
+    withheld: list[Withheld]  # the result's metrics left unpublished (undefined or degenerate), and why
 
 
 class ResultSummary(msgspec.Struct):
@@ -222,7 +222,7 @@ class Result(msgspec.Struct, kw_only=True):
     # over the fields that never change (run_id, task, model, metrics, versions, config,
     # predictions_sha256); null for a result published before signing
     signature: Signature | None
-    withheld: list[Withheld] = []  # metrics left out of `metrics` (undefined or degenerate), and why
+    withheld: list[Withheld]  # metrics left out of `metrics` (undefined or degenerate), and why
 
 
 class Dataset(msgspec.Struct):
@@ -255,6 +255,16 @@ class Task(msgspec.Struct):
     title: str  # addition
 
 
+class DetectableDifference(msgspec.Struct):
+    """The smallest difference in ``metric`` a paired comparison at the task's n detects (docs/statistics.md)."""
+
+    metric: str
+    value: float
+    power: float  # 0.8
+    alpha: float  # 0.05, two-sided
+    basis: str  # how it was computed, in words (the discordant rate or the SD it came from)
+
+
 class TaskDetail(msgspec.Struct):
     slug: str
     version: int
@@ -270,6 +280,8 @@ class TaskDetail(msgspec.Struct):
     spec: dict[str, Any]
     # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
     participant_flow: dict[str, Any] | None = None
+    # smallest difference in the primary metric detectable with 80% power at alpha 0.05; null with < 2 results
+    detectable_difference: DetectableDifference | None = None
 
 
 class TaskList(msgspec.Struct):
