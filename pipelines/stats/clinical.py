@@ -57,14 +57,21 @@ def alarm_name(metric: str, r: float) -> str:
 
 
 def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rates=(), scores=None,
-                    curves: bool = True, n_bins: int = 10, alpha: float = 0.05) -> ClinicalReport:
+                    curves: bool = True, n_bins: int = 10, alpha: float = 0.05, decision_p=None,
+                    alarm_thresholds: dict | None = None) -> ClinicalReport:
     """The report for probabilities ``p`` (scores for alarm rates default to ``p``) and labels ``y``.
 
     ``clusters`` is each window's index 0..C-1 into the columns of ``counts`` [R, C]; ``alpha`` is
     the two-sided level of every percentile interval (0.05, or the expanded level of
-    ``pipelines.stats.intervals``).
+    ``pipelines.stats.intervals``). ``decision_p``: the probabilities the threshold metrics, net
+    benefit and the decision curve read (the recalibrated ones; default ``p``), and
+    ``recalibrated`` rows (``brier_recalibrated``, ...) from them when they differ from ``p``.
+    ``alarm_thresholds`` ({rate: score threshold} chosen on validation): each alarm rate's operating
+    point at that fixed threshold, with ``alarm_rate[alarm=r]``, the rate achieved on these windows;
+    without it the threshold is found in each replicate (the method of results before).
     """
     p = np.asarray(p, dtype=np.float64)
+    q = p if decision_p is None else np.asarray(decision_p, dtype=np.float64)
     y = np.asarray(y).astype(np.int8)
     s = p if scores is None else np.asarray(scores, dtype=np.float64)
     c = np.asarray(clusters, dtype=np.int64)
@@ -81,11 +88,21 @@ def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rat
         _row("calibration_slope", calibration_slope(p, y)[0], _per_replicate(calibration_slope, p, y, c, counts),
              direction="target", target=1.0, alpha=alpha),
     ]
+    if decision_p is not None:
+        sq_q = np.bincount(c, weights=(q - y) ** 2, minlength=n_clusters)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rows.append(_row("brier_recalibrated", brier(q, y), (m @ sq_q) / (m @ sizes), direction="lower", alpha=alpha))
+        rows += [
+            _row("calibration_intercept_recalibrated", calibration_intercept(q, y)[0],
+                 _per_replicate(calibration_intercept, q, y, c, counts), direction="target", target=0.0, alpha=alpha),
+            _row("calibration_slope_recalibrated", calibration_slope(q, y)[0],
+                 _per_replicate(calibration_slope, q, y, c, counts), direction="target", target=1.0, alpha=alpha),
+        ]
     positives = np.bincount(c, weights=y, minlength=n_clusters)
     with np.errstate(invalid="ignore", divide="ignore"):
         prevalence_reps = (m @ positives) / (m @ sizes)
     for t in thresholds:
-        conf = cluster_confusion(p, y, c, n_clusters, t)
+        conf = cluster_confusion(q, y, c, n_clusters, t)
         point, reps = rates(conf.sum(axis=1)), rates(conf @ m.T)
         for name in ("sensitivity", "specificity", "ppv", "npv"):
             rows.append(_row(threshold_name(name, t), point[name], reps[name], alpha))
@@ -94,13 +111,22 @@ def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rat
                          treat_all(prevalence_reps, t), alpha))
     ones = np.ones((1, n_clusters), dtype=np.int64)
     for r in alarm_rates:
-        point = rates(alarm_rate_confusion(s, y, c, ones, r)[:, 0])
-        reps = rates(alarm_rate_confusion(s, y, c, counts, r))
+        fixed = (alarm_thresholds or {}).get(r)
+        if fixed is not None:  # the validation split's threshold, applied to these windows
+            conf = cluster_confusion(s, y, c, n_clusters, fixed)
+            point_conf, rep_conf = conf.sum(axis=1), conf @ m.T
+            with np.errstate(invalid="ignore", divide="ignore"):
+                achieved = (rep_conf[0] + rep_conf[1]) / rep_conf.sum(axis=0)
+            rows.append(_row(alarm_name("alarm_rate", r), (point_conf[0] + point_conf[1]) / point_conf.sum(), achieved,
+                             alpha, direction="target", target=float(r), uses_probabilities=False))
+        else:
+            point_conf, rep_conf = alarm_rate_confusion(s, y, c, ones, r)[:, 0], alarm_rate_confusion(s, y, c, counts, r)
+        point, reps = rates(point_conf), rates(rep_conf)
         for name in ("sensitivity", "specificity", "ppv", "npv"):
             rows.append(_row(alarm_name(name, r), point[name], reps[name], alpha, uses_probabilities=False))
     if not curves:
         return ClinicalReport(rows)
-    return ClinicalReport(rows, calibration_curve(p, y, c, m, n_bins, alpha), decision_curve(p, y))
+    return ClinicalReport(rows, calibration_curve(p, y, c, m, n_bins, alpha), decision_curve(q, y))
 
 
 def _per_replicate(fit, p, y, c, counts: np.ndarray) -> np.ndarray:

@@ -31,10 +31,36 @@ MIN_SUBJECTS = 30
 RECALIBRATED = "; probabilities by logistic recalibration fitted on the validation split"
 
 
-def probability_metadata(probabilistic: bool, recalibration: Recalibration | None) -> dict[bytes, bytes]:
-    body = {"probabilistic": probabilistic,
-            "recalibration": recalibration.as_dict() if recalibration is not None else None}
+def probability_metadata(probabilistic: bool, recalibration: Recalibration | None,
+                         validation_recalibration: Recalibration | None = None,
+                         alarm_thresholds: dict[float, float] | None = None) -> dict[bytes, bytes]:
+    """The metadata; ``validation_recalibration`` (a probabilistic scorer's map of logit p, fitted on
+    validation) and ``alarm_thresholds`` ({rate: score threshold} on validation) only when given."""
+    body: dict = {"probabilistic": probabilistic,
+                  "recalibration": recalibration.as_dict() if recalibration is not None else None}
+    if validation_recalibration is not None:
+        body["validation_recalibration"] = {**validation_recalibration.as_dict(), "of": "logit(p)"}
+    if alarm_thresholds is not None:
+        body["alarm_thresholds"] = {f"{r:g}": float(t) for r, t in alarm_thresholds.items()}
     return {PROBABILITIES_KEY: json.dumps(body, sort_keys=True).encode()}
+
+
+def validation_fits(predictions: pa.Table) -> tuple[np.ndarray | None, dict[float, float] | None]:
+    """(the test probabilities after the logistic recalibration fitted on validation, {alarm rate:
+    threshold chosen on validation}), each None for predictions made before they were recorded.
+
+    A rule's probabilities already are its validation recalibration; a probabilistic scorer's are
+    mapped by sigmoid(a + b logit p) fitted on its validation windows, so both are compared after the
+    same recalibration (docs/statistics.md, "Fair calibration")."""
+    body = json.loads((predictions.schema.metadata or {}).get(PROBABILITIES_KEY, b"{}"))
+    thresholds = body.get("alarm_thresholds")
+    fixed = {float(r): float(t) for r, t in thresholds.items()} if thresholds is not None else None
+    if body.get("recalibration"):
+        return Recalibration.from_dict(body["recalibration"]).apply(predictions.column("score").to_numpy()), fixed
+    if body.get("validation_recalibration"):
+        p = np.clip(predictions.column("score").to_numpy().astype(np.float64), 1e-12, 1 - 1e-12)
+        return Recalibration.from_dict(body["validation_recalibration"]).apply(np.log(p / (1 - p))), fixed
+    return None, fixed
 
 
 def probabilities_of(predictions: pa.Table) -> tuple[np.ndarray, Recalibration | None]:
@@ -67,7 +93,8 @@ def age_band(age: float, edges) -> str | None:
 
 
 def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndarray],
-                  thresholds=(), expanded: bool = False, min_clusters: int = 0) -> dict[str, list[dict]]:
+                  thresholds=(), expanded: bool = False, min_clusters: int = 0,
+                  decision_p=None) -> dict[str, list[dict]]:
     """{field: [{group, n, n_subjects, metrics: [MetricRow], caveat, replicates_kept, withheld_reason}]}
     over each field's non-null groups.
 
@@ -98,7 +125,8 @@ def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndar
             sub = counts[both][:, own]  # the same replicates for every interval of the subgroup
             alpha = level(expanded, len(own))
             metrics = [_auroc_row(scores[mine], y[mine], local, sub, alpha)]
-            rep = clinical_report(p[mine], y[mine], local, sub, thresholds=thresholds, curves=False, alpha=alpha)
+            rep = clinical_report(p[mine], y[mine], local, sub, thresholds=thresholds, curves=False, alpha=alpha,
+                                  decision_p=None if decision_p is None else decision_p[mine])
             metrics += [m for m in rep.metrics if not m.name.startswith("net_benefit_treat_all")]
             with np.errstate(invalid="ignore", divide="ignore"):
                 prev = (sub.astype(np.float64) @ pos) / (sub.astype(np.float64) @ size)

@@ -19,7 +19,8 @@ from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, ro
 from pipelines.stats.clinical import MetricRow, clinical_report
 from pipelines.stats.intervals import level
 from pipelines.stats.validity import gate, reason
-from pipelines.tasks.vitaldb_ioh.reporting import RECALIBRATED, age_band, probabilities_of, subgroup_rows
+from pipelines.tasks.vitaldb_ioh.reporting import (RECALIBRATED, age_band, probabilities_of, subgroup_rows,
+                                                   validation_fits)
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting
 from warehouse.records import MetricValue, Subgroup
 
@@ -103,10 +104,14 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
         p, recal = probabilities_of(predictions)
         ids, clusters = np.unique(subjects, return_inverse=True)
         counts = resample_cluster_counts(len(ids), bootstrap.replicates, bootstrap.seed)  # the AUROC's draws
+        recalibrated, alarm_thresholds = validation_fits(predictions)
         rep = clinical_report(p, labels, clusters, counts, reporting.thresholds, reporting.alarm_rates,
-                              scores=scores, n_bins=reporting.calibration_bins, alpha=alpha)
+                              scores=scores, n_bins=reporting.calibration_bins, alpha=alpha,
+                              decision_p=recalibrated, alarm_thresholds=alarm_thresholds)
         method = plain + RECALIBRATED if recal is not None else plain
-        metrics += [_tuple(m, method, plain) for m in rep.metrics]  # the undefined ones are withheld below
+        for m in rep.metrics:  # the undefined ones are withheld below
+            reads_recalibrated = recal is None and recalibrated is not None and _reads_decision_p(m.name)
+            metrics.append(_tuple(m, plain + RECALIBRATED_LOGIT if reads_recalibrated else method, plain))
         extras.update(calibration_curve=CalibrationCurve(**rep.calibration_curve),
                       decision_curve=DecisionCurve(**rep.decision_curve),
                       probabilities=recal.as_dict() if recal is not None else {"as_given": True},
@@ -119,11 +124,19 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
                 groups["age_band"] = np.array([age_band(a, reporting.age_bands) for a in attributes["age"]],
                                               dtype=object)
             found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds,
-                                  expanded=expanded, min_clusters=intervals.min_clusters)
+                                  expanded=expanded, min_clusters=intervals.min_clusters, decision_p=recalibrated)
             subgroups = {name: [_subgroup(g, method, plain) for g in rows] for name, rows in found.items()}
     metrics, withheld = gate(metrics, bootstrap.replicates)
     return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=IohExtras(**extras),
                         subgroups=subgroups, withheld=withheld)
+
+
+RECALIBRATED_LOGIT = "; probabilities after a logistic recalibration of logit p fitted on the validation split"
+
+
+def _reads_decision_p(name: str) -> bool:
+    """The metrics computed from the recalibrated probabilities (docs/statistics.md, "Fair calibration")."""
+    return name.endswith("_recalibrated") or ("[t=" in name)
 
 
 def _finite(m: MetricRow) -> bool:
