@@ -75,6 +75,12 @@ def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=()):
 
     def finish(val_scores: np.ndarray, probabilistic: bool, log: Log) -> tuple[dict[bytes, bytes], dict[str, Any]]:
         recalibration = validation = None
+        if not len(val_scores):  # no validation scores (an official package answers test windows only)
+            if not probabilistic:
+                raise ValueError(f"{partition_key}: scores that are not probabilities need validation scores "
+                                 "to be recalibrated")
+            config = {"probabilities": {"probabilistic": True, "recalibration": None}}
+            return probability_metadata(True, None), config
         if not probabilistic:
             recalibration = Recalibration.fit(val_scores, val_labels)
             log(f"{partition_key}: logistic recalibration on {recalibration.n} validation windows: "

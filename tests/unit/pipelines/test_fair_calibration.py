@@ -64,3 +64,13 @@ def test_a_trained_model_is_published_raw_and_recalibrated_with_validation_thres
         assert achieved[1] == np.mean(p >= t) and achieved[2] <= achieved[1] <= achieved[3]
         assert achieved[5] == "target" and achieved[6] == r
         assert rows[f"sensitivity[alarm={r:g}]"][1] == np.mean(p[y == 1] >= t)
+
+
+def test_without_validation_scores_a_probabilistic_scorer_keeps_the_old_method():
+    """An official package answers the test windows only (``pipelines.official.evaluate``): no
+    validation map and no validation thresholds, so its result keeps the method of results before."""
+    metadata, config = probabilities("vitaldb-ioh@0|org/pkg", np.zeros(0, np.int8), (0.05,))(np.zeros(0), True,
+                                                                                              lambda _: None)
+    body = json.loads(metadata[PROBABILITIES_KEY])
+    assert body == {"probabilistic": True, "recalibration": None}
+    assert config["probabilities"] == {"probabilistic": True, "recalibration": None}
