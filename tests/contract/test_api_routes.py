@@ -15,6 +15,7 @@ from support.api_data import (
     ADDITIONS,
     DATASET,
     DATASETS,
+    DETECTABLE,
     ERROR,
     RESULT,
     ROW,
@@ -69,7 +70,8 @@ def test_tasks_one_item_per_version(client: TestClient) -> None:
 
 def test_task_detail_latest_and_by_version(client: TestClient) -> None:
     latest = ok(client, "/v1/tasks/clinicalqa")
-    assert_shape(latest, {**TASK, "spec": "dict", "participant_flow": "dict?"}, extra=ADDITIONS["task_detail"])
+    assert_shape(latest, {**TASK, "spec": "dict", "participant_flow": "dict?", "detectable_difference": DETECTABLE},
+                 extra=ADDITIONS["task_detail"])
     assert latest["version"] == 1
     assert latest["spec"]["version"] == 1 and latest["spec"]["bootstrap"] == {"replicates": 100, "seed": 1}
     assert ok(client, "/v1/tasks/clinicalqa?version=0")["version"] == 0

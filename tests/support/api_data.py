@@ -212,6 +212,7 @@ MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_d
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
           "target": "float?", "replicates_kept": "int?"}
 WITHHELD = [{"name": "str", "reason": "str"}]  # CONTRACT.md "Numbers"
+DETECTABLE = "dict?"  # {metric, value, power, alpha, basis}, or null with fewer than two results to pair
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
        "contamination_status": "str", "contamination_basis": "str",
