@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from api import render, schemas
 from api.answer import Answer
+from api.detectable import detectable_difference
 from api.errors import ApiError, invalid_parameter, metric_not_found, run_not_found, task_not_found
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.rank_sets import (
@@ -23,7 +24,7 @@ from api.rank_sets import (
 )
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry
-from warehouse.layout import RUN_ID_RE
+from warehouse.layout import RUN_ID_RE, DataDir
 
 MODEL_TYPES = ("llm", "ml", "rule")
 
@@ -163,7 +164,7 @@ def tasks(tables: Tables) -> Prepared:
     )
 
 
-def task(tables: Tables, slug: str, version: int | None) -> Prepared:
+def task(tables: Tables, slug: str, version: int | None, data: DataDir | None = None) -> Prepared:
     """One task version with its spec; ``slug`` may carry ``@version`` (it must then agree with ``version``)."""
     name, ref_version = parse_task_ref(slug, name="slug")
     if version is not None and version < 0:
@@ -176,7 +177,10 @@ def task(tables: Tables, slug: str, version: int | None) -> Prepared:
     if entry is None:
         raise task_not_found(name if wanted is None else f"{name}@{wanted}")
     key = ("task", entry.ref)
-    return tables.bodies.get(key) or tables.bodies.put(key, prepare(render.task_detail(entry)))
+    if (cached := tables.bodies.get(key)) is not None:
+        return cached
+    found = detectable_difference(data, tables, entry) if data is not None else None
+    return tables.bodies.put(key, prepare(render.task_detail(entry, found)))
 
 
 def stats(tables: Tables, reuses: int) -> Prepared:

@@ -46,7 +46,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     exactly by the kinds that parse replies (``Kind.parses_replies``)."""
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
-                          direction=m.direction, target=m.target)  # type: ignore[arg-type]
+                          direction=m.direction, target=m.target,  # type: ignore[arg-type]
+                          replicates_kept=m.replicates_kept)
 
 
 BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "
@@ -56,7 +57,9 @@ BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many 
 
 def subgroups(r: ResultRecord) -> dict[str, list[schemas.Subgroup]]:
     return {name: [schemas.Subgroup(group=g.group, n=g.n, n_subjects=g.n_subjects,
-                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat) for g in rows]
+                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat,
+                                    replicates_kept=g.replicates_kept, withheld_reason=g.withheld_reason)
+                   for g in rows]
             for name, rows in r.subgroups.items()}
 
 
@@ -95,8 +98,13 @@ def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: 
         rank=rank, rank_low=e.low, rank_high=e.high, tied_with_leader=e.tied, marginal_rank_low=e.marginal_low,
         marginal_rank_high=e.marginal_high, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(shown, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r),
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), withheld=withheld(r),
     )
+
+
+def withheld(r: ResultRecord) -> list[schemas.Withheld]:
+    """The metrics the validity gate kept from publication (pipelines.stats.validity), with why."""
+    return [schemas.Withheld(name=w.name, reason=w.reason) for w in r.withheld]
 
 
 def summary(p: Published, base: str) -> schemas.ResultSummary:
@@ -162,6 +170,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         withdrawn=schemas.Withdrawn(reason=withdrawn["reason"], date=withdrawn["date"]) if withdrawn else None,  # type: ignore[arg-type]
         supersedes=list(supersedes),
         signature=signature(p.signature),
+        withheld=withheld(r),
     )
 
 
@@ -209,9 +218,10 @@ def task(t: TaskEntry) -> schemas.Task:
     )
 
 
-def task_detail(t: TaskEntry) -> schemas.TaskDetail:
+def task_detail(t: TaskEntry, detectable: schemas.DetectableDifference | None = None) -> schemas.TaskDetail:
     return schemas.TaskDetail(
         slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
         preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
         description=t.description, spec=dict(t.spec), participant_flow=flow_steps(t.participant_flow),
+        detectable_difference=detectable,
     )

@@ -18,6 +18,9 @@ from warehouse.records import PluginVersion
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
+from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
+    Breakdown, DetectableDifference, Metric, Subgroup, Withheld,
+)
 from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
 ModelType = Literal["llm", "ml", "rule"]
@@ -54,34 +57,6 @@ class ModelDetail(msgspec.Struct):
     knowledge_cutoff: dt.date | None
 
 
-class Metric(msgspec.Struct):
-    name: str
-    value: float
-    ci_low: float
-    ci_high: float
-    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
-    direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
-    target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
-
-
-class Subgroup(msgspec.Struct):
-    """A result's metrics on one subgroup of its test items (e.g. sex F), with their own intervals."""
-
-    group: str
-    n: int
-    n_subjects: int
-    metrics: list[Metric]
-    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
-
-
-class Breakdown(msgspec.Struct):
-    """The primary metric on one group of items; a per-group 95% interval, not a simultaneous one."""
-
-    group: str
-    n: int
-    metric: Metric
-
-
 class Row(msgspec.Struct):
     rank: int
     run_id: str
@@ -103,6 +78,7 @@ class Row(msgspec.Struct):
     tied_with_leader: bool  # the simultaneous rank set contains 1
     marginal_rank_low: int  # percentile interval of the joint bootstrap's replicate ranks (not valid at ties)
     marginal_rank_high: int
+    withheld: list[Withheld]  # the result's metrics left unpublished (undefined or degenerate), and why
 
 
 class ResultSummary(msgspec.Struct):
@@ -213,7 +189,7 @@ class Result(msgspec.Struct, kw_only=True):
     # over the whole record but the host-dependent, derived and status fields (docs/api.md
     # "Signatures"); null for a result published before signing
     signature: Signature | None
-
+    withheld: list[Withheld]  # metrics left out of `metrics` (undefined or degenerate), and why
 
 
 class Dataset(msgspec.Struct):
@@ -261,6 +237,8 @@ class TaskDetail(msgspec.Struct):
     spec: dict[str, Any]
     # addition: labelled counts in order, as the family declares them; None: none, or an unknown shape
     participant_flow: list[FlowStep] | None = None
+    # smallest difference in the primary metric detectable with 80% power at alpha 0.05; null with < 2 results
+    detectable_difference: DetectableDifference | None = None
 
 
 class TaskList(msgspec.Struct):

@@ -26,6 +26,7 @@ from litestar.response import Response
 from litestar.response.base import ASGIResponse
 
 from api import answers, release_views, render
+from api.detectable import detectable_difference
 from api.errors import ApiError, invalid_parameter, task_not_found
 from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
@@ -160,6 +161,7 @@ def _handlers() -> list[HTTPRouteHandler]:
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
             model_types=views.present_model_types(tables, entry, model_type), tier=tier, tiers=views.TIERS,
             board=views.leaderboard(tables, entry, model_type, base, tier),
+            detectable=await anyio.to_thread.run_sync(detectable_difference, service.settings.data, tables, entry),
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
             flow_steps=views.flow_steps(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
@@ -260,9 +262,12 @@ def _handlers() -> list[HTTPRouteHandler]:
             return _page(request, service, tables, "compare.html", twin=None, status=400, **page,
                          picker=views.compare_picker(tables, None, a, None), cmp=None, mismatch=mismatch)
         body = await comparison(service, tables, a, b)
+        task_entry = tables.task_by_ref.get(body.task)
+        detectable = (await anyio.to_thread.run_sync(detectable_difference, service.settings.data, tables, task_entry)
+                      if task_entry is not None else None)
         return _page(request, service, tables, "compare.html", twin=views.query("/v1/compare", a=a, b=b), **page,
                      picker=views.compare_picker(tables, None, a, b), cmp=views.comparison_context(tables, body),
-                     mismatch=None)
+                     mismatch=None, detectable=detectable)
 
     @_page_route("/releases/{release_id:str}")
     async def release(request: Request, service: NamedDependency[Service], release_id: FromPath[str]) -> ASGIResponse:

@@ -30,6 +30,7 @@ from pipelines.core import kind as core_kind
 from pipelines.core.figures import FlowStep
 from pipelines.core.figures import flow_steps as core_flow_steps
 from pipelines.kinds import kind as kind_of
+from warehouse.records import MetricValue
 
 MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
 TIERS = typing.get_args(schemas.Tier)  # ("baseline", "official")
@@ -41,6 +42,7 @@ class BoardRow:
     rank: int
     row: schemas.Row
     bar: Markup
+    upper: MetricValue | None = None  # accuracy_upper, shown beside accuracy when some replies did not parse
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,10 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     for rank, p in shown:
         m = p.record.primary
         interval = rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank)
+        parsed_all = p.record.parse_rate is None or p.record.parse_rate >= 1
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
-                             bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
+                             bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference),
+                             upper=None if parsed_all else p.record.metric("accuracy_upper")))
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
     drawn = reference if reference is not None and scale.contains(reference) else None
     return {"rows": rows, "total": len(ranked), "axis": svg.scale_axis(scale), "chance_line": drawn,

@@ -39,7 +39,7 @@ from pipelines.kinds import kind as kind_of
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, Provenance, ResultRecord,
-                               UsageRecord, Versions, decode_record, encode_record, PluginVersion)
+                               UsageRecord, Versions, Withheld, decode_record, encode_record, PluginVersion)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -173,6 +173,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
         subgroups=summary.subgroups, breakdowns=summary.breakdowns, provenance=provenance,
+        withheld=[Withheld(name, why) for name, why in summary.withheld],
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "

@@ -210,14 +210,17 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
-          "target": "float?"}
+          "target": "float?", "replicates_kept": "int?"}
+WITHHELD = [{"name": "str", "reason": "str"}]  # CONTRACT.md "Numbers"
+DETECTABLE = "dict?"  # {metric, value, power, alpha, basis}, or null with fewer than two results to pair
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
        "contamination_status": "str", "contamination_basis": "str",
        "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool", "marginal_rank_low": "int",
-       "marginal_rank_high": "int"}
+       "marginal_rank_high": "int", "withheld": WITHHELD}
 SUMMARY = {**{k: v for k, v in ROW.items()
-              if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high")},
+              if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high",
+                           "withheld")},
            "status": "str"}  # CONTRACT.md "Status everywhere"
 RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
@@ -229,6 +232,7 @@ RESULT = {
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
     "signature": {"key_id": "str", "value": "str", "signed": "str"},  # CONTRACT.md "Signatures"
+    "withheld": WITHHELD,
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}

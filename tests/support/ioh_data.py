@@ -34,7 +34,7 @@ from support.api_data import RUN_IDS, catalog, run_id
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import MetricValue, ModelRef, ResultRecord
+from warehouse.records import MetricValue, ModelRef, ResultRecord, Withheld
 
 BASELINE = "neglastmap-ioh0"  # medbench/neg-last-map: the task spec's baseline_model
 OTHER = "logreg-ioh0"
@@ -109,7 +109,7 @@ def scored(data: DataDir, r: ResultRecord, separation: float, noise: int,
                             attributes(table.column("subjectid").to_numpy()))
     return msgspec.structs.replace(
         r, metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n, extras=summary.extras_json(),
-        subgroups=summary.subgroups,
+        subgroups=summary.subgroups, withheld=[Withheld(n, why) for n, why in summary.withheld],
         predictions_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 
 

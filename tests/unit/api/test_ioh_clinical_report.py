@@ -46,18 +46,18 @@ def test_the_result_lists_the_clinical_metrics_with_directions(client: TestClien
         assert m["ci_low"] <= m["value"] <= m["ci_high"], m
 
 
-def test_subgroups_by_sex_and_age_band_with_the_small_subgroup_caveat(client: TestClient) -> None:
+def test_subgroups_below_the_minimum_of_subjects_publish_counts_only(client: TestClient) -> None:
+    """12 test subjects: every subgroup is below vitaldb-ioh@0's ``min_clusters = 15``."""
     subgroups = client.get(f"/v1/results/{RUN_IDS[BASELINE]}").json()["subgroups"]
     assert [g["group"] for g in subgroups["sex"]] == ["F", "M"]
     assert [g["group"] for g in subgroups["age_band"]] == ["18-39", "40-64", "65+"]
     for rows in subgroups.values():
         assert sum(g["n"] for g in rows) == 96
         for g in rows:
-            assert g["n_subjects"] < 30 and "fewer than 30" in g["caveat"]
-            names = {m["name"] for m in g["metrics"]}
-            assert {"auroc", "brier", "calibration_slope", "prevalence"} <= names
+            assert g["n_subjects"] < 15 and g["metrics"] == [] and g["replicates_kept"] is None
+            assert "fewer than the 15" in g["withheld_reason"]
     page = client.get(f"/r/{RUN_IDS[BASELINE]}").text
-    assert page.count('class="notice subgroup-caveat"') == 5
+    assert page.count('class="muted subgroup-withheld"') == 5
 
 
 def test_the_page_draws_the_calibration_and_decision_curves(client: TestClient) -> None:
