@@ -87,7 +87,7 @@ class LocalAnswers:
         elif name == "list_tasks":
             prepared = answers.tasks(tables)
         elif name == "get_task":
-            prepared = answers.task(tables, args.slug, args.version)
+            prepared = answers.task(tables, args.slug, args.version, service.settings.data)
         elif name == "find_models":
             prepared = model_answers.models(tables, args.q, args.type, args.provider, args.limit, args.offset)
         elif name == "predictions_url":

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from api import render, schemas
 from api.answer import Answer
-from api.errors import ApiError, invalid_parameter, run_not_found, task_not_found
+from api.detectable import detectable_difference
+from api.errors import ApiError, invalid_parameter, metric_not_found, run_not_found, task_not_found
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.rank_sets import (
     RankEntry,
@@ -23,7 +24,7 @@ from api.rank_sets import (
 )
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry
-from warehouse.layout import RUN_ID_RE
+from warehouse.layout import RUN_ID_RE, DataDir
 
 MODEL_TYPES = ("llm", "ml", "rule")
 
@@ -63,8 +64,10 @@ def _lookup(tables: Tables, model: str | None, task: str | None, base: str) -> A
 
 def full_result(tables: Tables, found: Published, base: str) -> schemas.Result:
     """A Result with everything the tables know of it: its dataset, baseline comparison and the runs it superseded."""
+    task = tables.task_by_ref.get(found.record.task)
     return render.result(found, base, tables.dataset_by_slug.get(found.record.dataset),
-                         tables.versus_baseline.get(found.run_id), tables.supersedes.get(found.run_id, ()))
+                         tables.versus_baseline.get(found.run_id), tables.supersedes.get(found.run_id, ()),
+                         task.kind if task else None)
 
 
 def find_task(tables: Tables, task: str, name: str = "task") -> TaskEntry:
@@ -93,15 +96,14 @@ def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
     """The metric ranked by and the board's (result, rank set) pairs in that metric's direction.
 
     ``metric`` None (or blank) is the primary; a name no current result of the task publishes is
-    ``invalid_parameter`` listing the ones it does. Results without the metric are left out."""
+    ``metric_not_found`` (404) listing the ones it does. Results without the metric are left out."""
     full = tables.leaderboards.get(entry.ref, ())
     name = entry.primary_metric if metric is None or not metric.strip(BLANKS) else metric.strip(BLANKS)
     board = full if name == entry.primary_metric else metric_board(
         [p for p in full if p.record.metric(name) is not None], name)
     if name != entry.primary_metric and not board:
         known = task_metrics(full) or [entry.primary_metric]
-        raise invalid_parameter(f"query parameter 'metric': {name[:80]!r} is not a metric of {entry.ref}; "
-                                f"use one of {', '.join(known)}")
+        raise metric_not_found(name, entry.ref, known)
     if model_type is not None:
         board = tuple(p for p in board if p.record.model.type == model_type)
     return name, [(p, rank_entry(tables.ranks, entry.ref, model_type, name, p.run_id, rank))
@@ -162,7 +164,7 @@ def tasks(tables: Tables) -> Prepared:
     )
 
 
-def task(tables: Tables, slug: str, version: int | None) -> Prepared:
+def task(tables: Tables, slug: str, version: int | None, data: DataDir | None = None) -> Prepared:
     """One task version with its spec; ``slug`` may carry ``@version`` (it must then agree with ``version``)."""
     name, ref_version = parse_task_ref(slug, name="slug")
     if version is not None and version < 0:
@@ -175,7 +177,10 @@ def task(tables: Tables, slug: str, version: int | None) -> Prepared:
     if entry is None:
         raise task_not_found(name if wanted is None else f"{name}@{wanted}")
     key = ("task", entry.ref)
-    return tables.bodies.get(key) or tables.bodies.put(key, prepare(render.task_detail(entry)))
+    if (cached := tables.bodies.get(key)) is not None:
+        return cached
+    found = detectable_difference(data, tables, entry) if data is not None else None
+    return tables.bodies.put(key, prepare(render.task_detail(entry, found)))
 
 
 def stats(tables: Tables, reuses: int) -> Prepared:

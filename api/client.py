@@ -93,6 +93,12 @@ class ApiClient:
     def close(self) -> None:
         self._http.close()
 
+    def cannot_reach(self, exc: BaseException) -> str:
+        """The one line for no connection: which address was tried and how to name the right one (a demo
+        or server on another port prints its ``export MEDBENCH_API_URL=...`` line, docs/cli.md)."""
+        return (f"cannot reach the medbench API at {self.base_url} ({exc}); name the server with --api-url URL "
+                f"or {API_URL_ENV}=URL (`medbench demo` and `medbench serve` print the export line)")
+
     def __enter__(self) -> ApiClient:
         return self
 
@@ -150,7 +156,7 @@ class ApiClient:
             response = self._http.post("/v1/submissions", content=msgspec.json.encode(body),
                                        headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
         except httpx.HTTPError as exc:
-            raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+            raise Unreachable(self.cannot_reach(exc)) from None
         if response.status_code in (200, 201):
             decoded = msgspec.json.decode(response.content)
             kind = schemas.AlreadyEvaluated if decoded.get("status") == "already_evaluated" else schemas.Submission
@@ -166,7 +172,7 @@ class ApiClient:
                                                    "content-type": "application/octet-stream",
                                                    "content-length": str(wheel.stat().st_size)})
         except httpx.HTTPError as exc:
-            raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+            raise Unreachable(self.cannot_reach(exc)) from None
         if response.status_code == 200:
             return msgspec.json.decode(response.content, type=schemas.Submission)
         raise self._refusal(response)
@@ -210,7 +216,7 @@ class ApiClient:
         try:
             response = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
         except httpx.HTTPError as exc:
-            raise Unreachable(f"cannot reach the medbench API at {self.base_url}: {exc}") from None
+            raise Unreachable(self.cannot_reach(exc)) from None
         self.last_version = response.headers.get("x-medbench-warehouse")
         return response
 

@@ -72,9 +72,25 @@ def handle_validation(request: Request, exc: ValidationException) -> Response:
     return error_response(request, 400, "invalid_parameter", _validation_message(exc))
 
 
+JSON_PREFIXES = ("/v1", "/artifacts")  # where every error stays JSON, whatever the client accepts
+
+
+def wants_page(request: Request) -> bool:
+    """A browser (``Accept: text/html``) asking outside the API, on an app that serves the website."""
+    path = request.scope.get("path", "")
+    if any(path == p or path.startswith(p + "/") for p in JSON_PREFIXES):
+        return False
+    return "text/html" in request.headers.get("accept", "") and "/" in request.app.route_handler_method_map
+
+
 def handle_not_found(request: Request, exc: NotFoundException) -> Response:
     path = request.scope.get("path", "")
     shown = path if len(path) <= 200 else path[:200] + "..."
+    if wants_page(request) and SERVICE in request.app.dependencies:
+        from api.site.routes import not_found_page
+
+        return not_found_page(request, f"nothing at {shown}: the links above lead to the leaderboards, models and "
+                              "datasets")
     return error_response(request, 404, "not_found", f"nothing at {shown}; GET /v1/openapi.json lists the routes")
 
 

@@ -38,6 +38,12 @@ def release_not_found(release: str) -> ApiError:
     return ApiError(404, "release_not_found", f"no release {release[:60]!r}; GET /v1/releases lists the releases")
 
 
+def metric_not_found(metric: str, task: str, known: list[str]) -> ApiError:
+    """A metric the task does not publish: 404, as an unknown task is ``task_not_found``, naming the known ones."""
+    return ApiError(404, "metric_not_found", f"no metric {metric[:80]!r} for {task}; its metrics are "
+                    f"{', '.join(known)}")
+
+
 def invalid_parameter(message: str) -> ApiError:
     return ApiError(400, "invalid_parameter", message)
 

@@ -124,3 +124,31 @@ def query_guard(declared: Collection[str]) -> Callable[[Request], Awaitable[None
             check_query(query_string, names)
 
     return guard
+
+
+def _known_metrics() -> list[str]:
+    """The metric names the checked-in task specs publish (``metrics = [...]`` in ``specs/tasks``): the
+    ``metric`` parameter's known values in the OpenAPI document. A task from a plug-in may publish
+    others; whatever a task does not publish answers ``metric_not_found`` naming its own."""
+    import tomllib
+    from pathlib import Path
+
+    names: set[str] = set()
+    for path in sorted((Path(__file__).resolve().parent.parent / "specs" / "tasks").glob("*/*.toml")):
+        try:
+            names.update(str(m) for m in tomllib.loads(path.read_text(encoding="utf-8")).get("metrics", []))
+        except (OSError, ValueError):
+            continue
+    return sorted(names)
+
+
+KNOWN_METRICS = _known_metrics()
+
+
+def metric_parameter() -> Any:
+    """``metric`` of the leaderboard: a name the task publishes (its known values listed, not an enum)."""
+    known = ", ".join(f"`{m}`" for m in KNOWN_METRICS)
+    return Parameter(default=None, description="Rank by this published metric, in its direction (default: the "
+                     f"task's primary metric). Known values: {known}; one the task does not publish answers 404 "
+                     "`metric_not_found` naming the task's metrics.",
+                     examples=[Example(value=m) for m in KNOWN_METRICS[:3]])

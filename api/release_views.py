@@ -113,9 +113,29 @@ def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
     )
 
 
-def recent_ids(data: DataDir, limit: int = 100) -> list[str]:
-    """The newest releases' ids, newest first: the site's release picker."""
-    return [r.id for r in read_releases(data)[::-1][:limit]]
+def recent(data: DataDir, limit: int = 100) -> list[tuple[str, str]]:
+    """The newest releases, newest first, as (id, label) for the site's release picker: a bare id
+    says nothing to a person, its date and size do (``2026-11-01 14:03 UTC, 15 results``)."""
+    return [(r.id, f"{r.published_at[:10]} {r.published_at[11:16]} UTC, {r.n_results} results ({r.id})")
+            for r in read_releases(data)[::-1][:limit]]
+
+
+def page_context(tables: Tables, data: DataDir, release: str, base: str) -> dict[str, Any]:
+    """What the release page (``/releases/{id}``, the citation URL) shows: the release, its
+    leaderboards as published, its other results with their status, its BibTeX and signature."""
+    r = find(data, release)
+    url = release_url(base, r.id)
+    view = as_of(tables, data, r.id)
+    titles = {t.ref: t.title or t.ref for t in tables.tasks}
+    boards = []
+    for task, rows in r.manifest["leaderboards"].items():
+        named = [{**row, "name": view.results[row["run_id"]].record.model.name
+                  if row["run_id"] in view.results else row["model"]} for row in rows]
+        boards.append({"task": task, "slug": task.partition("@")[0], "version": task.partition("@")[2],
+                       "title": titles.get(task, task), "rows": named})
+    others = [e for e in r.manifest["results"] if e["status"] != "current"]
+    return {"release": r, "url": url, "bibtex": bibtex(r, url), "boards": boards, "others": others,
+            "signature": render.signature(r.signature)}
 
 
 def bibtex(release: ReleaseRecord, url: str) -> str:

@@ -13,6 +13,9 @@ from api import schemas
 from api.bibtex import result_bibtex
 from api.rank_sets import RankEntry
 from api.tables import Published, Tables, TaskEntry
+from pipelines.core.figures import Figure, flow_steps, valid_figures
+from pipelines.core.kind import Kind
+from pipelines.kinds import kind as kind_of
 from pipelines.kinds import kinds
 from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of
 
@@ -43,7 +46,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     exactly by the kinds that parse replies (``Kind.parses_replies``)."""
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
-                          direction=m.direction, target=m.target)  # type: ignore[arg-type]
+                          direction=m.direction, target=m.target,  # type: ignore[arg-type]
+                          replicates_kept=m.replicates_kept)
 
 
 BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "
@@ -53,7 +57,9 @@ BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many 
 
 def subgroups(r: ResultRecord) -> dict[str, list[schemas.Subgroup]]:
     return {name: [schemas.Subgroup(group=g.group, n=g.n, n_subjects=g.n_subjects,
-                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat) for g in rows]
+                                    metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat,
+                                    replicates_kept=g.replicates_kept, withheld_reason=g.withheld_reason)
+                   for g in rows]
             for name, rows in r.subgroups.items()}
 
 
@@ -92,8 +98,13 @@ def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: 
         rank=rank, rank_low=e.low, rank_high=e.high, tied_with_leader=e.tied, marginal_rank_low=e.marginal_low,
         marginal_rank_high=e.marginal_high, run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(shown, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
-        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r),
+        url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), withheld=withheld(r),
     )
+
+
+def withheld(r: ResultRecord) -> list[schemas.Withheld]:
+    """The metrics the validity gate kept from publication (pipelines.stats.validity), with why."""
+    return [schemas.Withheld(name=w.name, reason=w.reason) for w in r.withheld]
 
 
 def summary(p: Published, base: str) -> schemas.ResultSummary:
@@ -102,12 +113,27 @@ def summary(p: Published, base: str) -> schemas.ResultSummary:
         run_id=r.run_id, task=r.task, model=model(r.model), tier=r.tier,  # type: ignore[arg-type]
         metric=metric(r.primary, r), n=r.n, parse_rate=r.parse_rate, cost_usd=r.cost_usd, eval_date=r.eval_date,
         url=result_url(base, r.run_id), demo=r.demo, **_contamination(r), superseded_by=p.superseded_by,
+        status=p.status,  # type: ignore[arg-type]
     )
 
 
+def _kind_or_none(name: str | None) -> Kind | None:
+    """The task's kind, None for a kind this server does not know (its result still serves, plainly)."""
+    if name is None:
+        return None
+    try:
+        return kind_of(name)
+    except (KeyError, ValueError, ImportError):
+        return None
+
+
 def result(p: Published, base: str, dataset: schemas.Dataset | None,
-           versus: schemas.BaselineComparison | None = None, supersedes: tuple[str, ...] = ()) -> schemas.Result:
+           versus: schemas.BaselineComparison | None = None, supersedes: tuple[str, ...] = (),
+           kind_name: str | None = None) -> schemas.Result:
+    """``kind_name``: the task's kind, which reads its extras (figures, the unparsed sample): no
+    module of the API reads an extras key by name."""
     r = p.record
+    strategy = _kind_or_none(kind_name)
     withdrawn = p.withdrawn
     url = result_url(base, r.run_id)
     return schemas.Result(
@@ -120,6 +146,7 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
             task_spec_hash=r.versions.task_spec_hash, model_spec_hash=r.versions.model_spec_hash,
             dataset_snapshot=r.versions.dataset_snapshot, parser=r.versions.parser,
             code_revision=r.versions.code_revision, libraries=dict(r.versions.libraries),
+            plugins=list(r.versions.plugins),
         ),
         usage=schemas.Usage(
             prompt_tokens=r.usage.prompt_tokens, completion_tokens=r.usage.completion_tokens,
@@ -131,17 +158,19 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         predictions_sha256=r.predictions_sha256,
         superseded_by=p.superseded_by,
         dataset=r.dataset,
-        extras={k: v for k, v in r.extras.items() if k != "unparsed_sample"},
+        extras=strategy.served_extras(r.extras) if strategy else dict(r.extras),
         versus_baseline=versus,
         subgroups=subgroups(r),
         breakdowns=breakdowns(r),
         breakdowns_caveat=BREAKDOWNS_CAVEAT if r.breakdowns else None,
-        unparsed_sample=unparsed(r),
+        unparsed_sample=unparsed(strategy, r),
+        figures=figures(strategy, r),
         provenance=provenance(r),
         status=p.status,  # type: ignore[arg-type]
         withdrawn=schemas.Withdrawn(reason=withdrawn["reason"], date=withdrawn["date"]) if withdrawn else None,  # type: ignore[arg-type]
         supersedes=list(supersedes),
         signature=signature(p.signature),
+        withheld=withheld(r),
     )
 
 
@@ -153,12 +182,24 @@ def signature(found: Mapping[str, str] | None) -> schemas.Signature | None:
                              signed_at=found.get("signed_at"))
 
 
-def unparsed(r: ResultRecord) -> list[schemas.UnparsedOutput] | None:
-    """A choice result's unparsed sample (kept in its record's extras), served as a field of its own."""
-    sample = r.extras.get("unparsed_sample")
-    if not isinstance(sample, list):
+def unparsed(strategy: Kind | None, r: ResultRecord) -> list[schemas.UnparsedOutput] | None:
+    """The unparsed sample a kind that parses replies keeps in its extras, served as a field of its own."""
+    sample = strategy.unparsed_sample(r.extras) if strategy else None
+    if sample is None:
         return None
-    return [schemas.UnparsedOutput(instance_id=str(u["instance_id"]), output=str(u["output"])) for u in sample]
+    return [schemas.UnparsedOutput(instance_id=i, output=o) for i, o in sample]
+
+
+def figures(strategy: Kind | None, r: ResultRecord) -> list[Figure]:
+    """The figures the task's kind declares for this result (``pipelines.core.figures``), those
+    that can be drawn; any failure of a kind's declaration is no figure rather than no page."""
+    if strategy is None:
+        return []
+    try:
+        declared = strategy.figures(r.extras, {m.name: m.value for m in r.metrics})
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
+    return valid_figures(declared)
 
 
 def stats(tables: Tables, reuses: int) -> schemas.Stats:
@@ -177,9 +218,10 @@ def task(t: TaskEntry) -> schemas.Task:
     )
 
 
-def task_detail(t: TaskEntry) -> schemas.TaskDetail:
+def task_detail(t: TaskEntry, detectable: schemas.DetectableDifference | None = None) -> schemas.TaskDetail:
     return schemas.TaskDetail(
         slug=t.slug, version=t.version, dataset=t.dataset, kind=t.kind, primary_metric=t.primary_metric,
         preview=t.preview, n_results=t.n_results, spec_hash=t.spec_hash, ref=t.ref, title=t.title,
-        description=t.description, spec=dict(t.spec), participant_flow=t.participant_flow,
+        description=t.description, spec=dict(t.spec), participant_flow=flow_steps(t.participant_flow),
+        detectable_difference=detectable,
     )

@@ -19,6 +19,7 @@ _METHODS = {
     "wilson": "Wilson score interval",
     "bootstrap-percentile": "percentile bootstrap",
     "cluster-bootstrap-percentile": "cluster percentile bootstrap",
+    "cluster-bootstrap-expanded-percentile": "cluster expanded-percentile bootstrap (widened for few subjects)",
 }
 
 

@@ -13,8 +13,13 @@ from typing import Any, Literal
 
 import msgspec
 
+from pipelines.core.figures import Figure, FlowStep
+from warehouse.records import PluginVersion
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
+)
+from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
+    Breakdown, DetectableDifference, Metric, Subgroup, Withheld,
 )
 from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
@@ -52,34 +57,6 @@ class ModelDetail(msgspec.Struct):
     knowledge_cutoff: dt.date | None
 
 
-class Metric(msgspec.Struct):
-    name: str
-    value: float
-    ci_low: float
-    ci_high: float
-    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile
-    direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
-    target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
-
-
-class Subgroup(msgspec.Struct):
-    """A result's metrics on one subgroup of its test items (e.g. sex F), with their own intervals."""
-
-    group: str
-    n: int
-    n_subjects: int
-    metrics: list[Metric]
-    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
-
-
-class Breakdown(msgspec.Struct):
-    """The primary metric on one group of items; a per-group 95% interval, not a simultaneous one."""
-
-    group: str
-    n: int
-    metric: Metric
-
-
 class Row(msgspec.Struct):
     rank: int
     run_id: str
@@ -101,6 +78,7 @@ class Row(msgspec.Struct):
     tied_with_leader: bool  # the simultaneous rank set contains 1
     marginal_rank_low: int  # percentile interval of the joint bootstrap's replicate ranks (not valid at ties)
     marginal_rank_high: int
+    withheld: list[Withheld]  # the result's metrics left unpublished (undefined or degenerate), and why
 
 
 class ResultSummary(msgspec.Struct):
@@ -119,6 +97,8 @@ class ResultSummary(msgspec.Struct):
     contamination_status: ContaminationStatus
     contamination_basis: str
     superseded_by: str | None  # addition: lets a listing tell current results from replaced ones
+    # current | superseded | withdrawn (as of the release asked for): a listed withdrawn result never looks current
+    status: Literal["current", "superseded", "withdrawn"]
 
 
 class Versions(msgspec.Struct):
@@ -128,6 +108,7 @@ class Versions(msgspec.Struct):
     parser: str | None
     code_revision: str
     libraries: dict[str, str]
+    plugins: list[PluginVersion] = []  # addition: plug-in distributions' {name, version, files_sha256}
 
 
 class Usage(msgspec.Struct):
@@ -194,16 +175,13 @@ class Result(msgspec.Struct, kw_only=True):
     superseded_by: str | None
     dataset: str  # addition: the dataset slug to cite with this result
     extras: dict[str, Any]  # addition: task-specific detail (ROC points, accuracy by category, ...)
-    # {field: [Subgroup]} (score tasks: sex, age band), each with intervals; {} when none
-    subgroups: dict[str, list[Subgroup]]
-    # {field: [Breakdown]} (choice tasks: category, purpose, source); per-group intervals; {} when none
-    breakdowns: dict[str, list[Breakdown]]
+    subgroups: dict[str, list[Subgroup]]  # {field: [Subgroup]} (e.g. sex, age band) with intervals; {}: none
+    breakdowns: dict[str, list[Breakdown]]  # {field: [Breakdown]} (e.g. category), per-group intervals; {}: none
     provenance: Provenance  # who stands behind it: all null for medbench's own runs
     versus_baseline: BaselineComparison | None = None  # addition: paired difference to the task's baseline
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
-    # choice tasks: the first 20 outputs counted unparsed (item order); null for score tasks and for
-    # results published before it was recorded
-    unparsed_sample: list[UnparsedOutput] | None = None
+    unparsed_sample: list[UnparsedOutput] | None = None  # parsed kinds: the first 20 unparsed outputs; else null
+    figures: list[Figure] = []  # addition: what the task's kind declares (docs/api.md), drawn generically
     # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
@@ -211,7 +189,7 @@ class Result(msgspec.Struct, kw_only=True):
     # over the whole record but the host-dependent, derived and status fields (docs/api.md
     # "Signatures"); null for a result published before signing
     signature: Signature | None
-
+    withheld: list[Withheld]  # metrics left out of `metrics` (undefined or degenerate), and why
 
 
 class Dataset(msgspec.Struct):
@@ -257,8 +235,10 @@ class TaskDetail(msgspec.Struct):
     title: str
     description: str  # addition
     spec: dict[str, Any]
-    # addition (score tasks): cases in the snapshot -> each exclusion -> cohort -> windows -> splits
-    participant_flow: dict[str, Any] | None = None
+    # addition: labelled counts in order, as the family declares them; None: none, or an unknown shape
+    participant_flow: list[FlowStep] | None = None
+    # smallest difference in the primary metric detectable with 80% power at alpha 0.05; null with < 2 results
+    detectable_difference: DetectableDifference | None = None
 
 
 class TaskList(msgspec.Struct):
@@ -324,6 +304,8 @@ class Compare(msgspec.Struct):
     a_only_correct: int | None  # addition: accuracy tasks, discordant pairs with only a right
     b_only_correct: int | None  # addition: ... with only b right
     p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
+    direction: Literal["higher", "lower", "target"] = "higher"  # addition: which way the metric is better
+    better: Literal["a", "b"] | None = None  # addition: the result the whole interval favours (docs/api.md)
 
 
 class Evaluation(msgspec.Struct):

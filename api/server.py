@@ -67,13 +67,16 @@ def banner(base: str, tables: Tables | None, data_root: Path, workers: int = 1, 
     if tables is None and cause:
         lines.append(f"the published warehouse cannot be served ({cause}): /v1 answers 503 until a publish repairs it")
     elif tables is None:
-        lines.append("nothing is published there yet: /v1 answers 503 until `medbench materialize --demo` has run")
+        lines.append(f"nothing is published in {data_root} yet (choose another directory with MEDBENCH_DATA=DIR): "
+                     "/v1 answers 503 until `medbench materialize` (or `medbench demo`) has published there")
     else:
         kind = "demo results (generated data)" if tables.demo else "results"
         lines.append(f"serving warehouse {tables.version}: {len(tables.results)} {kind}")
         if cause:
             lines.append(f"warning: {cause}; serving the newest kept version that loads until a publish repairs it")
     lines.append(f"website: open {base}/ in a browser (leaderboards, results, comparisons; /agents for agents)")
+    # The CLI's client commands ask MEDBENCH_API_URL (else :8000): the line to paste in another shell.
+    lines.append(f"export MEDBENCH_API_URL={base}   # for medbench's client commands in another shell")
     lines.append("try:")
     lines += [f"  curl '{url}'" for url in example_urls(base, tables)]
     return "\n".join(lines)

@@ -137,7 +137,9 @@ def rule_one(tables: Tables | None, checked: Checked, base: str) -> list[schemas
         if published.record.provenance.package_sha256 != checked.package_sha256:
             return None  # rule one applies to the exact package (none: medbench's own run)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
-        found.append(render.result(published, base, dataset, tables.versus_baseline.get(published.run_id)))
+        task = tables.task_by_ref.get(published.record.task)
+        found.append(render.result(published, base, dataset, tables.versus_baseline.get(published.run_id),
+                                   kind_name=task.kind if task else None))
     return found
 
 

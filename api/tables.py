@@ -35,7 +35,7 @@ from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
 from warehouse.versions import POINTER_MISSING, kept_versions, load_failure, pointer_state
-from warehouse.records import ResultRecord
+from warehouse.records import ResultRecord, metric_order_value
 
 __all__ = ["Published", "StoreStatus", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
 
@@ -114,14 +114,12 @@ class Tables:
         return self.model_slugs.get(ident, ())
 
 
-def _sort_value(value: float) -> float:
-    return value if not math.isnan(value) else -math.inf
-
-
 def leaderboard_key(p: Published) -> tuple:
-    """CONTRACT.md's order: metric value descending, then eval_date, then run_id."""
+    """The leaderboard's order: the primary metric in its direction (higher, lower, or closest to its
+    target: ``warehouse.records.metric_order_value``, the publisher's own key, so a stored rank set
+    matches its row), then eval_date, then run_id."""
     r = p.record
-    return (-_sort_value(r.primary.value), r.eval_date, r.run_id)
+    return (metric_order_value(r.primary), r.eval_date, r.run_id)
 
 
 def _freeze(value: dict) -> Mapping:

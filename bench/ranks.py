@@ -12,6 +12,11 @@ from the drawn subjects and computes every model's AUROC on them (``pipelines.st
 The loop is timed on a stated number of replicates and scaled to all of them (printed as such);
 its ranks on those replicates must equal ours, and at ``--tiny`` both intervals are compared whole.
 
+Joint coverage at ties: five exactly tied models, one better, two worse (true ranks 2,2,2,2,2,1,7,8),
+300 items, 400 replicates per simulated board; the share of boards whose simultaneous sets
+(``pipelines.stats.rank_sets``) cover every true rank at once, with its Monte Carlo SE, beside the
+marginal percentile intervals' share (target: the sets' share >= 95% - 2 SE).
+
     python -m bench.ranks [--tiny]
 """
 
@@ -32,10 +37,11 @@ from pipelines.stats.ranks import (
     rank_bounds,
     replicate_ranks,
 )
+from pipelines.stats.rank_sets import simultaneous_rank_sets, true_ranks
 
 SCALES = {
-    "tiny": {"acc": (20, 200, 200, 200), "auroc": (5, 40, 2_000, 100, 100)},
-    "full": {"acc": (200, 1_045, 2_000, 2_000), "auroc": (50, 1_200, 60_000, 1_000, 4)},
+    "tiny": {"acc": (20, 200, 200, 200), "auroc": (5, 40, 2_000, 100, 100), "ties": 100},
+    "full": {"acc": (200, 1_045, 2_000, 2_000), "auroc": (50, 1_200, 60_000, 1_000, 4), "ties": 1_000},
 }  # acc: models, items, replicates, loop replicates; auroc: models, subjects, windows, replicates, loop replicates
 SEED = 20261202
 TARGET_ACC_S, TARGET_AUROC_S = 10.0, 60.0
@@ -117,6 +123,30 @@ def bench_auroc(models: int, subjects: int, windows: int, replicates: int, loop_
     return same
 
 
+TIES_THETA = np.array([0.6] * 5 + [0.7, 0.5, 0.45])
+
+
+def bench_coverage_at_ties(runs: int, items: int = 300, replicates: int = 400) -> bool:
+    truth = true_ranks(TIES_THETA)
+    rng = np.random.default_rng(20240527)
+    sets_hit = marginal_hit = 0
+    start = time.perf_counter()
+    for _ in range(runs):
+        correct = rng.random((len(TIES_THETA), items)) < TIES_THETA[:, None]
+        sums = accuracy_replicate_sums(correct, replicates, int(rng.integers(2**31)))
+        sets = simultaneous_rank_sets(correct.sum(axis=1).astype(np.float64), sums)
+        low, high = rank_bounds(replicate_ranks(sums), _point(correct.mean(axis=1)))
+        sets_hit += bool(np.all((sets.low <= truth) & (truth <= sets.high)))
+        marginal_hit += bool(np.all((low <= truth) & (truth <= high)))
+    cov, marg = sets_hit / runs, marginal_hit / runs
+    se, se_m = (cov * (1 - cov) / runs) ** 0.5, (marg * (1 - marg) / runs) ** 0.5
+    met = cov >= 0.95 - 2 * se
+    print(f"joint coverage at ties ({runs} boards of 8 models, 5 tied, {items} items, {replicates} replicates): "
+          f"simultaneous sets {cov:.3f} (MC SE {se:.3f}), marginal intervals {marg:.3f} (MC SE {se_m:.3f}); "
+          f"target >= 0.95 within 2 SE: {'met' if met else 'MISSED'} ({time.perf_counter() - start:.1f} s)")
+    return met
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="small sizes, the whole loop (for CI)")
@@ -124,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     scale = SCALES["tiny" if args.tiny else "full"]
     ok = bench_accuracy(*scale["acc"])
     ok = bench_auroc(*scale["auroc"]) and ok
+    ok = bench_coverage_at_ties(scale["ties"]) and ok
     return 0 if ok else 1
 
 

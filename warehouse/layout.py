@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 DATA_ENV = "MEDBENCH_DATA"
@@ -20,8 +21,34 @@ class DataKindError(RuntimeError):
     """Refusal to put demo results into a real data directory, or the reverse."""
 
 
+# Before one default served every command, ``medbench demo`` wrote to ``data/demo``: a checkout that
+# still has one (and nothing in ``data`` itself) keeps using it, with a notice (docs/concepts.md).
+_noticed: set[Path] = set()
+
+
 def data_root() -> Path:
-    return Path(os.environ.get(DATA_ENV) or DEFAULT_DATA_DIR).resolve()
+    """``MEDBENCH_DATA``, else ``<checkout>/data`` (the one default, ``medbench demo`` included)."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).resolve()
+    return default_data_dir()
+
+
+def default_data_dir(default: Path = DEFAULT_DATA_DIR) -> Path:
+    """The default directory; an earlier version's ``data/demo`` is found and used, once noticed."""
+    earlier = default / "demo"
+    if not (default / "KIND").exists() and (earlier / "KIND").exists():
+        if earlier not in _noticed:
+            _noticed.add(earlier)
+            print(f"medbench: using {earlier} (the demo directory of an earlier version); move its contents "
+                  f"to {default}, or set {DATA_ENV}, to silence this notice", file=sys.stderr)
+        return earlier.resolve()
+    return default.resolve()
+
+
+def where(root: Path, flag: bool = False) -> str:
+    """The tail of every "nothing found" message: the directory looked in and how to choose another."""
+    how = f"--data DIR or {DATA_ENV}=DIR" if flag else f"{DATA_ENV}=DIR"
+    return f"in {root} (choose another with {how})"
 
 
 class DataDir:

@@ -3,19 +3,23 @@
 Before schema 6 the ``predictions`` view read the runs' Parquet files by absolute path, so the file
 broke once the data directory moved or was copied (and DuckDB resolves relative paths against the
 working directory, so relative ones would break from another cwd). Now the predictions are copied
-into the file at publish time, one table per task kind with a typed ``label``:
+into the file at publish time, one table per task kind, ``predictions_<kind>``, typed by the kind
+(``Kind.sql_types``, handed in as ``Catalog.kind_columns``):
 
 - ``predictions_choice``: choice tasks (clinicalqa), ``label`` VARCHAR (the letter);
 - ``predictions_score``: score tasks (vitaldb-ioh), ``label`` INTEGER 0/1, so ``avg(label)`` works;
+- any other kind's (a plug-in's regression kind: ``predictions_regression``) with its own columns;
 
-and ``predictions`` stays, as a view over those two tables (``label`` as text, as it always was).
+and ``predictions`` stays, as a view over all of them (a column two kinds type differently, such as
+``label``, as text, as it always was).
 The cost (file size, publish time) is measured by ``bench/publish_scale``. The ``releases`` table
 mirrors the release log (``warehouse.releases``) as it stood when the version was built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -30,8 +34,13 @@ from warehouse.schema import PREDICTIONS_RUN_COLUMN, ReleaseRow, insert_rows
 _ARROW_SQL = {"string": "VARCHAR", "large_string": "VARCHAR", "bool": "BOOLEAN", "double": "DOUBLE", "float": "FLOAT",
               "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT"}
 
-PREDICTION_TABLES = {"choice": ("predictions_choice", "VARCHAR"), "score": ("predictions_score", "INTEGER")}
+# The built-in kinds' typed columns, for a catalog that hands in none (``Catalog.kind_columns``: the
+# pipeline hands in every registered kind's ``Kind.sql_types``). Pinned: choice's ``label`` is the
+# letter, score's an integer 0/1 (so ``avg(label)`` works).
+DEFAULT_KIND_COLUMNS: dict[str, dict[str, str]] = {"choice": {"label": "VARCHAR"}, "score": {"label": "INTEGER"}}
+PREDICTION_TABLES = {k: (f"predictions_{k}", cols["label"]) for k, cols in DEFAULT_KIND_COLUMNS.items()}
 _RUN_ID = r"regexp_extract(filename, '([0-9a-f]{12})/predictions\.parquet$', 1)"
+_KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 
 
 def empty_view_columns(schemas: Sequence[Any]) -> list[tuple[str, str]]:
@@ -48,32 +57,67 @@ def _quoted(files: Sequence[str]) -> str:
     return ", ".join("'" + f.replace("'", "''") + "'" for f in sorted(files))
 
 
+def table_name(kind: str) -> str:
+    """``predictions_<kind>``; a kind name that is no SQL identifier is refused (it names a table)."""
+    if not _KIND_NAME.match(kind):
+        raise ValueError(f"task kind {kind!r} cannot name a DuckDB table: use lowercase letters, digits and _")
+    return f"predictions_{kind}"
+
+
+def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
+    return {name: typ for name, typ, *_ in con.execute(f"DESCRIBE {relation}").fetchall()}
+
+
 def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, results: Sequence[ResultRecord],
-                             tasks: Sequence[dict[str, Any]], schemas: Sequence[Any]) -> None:
-    """Copy every published run's predictions into ``predictions_choice`` / ``predictions_score`` (by
-    the task's kind; a kind other than score is filed with choice), and make ``predictions`` a view
-    over both. Columns are the files' own, by name; only ``label`` is typed here."""
+                             tasks: Sequence[dict[str, Any]], schemas: Sequence[Any],
+                             kind_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """Copy every published run's predictions into one table per kind, ``predictions_<kind>``, and make
+    ``predictions`` a view over all of them (docs/duckdb.md).
+
+    A table's columns are its files' own, by name; the kind's typed columns (``kind_columns``: the
+    kind's ``sql_types``) are cast to their declared type where the files hold them, and no column is
+    assumed to exist. Every kind of ``kind_columns`` gets a table (empty, typed from its tasks' schemas,
+    when it has no file), and so does every kind a task names. The view is ``UNION ALL BY NAME`` of the
+    tables; a column two kinds type differently (choice's text ``label``, score's integer one) is
+    text in the view."""
+    typed = {k: dict(v) for k, v in (kind_columns or DEFAULT_KIND_COLUMNS).items()}
+    for t in tasks:
+        typed.setdefault(t.get("kind", "choice"), {})
     kind_of = {f"{t['slug']}@{t['version']}": t.get("kind", "choice") for t in tasks}
     schemas_of: dict[str, list[Any]] = {}
     for t, schema in zip(tasks, schemas):
-        schemas_of.setdefault("score" if t.get("kind") == "score" else "choice", []).append(schema)
-    files: dict[str, list[str]] = {"choice": [], "score": []}
+        schemas_of.setdefault(t.get("kind", "choice"), []).append(schema)
+    files: dict[str, list[str]] = {k: [] for k in typed}
     for r in results:
         path = data.predictions_path(r.run_id)
-        if path.exists():
-            files["score" if kind_of.get(r.task) == "score" else "choice"].append(str(path))
-    for kind, (table, label_type) in PREDICTION_TABLES.items():
+        if path.exists() and r.task in kind_of:
+            files[kind_of[r.task]].append(str(path))
+    tables: list[str] = []
+    for kind, declared in typed.items():
+        table = table_name(kind)
+        tables.append(table)
         if files[kind]:
-            con.execute(
-                f"CREATE TABLE {table} AS SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename) "
-                f"REPLACE (CAST(label AS {label_type}) AS label) "
-                f"FROM read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)")
+            source = f"read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)"
+            present = _columns(con, f"SELECT * FROM {source}")
+            casts = [f"CAST({c} AS {t}) AS {c}" for c, t in declared.items() if c in present]
+            replace = f" REPLACE ({', '.join(casts)})" if casts else ""
+            con.execute(f"CREATE TABLE {table} AS SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename){replace} "
+                        f"FROM {source}")
         else:
             cols = dict(empty_view_columns(schemas_of.get(kind, [])))
-            cols["label"] = label_type
+            cols.update(declared)  # the kind's typed columns are there even before any file
             con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {t}' for n, t in cols.items())})")
-    con.execute("CREATE VIEW predictions AS SELECT * FROM predictions_choice UNION ALL BY NAME "
-                "SELECT * REPLACE (CAST(label AS VARCHAR) AS label) FROM predictions_score")
+    shapes = {table: _columns(con, table) for table in tables}
+    types: dict[str, set[str]] = {}
+    for cols in shapes.values():
+        for name, typ in cols.items():
+            types.setdefault(name, set()).add(typ)
+    mixed = {name for name, seen in types.items() if len(seen) > 1}
+    selects = []
+    for table, cols in shapes.items():
+        casts = [f"CAST({c} AS VARCHAR) AS {c}" for c in cols if c in mixed and cols[c] != "VARCHAR"]
+        selects.append(f"SELECT *{f' REPLACE ({chr(44).join(casts)})' if casts else ''} FROM {table}")
+    con.execute("CREATE VIEW predictions AS " + " UNION ALL BY NAME ".join(selects))
 
 
 def release_rows(records: Sequence[ReleaseRecord]) -> list[ReleaseRow]:
@@ -96,4 +140,4 @@ def insert_releases(con: duckdb.DuckDBPyConnection, records: Sequence[ReleaseRec
     insert_rows(con, release_rows(records))
 
 
-__all__ = ["PREDICTION_TABLES", "create_prediction_tables", "empty_view_columns", "insert_releases", "release_rows"]
+__all__ = ["DEFAULT_KIND_COLUMNS", "PREDICTION_TABLES", "create_prediction_tables", "table_name", "empty_view_columns", "insert_releases", "release_rows"]

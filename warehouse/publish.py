@@ -79,6 +79,9 @@ class Catalog:
     # the tasks' predictions schemas (pyarrow, handed in by the pipeline): the ``predictions`` view's
     # columns while no predictions file exists; derived from ``tasks``, so not part of the content hash
     prediction_schemas: list[Any] = field(default_factory=list)
+    # kind name -> its typed columns (DuckDB types by column, ``Kind.sql_types``), handed in by the
+    # pipeline: one ``predictions_<kind>`` table each (``warehouse.portable``); None: the built-ins'
+    kind_columns: dict[str, dict[str, str]] | None = None
     # run_id -> {reason, date} of every withdrawn result (``warehouse.withdrawals``): they stay
     # published, marked withdrawn, and leave the current leaderboards and lookups
     withdrawn: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -319,7 +322,8 @@ def _build_full(path: Path, data: DataDir, catalog: Catalog, version: str, conte
         insert_rows(con, [row for r in catalog.results for row in metric_rows(r)])
         insert_rows(con, catalog.ranks)
         insert_rows(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])
-        create_prediction_tables(con, data, catalog.results, catalog.tasks, catalog.prediction_schemas)
+        create_prediction_tables(con, data, catalog.results, catalog.tasks, catalog.prediction_schemas,
+                                 catalog.kind_columns)
         insert_releases(con, [*read_releases(data), record])
         con.execute("CHECKPOINT")
     finally:

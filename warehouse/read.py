@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import duckdb
 import msgspec
 
-from warehouse.layout import DataDir
+from warehouse.layout import DataDir, where
 from warehouse.records import ResultRecord, decode_record
 from warehouse.schema import (BaselineComparisonRow, DatasetRow, LeaderboardRankRow, MetricRow, ModelRow, Row,
                               TaskRow, column_names, select_sql)
@@ -58,7 +58,8 @@ def _require_version(data: DataDir) -> str:
     if chosen.version is None:
         if chosen.cause:
             raise NoWarehouse(f"the published warehouse in {data.root} cannot be read: {chosen.cause}")
-        raise NoWarehouse(f"no published warehouse in {data.root}: run `medbench materialize --demo` first")
+        raise NoWarehouse(f"no published warehouse {where(data.root)}; publish one there with "
+                          "`medbench materialize` (or `medbench demo` for the demo data)")
     if chosen.fallback:
         log.warning("%s; reading the newest sound kept version %s instead", chosen.cause, chosen.version)
     return chosen.version
@@ -320,14 +321,25 @@ class LeaderboardLine(msgspec.Struct, frozen=True):
     demo: bool
 
 
+# The primary metric in its direction, as SQL over the ``results`` table: the number that sorts
+# ascending exactly as ``warehouse.records.metric_order_value`` does (higher: -value; lower: value;
+# target: distance to the target; NaN last). docs/duckdb.md shows it in a query.
+PRIMARY_ORDER_SQL = (
+    "CASE coalesce(record->'metrics'->0->>'direction', 'higher') WHEN 'lower' THEN metric_value "
+    "WHEN 'target' THEN abs(metric_value - coalesce(CAST(record->'metrics'->0->>'target' AS DOUBLE), 0)) "
+    "ELSE -metric_value END"
+)
+
+
 def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
-    """Current results of the current version, by task, then metric value descending, eval_date, run_id."""
+    """Current results of the current version, by task, then the primary metric in its direction
+    (``PRIMARY_ORDER_SQL``), eval_date, run_id: the order of ``/v1/leaderboard``."""
     names = ", ".join(f.name for f in msgspec.structs.fields(LeaderboardLine))
     con = _connect(data, _require_version(data))
     try:
         rows = con.execute(
             f"SELECT {names} FROM results WHERE superseded_by IS NULL{_not_withdrawn(con)} "
-            "ORDER BY task, metric_value DESC, eval_date, run_id"
+            f"ORDER BY task, {PRIMARY_ORDER_SQL}, eval_date, run_id"
         ).fetchall()
     finally:
         con.close()
@@ -335,7 +347,7 @@ def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
 
 
 __all__ = [
-    "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
+    "PRIMARY_ORDER_SQL", "READ_ERRORS", "Catalogue", "LeaderboardLine", "NoWarehouse", "Published", "Snapshot", "current_result", "current_version",
     "leaderboard_lines", "open_current", "published_records", "read_meta", "read_metrics", "read_version", "result_by_id",
     "schema_version_of",
 ]

@@ -43,6 +43,9 @@ class MetricValue(msgspec.Struct, frozen=True):
     # (closest to ``target`` is best, e.g. calibration slope 1); older records are "higher"
     direction: str = "higher"
     target: float | None = None
+    # bootstrap replicates the interval was computed from (the others undefined there); None for an
+    # interval that is not a bootstrap's or a result written before this was recorded
+    replicates_kept: int | None = None
 
 
 class Subgroup(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +56,8 @@ class Subgroup(msgspec.Struct, frozen=True, kw_only=True):
     n_subjects: int  # distinct resampling clusters (patients) in it
     metrics: list[MetricValue]
     caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+    replicates_kept: int | None = None  # replicates holding both classes in the subgroup: all its intervals use them
+    withheld_reason: str | None = None  # set with metrics == []: too few clusters for an interval
 
 
 class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,13 +81,24 @@ def metric_order_value(m: MetricValue | None) -> float:
     return -m.value
 
 
-class Versions(msgspec.Struct, frozen=True):
+class PluginVersion(msgspec.Struct, frozen=True):
+    """A distribution other than medbench whose code a result used (a family, dataset, kind or backend)."""
+
+    name: str           # the distribution's name
+    version: str
+    files_sha256: str   # of its importable files as they are on disk (``pipelines.engine.plugin_identity``)
+
+
+class Versions(msgspec.Struct, frozen=True, omit_defaults=True):
     task_spec_hash: str
     model_spec_hash: str
     dataset_snapshot: str
     parser: str | None
     code_revision: str
     libraries: dict[str, str]
+    # plug-in code the result used; empty (and so absent from the record, which keeps every built-in
+    # result's bytes) when it used medbench's own only. Non-empty, it is part of the run id.
+    plugins: list[PluginVersion] = []
 
 
 class UsageRecord(msgspec.Struct, frozen=True):
@@ -100,6 +116,14 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     submission_id: str | None = None
     package_sha256: str | None = None
     sandbox: str | None = None
+
+
+class Withheld(msgspec.Struct, frozen=True):
+    """A metric left out of ``metrics`` because it is undefined or degenerate, and why
+    (``pipelines.stats.validity``)."""
+
+    name: str
+    reason: str
 
 
 class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,6 +156,7 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     # {field: [Breakdown]}: per-group accuracy (category, purpose, source); per-group intervals, not simultaneous
     breakdowns: dict[str, list[Breakdown]] = {}
     provenance: Provenance = msgspec.field(default_factory=Provenance)
+    withheld: list[Withheld] = []  # metrics never published as numbers (undefined or degenerate), with why
 
     @property
     def primary(self) -> MetricValue:

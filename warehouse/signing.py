@@ -315,6 +315,10 @@ def result_mismatches(signed: str, served: Mapping[str, Any]) -> list[str]:
             ok = _covers_all(want, got)
         elif name in ("subgroups", "breakdowns"):
             ok = _grouped(want, got, "metrics" if name == "subgroups" else "metric")
+        elif name == "versions" and isinstance(want, dict) and isinstance(got, dict) and "plugins" not in want:
+            # the record leaves ``versions.plugins`` out while it is empty (built-in code only, which keeps
+            # every built-in result's bytes); the API serves that as ``plugins: []``
+            ok = got.get("plugins", []) == [] and _same(want, {k: v for k, v in got.items() if k != "plugins"})
         elif name == "extras" and "unparsed_sample" in served:  # the API serves the sample as its own field
             sample = want.get("unparsed_sample") if isinstance(want, dict) else None
             rest = {k: v for k, v in want.items() if k != "unparsed_sample"} if isinstance(want, dict) else want

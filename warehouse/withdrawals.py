@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from warehouse.layout import RUN_ID_RE, DataDir
+from warehouse.layout import RUN_ID_RE, DataDir, where
 
 
 class Withdrawal(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,7 +61,7 @@ def withdraw(data: DataDir, run_id: str, reason: str, now: dt.datetime | None = 
     if not RUN_ID_RE.match(run_id):
         raise WithdrawalError(f"{run_id!r} is not a run id (12 lowercase hex digits)")
     if not data.result_path(run_id).exists():
-        raise WithdrawalError(f"no result {run_id} in {data.root}; `medbench sql 'SELECT run_id, task, "
+        raise WithdrawalError(f"no result {run_id} {where(data.root)}; `medbench sql 'SELECT run_id, task, "
                               "model_slug FROM results'` lists the run ids")
     if not reason:
         raise WithdrawalError("--reason must say why the result is withdrawn")

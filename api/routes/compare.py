@@ -64,13 +64,24 @@ def _compute(data: DataDir, first: Published, second: Published, task: TaskEntry
         c = compare_files(task.kind, paths[0], paths[1], replicates, seed, task.cluster_column)
     except ComparisonError as exc:
         raise invalid_parameter(f"cannot compare {first.run_id} with {second.run_id}: {exc}") from None
+    compared = first.record.metric(c.metric) or first.record.primary
+    direction = compared.direction
     return schemas.Compare(
         a=first.run_id, b=second.run_id, task=task.ref, metric=c.metric, n_shared=c.n_shared,
         difference=c.difference, ci_low=c.ci_low, ci_high=c.ci_high, p_value=c.p_value, method=c.method,
         value_a=c.value_a, value_b=c.value_b, replicates=c.replicates, seed=c.seed,
         dropped_replicates=c.dropped_replicates, a_only_correct=c.a_only_correct, b_only_correct=c.b_only_correct,
-        p_at_floor=c.p_at_floor,
+        p_at_floor=c.p_at_floor, direction=direction, better=better(direction, c.ci_low, c.ci_high),
     )
+
+
+def better(direction: str, ci_low: float, ci_high: float) -> str | None:
+    """The result the whole 95% interval of (a - b) favours in the metric's direction, else None:
+    above 0 favours a when higher is better and b when lower is; a target metric names none."""
+    if direction == "target" or not ci_low <= ci_high or (ci_low <= 0 <= ci_high):
+        return None
+    above = ci_low > 0
+    return ("a" if above else "b") if direction == "higher" else ("b" if above else "a")
 
 
 async def comparison(service: Service, tables: Tables, a: str | None, b: str | None) -> schemas.Compare:

@@ -14,7 +14,7 @@ from litestar.params import Parameter
 from litestar.response.base import ASGIResponse
 
 from api import answers, release_views, schemas
-from api.params import limit_parameter, task_parameter
+from api.params import limit_parameter, metric_parameter, task_parameter
 from api.responses import respond
 from api.routing import read_only
 from api.service import Service
@@ -29,8 +29,8 @@ def handlers() -> list[HTTPRouteHandler]:
         "et al. 2024) and the marginal bootstrap interval (`marginal_rank_low`/`marginal_rank_high`), recomputed "
         "for the metric ranked by; `rank_method` says how, or that only point ranks are available.",
         body=schemas.Leaderboard,
-        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type, unknown metric",
-                404: "`task_not_found`, `release_not_found`"},
+        errors={400: "`invalid_parameter`: no task, bad limit, unknown model_type",
+                404: "`task_not_found`, `metric_not_found` (the task's metrics named), `release_not_found`"},
     )
     async def leaderboard(
         request: Request,
@@ -38,8 +38,7 @@ def handlers() -> list[HTTPRouteHandler]:
         task: str = task_parameter(),
         model_type: Optional[schemas.ModelType] = Parameter(default=None, description="Only models of this type."),
         limit: int = limit_parameter("At most this many rows."),
-        metric: Optional[str] = Parameter(default=None, description="Rank by this published metric, in its "
-                                          "direction (default: the task's primary metric)."),
+        metric: Optional[str] = metric_parameter(),
         tier: Optional[schemas.Tier] = Parameter(default=None, description="Only rows of this tier, each keeping "
                                                  "its rank on the whole board; no match is `rows: []`."),
         release: Optional[str] = release_views.release_parameter(),

@@ -1,7 +1,9 @@
 """``GET /v1/tasks`` (one item per task version) and ``GET /v1/tasks/{slug}`` (with the full spec)."""
 
+from functools import partial
 from typing import Annotated, Optional
 
+import anyio
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
@@ -43,7 +45,7 @@ def handlers() -> list[HTTPRouteHandler]:
         ),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
-        prepared = answers.task(tables, slug, version)
+        prepared = await anyio.to_thread.run_sync(partial(answers.task, tables, slug, version, service.settings.data))
         return respond(request.scope, prepared, version=tables.version)
 
     return [*tasks, *task]

@@ -26,6 +26,7 @@ from litestar.response import Response
 from litestar.response.base import ASGIResponse
 
 from api import answers, release_views, render
+from api.detectable import detectable_difference
 from api.errors import ApiError, invalid_parameter, task_not_found
 from api.params import parse_task_ref
 from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, respond
@@ -68,6 +69,11 @@ def _error_page(request: Request, status: int, heading: str, message: str) -> Re
     body = render_template("error.html", **_common(request, service, tables, title=heading, twin=None),
                            status=status, heading=heading, message=message)
     return AsResponse(page_reply(request.scope, body, version=tables.version if tables else NO_WAREHOUSE, status=status))
+
+
+def not_found_page(request: Request, message: str) -> Response:
+    """The HTML 404 a browser gets for an unknown path outside ``/v1`` and ``/artifacts`` (``api.error_handlers``)."""
+    return _error_page(request, 404, "Not found", message)
 
 
 def _on_api_error(request: Request, exc: ApiError) -> Response:
@@ -153,12 +159,14 @@ def _handlers() -> list[HTTPRouteHandler]:
         return _page(
             request, service, tables, "task.html", title=f"{entry.title or entry.ref}", twin=twin, nav="tasks",
             task=entry, versions=views.task_versions(tables, entry.slug), model_type=model_type,
-            model_types=views.MODEL_TYPES, tier=tier, tiers=views.TIERS,
+            model_types=views.present_model_types(tables, entry, model_type), tier=tier, tiers=views.TIERS,
             board=views.leaderboard(tables, entry, model_type, base, tier),
+            detectable=await anyio.to_thread.run_sync(detectable_difference, service.settings.data, tables, entry),
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
+            flow_steps=views.flow_steps(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
             csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
-            releases=release_views.recent_ids(service.settings.data),
+            releases=release_views.recent(service.settings.data),
         )
 
     @_page_route("/tasks/{slug:str}/leaderboard.csv")
@@ -191,7 +199,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         return _page(
             request, service, tables, "result.html", title=f"{full.model.name} on {full.task}",
             twin=views.query(f"/v1/results/{run_id}", release=tables.release), nav="tasks", r=full, dataset=dataset,
-            task=task, picture=views.result_picture(full, task), clinical=views.clinical_pictures(full),
+            task=task, figures=views.result_figures(full), item_words=views.item_words(task),
             unit=views.resampling_unit(task),
             columns=views.predictions_columns(service.settings.data.predictions_path(run_id), task),
             others=views.same_task_results(tables, published),
@@ -254,9 +262,46 @@ def _handlers() -> list[HTTPRouteHandler]:
             return _page(request, service, tables, "compare.html", twin=None, status=400, **page,
                          picker=views.compare_picker(tables, None, a, None), cmp=None, mismatch=mismatch)
         body = await comparison(service, tables, a, b)
+        task_entry = tables.task_by_ref.get(body.task)
+        detectable = (await anyio.to_thread.run_sync(detectable_difference, service.settings.data, tables, task_entry)
+                      if task_entry is not None else None)
         return _page(request, service, tables, "compare.html", twin=views.query("/v1/compare", a=a, b=b), **page,
                      picker=views.compare_picker(tables, None, a, b), cmp=views.comparison_context(tables, body),
-                     mismatch=None)
+                     mismatch=None, detectable=detectable)
+
+    @_page_route("/releases/{release_id:str}")
+    async def release(request: Request, service: NamedDependency[Service], release_id: FromPath[str]) -> ASGIResponse:
+        """The release every citation links (its BibTeX's ``howpublished``): what it published, as it stood."""
+        tables = service.tables(request.scope)
+        context = await anyio.to_thread.run_sync(release_views.page_context, tables, service.settings.data,
+                                                 release_id, service.base_url(request.scope))
+        return _page(request, service, tables, "release.html", title=f"Release {context['release'].id}",
+                     twin=f"/v1/releases/{context['release'].id}", nav="", **context)
+
+    @_page_route("/submissions")
+    async def submissions(request: Request, service: NamedDependency[Service], owner: str | None = Parameter(default=None),
+                          state_filter: str | None = Parameter(query="state", default=None),
+                          offset: int = Parameter(default=0, ge=0)) -> ASGIResponse:
+        """Every submission and its public state: what ``/v1/submissions`` lists (no token, ever)."""
+        from typing import get_args
+
+        from api.schemas import SubmissionState
+
+        owner, state = (owner or "").strip() or None, (state_filter or "").strip() or None
+        if state is not None and state not in get_args(SubmissionState):
+            raise invalid_parameter(f"state must be one of {', '.join(get_args(SubmissionState))}")
+        limit = 100
+        page, total = await anyio.to_thread.run_sync(
+            lambda: service.submissions.list(owner=owner, state=state, limit=limit, offset=offset))
+        tables = service.store.current()
+        twin = views.query("/v1/submissions", owner=owner, state=state, offset=offset or None)
+        more = views.query("/submissions", owner=owner, state=state, offset=offset + limit) \
+            if offset + limit < total else None
+        body = render_template("submissions.html", **_common(request, service, tables, title="Submissions", twin=twin,
+                                                               nav="submissions"),
+                               subs=page, total=total, offset=offset, owner=owner or "", state=state or "",
+                               states=get_args(SubmissionState), more=more)
+        return page_reply(request.scope, body, version=tables.version if tables else NO_WAREHOUSE)
 
     @_page_route("/submissions/{submission_id:str}")
     async def submission(request: Request, service: NamedDependency[Service], submission_id: FromPath[str]) -> ASGIResponse:
@@ -282,7 +327,7 @@ def _handlers() -> list[HTTPRouteHandler]:
         version = service.store.peek_version() or NO_WAREHOUSE
         return respond(request.scope, icon, version=version, cache_control=CACHE_PUBLISHED, media_type="image/svg+xml")
 
-    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *submission,
+    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *release, *submissions, *submission,
             *stylesheet, *favicon]
 
 

@@ -9,6 +9,7 @@ that comes from the data is escaped. Coordinates are rounded to 0.1 px to keep p
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,11 +94,44 @@ def interval_scale(lows: Sequence[float], highs: Sequence[float], bounds: tuple[
     return Scale(round(low, 10), round(high, 10))
 
 
+MIN_BAND_PX = 40.0  # an interval narrower than this on screen reads as a dot (issue #40: bars of 9 px)
+BAR_WIDTH = 180.0
+
+
+def focus_scale(intervals: Sequence[tuple[float, float]], width: float = BAR_WIDTH,
+                minimum: float = MIN_BAND_PX) -> Scale:
+    """The leaderboard's shared axis, focused so that every interval drawn on it is at least
+    ``minimum`` px wide: rows are taken in board order (the leaders first) while the axis holding them
+    keeps each of their intervals that wide; a row left out is drawn as an arrow at the axis' edge
+    (``ci_bar``), its numbers beside it in the table. One interval always fits (it spans the axis)."""
+    inner = width - 12.0
+    kept: list[tuple[float, float]] = []
+    scale = interval_scale([], [])
+    for low, high in intervals:
+        if not (math.isfinite(low) and math.isfinite(high)):
+            continue
+        trial = [*kept, (low, high)]
+        candidate = interval_scale([lo for lo, _ in trial], [hi for _, hi in trial])
+        span = candidate.high - candidate.low
+        if not kept or span <= 0 or min(hi - lo for lo, hi in trial) / span * inner >= minimum:
+            kept, scale = trial, candidate
+    return scale
+
+
 def ci_bar(value: float, ci_low: float, ci_high: float, scale: Scale, *, reference: float | None = None,
-           width: float = 180, height: float = 22) -> Markup:
-    """One interval as a bar with a dot at the estimate, on a scale shared by a whole leaderboard."""
+           width: float = BAR_WIDTH, height: float = 22) -> Markup:
+    """One interval as a bar with a dot at the estimate, on a scale shared by a whole leaderboard; an
+    interval not wholly on the axis (``focus_scale`` left it out) is an arrow at the edge it lies past."""
     left, right, mid = 6.0, width - 6.0, height / 2
     body = [f'<line x1="{_n(left)}" y1="{_n(mid)}" x2="{_n(right)}" y2="{_n(mid)}" stroke="{GRID}" stroke-width="1"/>']
+    if not (scale.contains(ci_low) and scale.contains(ci_high)):
+        below = value < scale.low or (value <= scale.high and ci_low < scale.low)
+        tip, back = (left, left + 10) if below else (right, right - 10)
+        body.append(f'<path d="M{_n(tip)} {_n(mid)} L{_n(back)} {_n(mid - 5)} L{_n(back)} {_n(mid + 5)} Z" '
+                    f'fill="{INK}" opacity="0.6"/>')
+        label = (f"{_label(value)}, 95% CI {_label(ci_low)} to {_label(ci_high)}: off this axis "
+                 f"({'below' if below else 'above'} {_label(scale.low if below else scale.high)})")
+        return _svg(width, height, label, body, "ci-bar")
     if reference is not None and scale.contains(reference):
         rx = scale.x(reference, left, right)
         body.append(f'<line x1="{_n(rx)}" y1="2" x2="{_n(rx)}" y2="{_n(height - 2)}" stroke="{REFERENCE}" '
@@ -161,7 +195,8 @@ def roc_curve(fpr: Sequence[float], tpr: Sequence[float], auroc: float | None = 
     return _svg(size, height, label, body, "roc")
 
 
-def category_bars(rows: Sequence[Mapping[str, Any]], *, reference: float | None = None, width: float = 640) -> Markup:
+def category_bars(rows: Sequence[Mapping[str, Any]], *, reference: float | None = None, width: float = 640,
+                  scale: Scale | None = None, title: str | None = None) -> Markup:
     """Accuracy per category: a bar from 0, its 95% interval as a whisker, the value and n as text.
 
     ``rows`` are ``{category, n, accuracy, ci_low, ci_high}`` (the choice scorer's ``by_category``).
@@ -169,7 +204,7 @@ def category_bars(rows: Sequence[Mapping[str, Any]], *, reference: float | None 
     label_w, value_w, row_h, top = 190.0, 92.0, 22.0, 22.0
     left, right = label_w, width - value_w
     height = top + row_h * len(rows) + 6
-    scale = Scale(0.0, 1.0)
+    scale = scale or Scale(0.0, 1.0)
     body = []
     for tick in scale.ticks(6):
         x = scale.x(tick, left, right)
@@ -195,7 +230,7 @@ def category_bars(rows: Sequence[Mapping[str, Any]], *, reference: float | None 
                     'stroke="#111827" stroke-width="1.5"/>')
         body.append(f'<text x="{_n(right + 6)}" y="{_n(y + 15)}" font-size="11" fill="#111827">'
                     f"{acc:.3f} (n={int(row['n'])})</text></g>")
-    label = f"Accuracy by category for {len(rows)} categories, with 95% intervals"
+    label = title or f"Accuracy by category for {len(rows)} categories, with 95% intervals"
     return _svg(width, height, label, body, "categories")
 
 
@@ -231,13 +266,14 @@ def _xy_frame(size: float) -> tuple[float, float, float, float]:
 
 def line_chart(series: Sequence[tuple[str, Sequence[float], Sequence[float], str, bool]], *, x_high: float,
                y_low: float, y_high: float, x_title: str, y_title: str, label: str, css_class: str,
-               size: float = 320, points: Sequence[tuple[float, float]] = ()) -> Markup:
+               size: float = 320, points: Sequence[tuple[float, float]] = (), x_low: float = 0.0) -> Markup:
     """Lines ``(name, xs, ys, colour, dashed)`` on [0, x_high] x [y_low, y_high], with a legend; ``points``
     are drawn as dots on the first series' colour (the calibration curve's bins)."""
     left, top, plot, height = _xy_frame(size)
 
     def px(x: float) -> float:
-        return left + min(max(x / x_high, 0.0), 1.0) * plot
+        span = (x_high - x_low) or 1.0
+        return left + min(max((x - x_low) / span, 0.0), 1.0) * plot
 
     def py(y: float) -> float:
         span = y_high - y_low
@@ -245,14 +281,14 @@ def line_chart(series: Sequence[tuple[str, Sequence[float], Sequence[float], str
 
     body = []
     for k in range(6):
-        xv, yv = x_high * k / 5, y_low + (y_high - y_low) * k / 5
+        xv, yv = x_low + (x_high - x_low) * k / 5, y_low + (y_high - y_low) * k / 5
         body.append(f'<line x1="{_n(px(xv))}" y1="{_n(py(y_low))}" x2="{_n(px(xv))}" y2="{_n(py(y_high))}" stroke="{GRID}"/>')
-        body.append(f'<line x1="{_n(px(0))}" y1="{_n(py(yv))}" x2="{_n(px(x_high))}" y2="{_n(py(yv))}" stroke="{GRID}"/>')
+        body.append(f'<line x1="{_n(px(x_low))}" y1="{_n(py(yv))}" x2="{_n(px(x_high))}" y2="{_n(py(yv))}" stroke="{GRID}"/>')
         body.append(f'<text x="{_n(px(xv))}" y="{_n(py(y_low) + 14)}" font-size="10" fill="{AXIS}" '
                     f'text-anchor="middle">{_label(xv)}</text>')
-        body.append(f'<text x="{_n(px(0) - 5)}" y="{_n(py(yv) + 3)}" font-size="10" fill="{AXIS}" '
+        body.append(f'<text x="{_n(px(x_low) - 5)}" y="{_n(py(yv) + 3)}" font-size="10" fill="{AXIS}" '
                     f'text-anchor="end">{_label(yv)}</text>')
-    body.append(f'<rect x="{_n(px(0))}" y="{_n(py(y_high))}" width="{_n(plot)}" height="{_n(plot)}" fill="none" '
+    body.append(f'<rect x="{_n(px(x_low))}" y="{_n(py(y_high))}" width="{_n(plot)}" height="{_n(plot)}" fill="none" '
                 f'stroke="{AXIS}"/>')
     for k, (name, xs, ys, colour, dashed) in enumerate(series):
         line = " ".join(f"{_n(px(float(x)))},{_n(py(float(y)))}" for x, y in zip(xs, ys)
@@ -261,11 +297,11 @@ def line_chart(series: Sequence[tuple[str, Sequence[float], Sequence[float], str
         if line:
             body.append(f'<polyline class="series" data-series="{escape(name)}" points="{line}" fill="none" '
                         f'stroke="{colour}" stroke-width="2"{dash}/>')
-        body.append(f'<text x="{_n(px(0) + 6)}" y="{_n(py(y_high) + 14 + 13 * k)}" font-size="11" fill="{colour}">'
+        body.append(f'<text x="{_n(px(x_low) + 6)}" y="{_n(py(y_high) + 14 + 13 * k)}" font-size="11" fill="{colour}">'
                     f"{escape(name)}</text>")
     for x, y in points:
         body.append(f'<circle cx="{_n(px(x))}" cy="{_n(py(y))}" r="3" fill="{INK}"/>')
-    body.append(f'<text x="{_n(px(x_high / 2))}" y="{_n(height - 8)}" font-size="11" fill="#111827" '
+    body.append(f'<text x="{_n(px((x_low + x_high) / 2))}" y="{_n(height - 8)}" font-size="11" fill="#111827" '
                 f'text-anchor="middle">{escape(x_title)}</text>')
     body.append(f'<text x="12" y="{_n(py((y_low + y_high) / 2))}" font-size="11" fill="#111827" text-anchor="middle" '
                 f'transform="rotate(-90 12 {_n(py((y_low + y_high) / 2))})">{escape(y_title)}</text>')
@@ -294,3 +330,42 @@ def decision_curve(thresholds: Sequence[float], model: Sequence[float], treat_al
         x_high=x_high, y_low=low, y_high=high, x_title="Threshold probability", y_title="Net benefit",
         label=f"Decision curve: net benefit at {len(thresholds)} thresholds, model against treat all and treat none",
         css_class="decision")
+
+
+def _bounds(values: Sequence[float], low: float | None, high: float | None) -> tuple[float, float]:
+    lo = low if low is not None else min(values)
+    hi = high if high is not None else max(values)
+    if hi <= lo:
+        hi = lo + 1.0
+    if low is None or high is None:  # round the free end(s) outwards to a tick
+        step = nice_step((hi - lo) / 5)
+        lo = lo if low is not None else math.floor(lo / step) * step
+        hi = hi if high is not None else math.ceil(hi / step) * step
+    return float(lo), float(hi)
+
+
+_STYLE = {"line": (INK, False), "dashed": (REFERENCE, True), "points": (INK, False)}
+
+
+def figure(fig: Any) -> Markup:
+    """Any declared figure (``pipelines.core.figures.Figure``): a line chart of its series, or its
+    labelled values with their intervals as bars. The one renderer of every kind's pictures."""
+    if fig.intervals:
+        values = [v for i in fig.intervals for v in (i.value, i.ci_low, i.ci_high)]
+        low, high = _bounds([*values, 0.0], fig.x.low, fig.x.high)
+        rows = [{"category": i.label, "n": i.n or 0, "accuracy": i.value, "ci_low": i.ci_low, "ci_high": i.ci_high}
+                for i in fig.intervals]
+        return category_bars(rows, reference=fig.reference, scale=Scale(low, high), title=fig.title)
+    xs = [v for s in fig.series for v in s.x]
+    ys = [v for s in fig.series for v in s.y]
+    x_low, x_high = _bounds(xs, fig.x.low, fig.x.high)
+    y_low, y_high = _bounds(ys, fig.y.low, fig.y.high)
+    series, points = [], []
+    for k, s in enumerate(fig.series):
+        colour, dashed = _STYLE.get(s.style, (INK, False))
+        if s.style == "points":
+            points += list(zip(s.x, s.y))
+        series.append((s.name, s.x, s.y, colour if k else INK, dashed))
+    return line_chart(series, x_low=x_low, x_high=x_high, y_low=y_low, y_high=y_high, x_title=fig.x.title,
+                      y_title=fig.y.title, label=f"{fig.title}: {fig.caption}", css_class="figure " + re.sub(r"[^a-z0-9-]", "", fig.id.lower()),
+                      points=points)

@@ -8,6 +8,7 @@ page and its JSON twin always come from the same version.
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,10 @@ from api.rank_sets import rank_entry
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
 from pipelines.core import kind as core_kind
+from pipelines.core.figures import FlowStep
+from pipelines.core.figures import flow_steps as core_flow_steps
 from pipelines.kinds import kind as kind_of
+from warehouse.records import MetricValue
 
 MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
 TIERS = typing.get_args(schemas.Tier)  # ("baseline", "official")
@@ -38,6 +42,7 @@ class BoardRow:
     rank: int
     row: schemas.Row
     bar: Markup
+    upper: MetricValue | None = None  # accuracy_upper, shown beside accuracy when some replies did not parse
 
 
 @dataclass(frozen=True)
@@ -77,19 +82,27 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
         board = tuple(p for p in board if p.record.model.type == model_type)
     ranked = [(rank, p) for rank, p in enumerate(board, start=1) if tier is None or p.record.tier == tier]
     shown = ranked[:MAX_ROWS]
-    scale = svg.interval_scale([p.record.primary.ci_low for _, p in shown],
-                               [p.record.primary.ci_high for _, p in shown])
+    scale = svg.focus_scale([(p.record.primary.ci_low, p.record.primary.ci_high) for _, p in shown])
     reference = reference_line(task)
     rows = []
     for rank, p in shown:
         m = p.record.primary
         interval = rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank)
+        parsed_all = p.record.parse_rate is None or p.record.parse_rate >= 1
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
-                             bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference)))
+                             bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference),
+                             upper=None if parsed_all else p.record.metric("accuracy_upper")))
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
     drawn = reference if reference is not None and scale.contains(reference) else None
     return {"rows": rows, "total": len(ranked), "axis": svg.scale_axis(scale), "chance_line": drawn,
             "truncated": len(ranked) > len(shown)}
+
+
+def present_model_types(tables: Tables, task: TaskEntry, chosen: str | None) -> list[str]:
+    """The model types the filter offers: those with a result on this task's board (and the one asked
+    for), so it never offers a type that can only answer "no result"."""
+    present = {p.record.model.type for p in tables.leaderboards.get(task.ref, ())}
+    return [t for t in MODEL_TYPES if t in present or t == chosen]
 
 
 def task_versions(tables: Tables, slug: str) -> list[TaskEntry]:
@@ -101,53 +114,43 @@ def same_task_results(tables: Tables, published: Published) -> list[Published]:
     return [p for p in tables.listing if p.record.task == published.record.task and p.run_id != published.run_id]
 
 
-def _roc_picture(result: schemas.Result) -> tuple[str, Markup] | None:
-    roc = (result.extras or {}).get("roc")
-    if isinstance(roc, dict) and roc.get("fpr") and roc.get("tpr"):
-        auroc = next((m.value for m in result.metrics if m.name == "auroc"), None)
-        return "ROC curve on the test windows", svg.roc_curve(roc["fpr"], roc["tpr"], auroc)
-    return None
+@dataclass(frozen=True)
+class DrawnFigure:
+    id: str
+    title: str
+    caption: str
+    picture: Markup
 
 
-def clinical_pictures(result: schemas.Result) -> list[tuple[str, str, Markup]]:
-    """(id, title, picture) of the calibration and decision curves a score result's extras hold."""
-    extras = result.extras or {}
+def result_figures(result: schemas.Result) -> list[DrawnFigure]:
+    """Every figure the result's kind declared (``schemas.Result.figures``), drawn by the one generic
+    renderer; a figure that cannot be drawn is left out, never a failed page."""
     out = []
-    cal = extras.get("calibration_curve")
-    if isinstance(cal, dict) and cal.get("predicted"):
-        out.append(("calibration-curve", "Calibration curve on the test windows",
-                    svg.calibration_curve(cal["predicted"], cal["observed"])))
-    dec = extras.get("decision_curve")
-    if isinstance(dec, dict) and dec.get("thresholds"):
-        out.append(("decision-curve", "Decision curve: net benefit against treat all and treat none",
-                    svg.decision_curve(dec["thresholds"], dec["model"], dec["treat_all"])))
+    for fig in result.figures:
+        try:
+            out.append(DrawnFigure(re.sub(r"[^a-z0-9-]", "", fig.id.lower()) or "figure", fig.title, fig.caption,
+                                   svg.figure(fig)))
+        except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+            continue
     return out
 
 
-def _category_picture(result: schemas.Result) -> tuple[str, Markup] | None:
-    categories = (result.extras or {}).get("by_category")
-    if isinstance(categories, list) and categories and all(isinstance(c, dict) for c in categories):
-        return "Accuracy by category, with 95% intervals", svg.category_bars(categories)
-    return None
+def item_words(task: TaskEntry | None) -> tuple[str, str]:
+    """(what one prediction is about, what the intervals resample), plural, for table headers: the
+    kind's ``item_noun`` and the cluster column's name (items, when either is unknown)."""
+    noun = "items"
+    if task is not None:
+        try:
+            noun = kind_of(task.kind).item_noun
+        except (KeyError, ValueError, ImportError, AttributeError):
+            pass
+    return noun, resampling_unit(task)
 
 
-# ``Kind.picture`` -> how the result page draws it from the result's extras (None: nothing to draw)
-PICTURES: dict[str, Callable[[schemas.Result], tuple[str, Markup] | None]] = {
-    "roc_curve": _roc_picture,
-    "category_bars": _category_picture,
-}
-
-
-def result_picture(result: schemas.Result, task: TaskEntry | None) -> tuple[str, Markup] | None:
-    """The picture of the task's kind (``Kind.picture``: the ROC curve, accuracy by category), when the
-    result's extras hold what it needs."""
-    if task is None:
-        return None
-    try:
-        draw = PICTURES.get(kind_of(task.kind).picture)
-    except KeyError:
-        return None
-    return draw(result) if draw else None
+def flow_steps(task: TaskEntry) -> list[FlowStep] | None:
+    """The task's participant flow as labelled counts; None when it has none or a shape the site
+    does not know (then it is not drawn, and the page still answers)."""
+    return core_flow_steps(task.participant_flow)
 
 
 def resampling_unit(task: TaskEntry | None) -> str:
@@ -182,15 +185,21 @@ def models(tables: Tables, q: str | None = None) -> list[dict[str, Any]]:
     by_slug: dict[str, list[Published]] = {}
     for (slug, _), p in sorted(tables.current.items()):
         by_slug.setdefault(slug, []).append(p)
+    # a withdrawn result is shown as such ("withdrawn on <date>: <reason>"), never as "no result yet"
+    withdrawn: dict[str, list[Published]] = {}
+    for p in sorted(tables.results.values(), key=lambda p: (p.record.task, p.run_id)):
+        if p.status == "withdrawn" and (p.record.model.slug, p.record.task) not in tables.current:
+            withdrawn.setdefault(p.record.model.slug, []).append(p)
     out = []
     seen = set()
     for m in tables.models:
         seen.add(m.slug)
-        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, [])})
-    for slug, results in sorted(by_slug.items()):
+        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, []), "withdrawn": withdrawn.get(m.slug, [])})
+    for slug in sorted(set(by_slug) | set(withdrawn)):
         if slug not in seen:
-            m = ModelEntry(**msgspec.structs.asdict(results[0].record.model), backend="", description="")
-            out.append({**dataclasses.asdict(m), "results": results})
+            first = (by_slug.get(slug) or withdrawn[slug])[0]
+            m = ModelEntry(**msgspec.structs.asdict(first.record.model), backend="", description="")
+            out.append({**dataclasses.asdict(m), "results": by_slug.get(slug, []), "withdrawn": withdrawn.get(slug, [])})
     needle = model_needle(q)
     if needle is None:
         return out
@@ -243,12 +252,7 @@ def comparison_context(tables: Tables, body: schemas.Compare) -> dict[str, Any]:
     if body.a_only_correct is not None and body.b_only_correct is not None:
         both_right = round(body.value_a * body.n_shared) - body.a_only_correct
         both_wrong = body.n_shared - both_right - body.a_only_correct - body.b_only_correct
-    if body.ci_low > 0:
-        verdict = "a"
-    elif body.ci_high < 0:
-        verdict = "b"
-    else:
-        verdict = "none"
+    verdict = body.better or "none"  # read in the metric's direction (``api.routes.compare.better``)
     return {"c": body, "a": a, "b": b, "both_right": both_right, "both_wrong": both_wrong, "verdict": verdict,
             "picture": svg.difference_bar(body.difference, body.ci_low, body.ci_high)}
 

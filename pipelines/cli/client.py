@@ -136,6 +136,14 @@ def _result(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def api_url_option(args: argparse.Namespace) -> str:
+    """`` --api-url URL`` when this command was given one: a printed command runs as printed (issue #40)."""
+    import shlex
+
+    url = getattr(args, "api_url", None)
+    return f" --api-url {shlex.quote(url)}" if url else ""
+
+
 def _lookup(client: Any, args: argparse.Namespace) -> int:
     from pipelines.cli import client_text
 
@@ -145,9 +153,11 @@ def _lookup(client: Any, args: argparse.Namespace) -> int:
     elif body["status"] == "evaluated":
         print("evaluated: reuse this result instead of running it again\n")
         print(client_text.result(body["result"]))
+    elif body.get("withdrawn"):
+        print(client_text.withdrawn(plain(client.result(body["withdrawn"][-1], release=args.release))))
     else:
         print(f"not evaluated: {args.model} on {args.task} has no published result. "
-              f"`medbench eval {args.model} {args.task}` evaluates it locally.")
+              f"`medbench eval {args.model} {args.task}{api_url_option(args)}` evaluates it locally.")
     return 0 if body["status"] == "evaluated" else 1
 
 

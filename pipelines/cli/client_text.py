@@ -49,11 +49,12 @@ def leaderboard(body: dict[str, Any]) -> str:
     head = f"{body['task']} ranked by {body['metric']}" + (_demo(rows[0]) if rows else "")
     if not rows:
         return head + "\n(no results)"
-    lines = [[str(r["rank"]), r["model"]["slug"], r["model"]["type"], _num(r["metric"]["value"]),
-              f"[{_num(r['metric']['ci_low'])}, {_num(r['metric']['ci_high'])}]", str(r["n"]),
-              _num(r["parse_rate"], 3), f"{r['cost_usd']:.4f}", r["run_id"]] for r in rows]
-    return head + "\n" + table(["#", "model", "type", body["metric"], "95% CI", "n", "parsed", "cost_usd", "run_id"],
-                               lines, right={0, 3, 5, 6, 7})
+    lines = [[str(r["rank"]), f"{r['rank_low']}-{r['rank_high']}", r["model"]["slug"], r["model"]["type"],
+              _num(r["metric"]["value"]), f"[{_num(r['metric']['ci_low'])}, {_num(r['metric']['ci_high'])}]",
+              str(r["n"]), _num(r["parse_rate"], 3), f"{r['cost_usd']:.4f}", r["run_id"]] for r in rows]
+    # ranks: the 95% simultaneous rank set, as the site shows it (docs/concepts.md)
+    return head + "\n" + table(["#", "ranks", "model", "type", body["metric"], "95% CI", "n", "parsed", "cost_usd",
+                                "run_id"], lines, right={0, 4, 6, 7, 8})
 
 
 def result(r: dict[str, Any], bibtex: bool = True) -> str:
@@ -76,14 +77,27 @@ def result(r: dict[str, Any], bibtex: bool = True) -> str:
     lines += [
         (f"  versions: task spec {v['task_spec_hash'][:16]}, model spec {v['model_spec_hash'][:16]}, snapshot "
          f"{v['dataset_snapshot']}, parser {v['parser'] or '-'}, code {v['code_revision']}"),
-        (f"  usage: prompt tokens {r['usage']['prompt_tokens']}, completion tokens {r['usage']['completion_tokens']}, "
-         f"{r['usage']['wall_seconds']} s on {r['usage']['hardware']}"),
+        f"  usage: {_usage(r['usage'])}",
         f"  predictions: {r['predictions_url']}",
         f"  sha256 {r['predictions_sha256']}",
     ]
     if bibtex:
         lines += ["", r["bibtex"].rstrip()]
     return "\n".join(lines)
+
+
+def _usage(u: dict[str, Any]) -> str:
+    """Tokens when the run counted them (a score task or a local model has none: no "None" printed)."""
+    counted = [f"{u[k]} {k.split('_')[0]}" for k in ("prompt_tokens", "completion_tokens") if u.get(k) is not None]
+    tokens = f"tokens {', '.join(counted)}, " if counted else ""
+    return f"{tokens}{u['wall_seconds']} s on {u['hardware']}"
+
+
+def withdrawn(r: dict[str, Any]) -> str:
+    """The one line for a pair whose result was withdrawn (``medbench lookup`` and ``eval``, exit 1)."""
+    w = r.get("withdrawn") or {}
+    return (f"{r['model']['slug']} on {r['task']}: result {r['run_id']} was withdrawn on {w.get('date')}: "
+            f"{w.get('reason')} (it is not current, and not evaluated again)")
 
 
 def stats(body: dict[str, Any]) -> str:

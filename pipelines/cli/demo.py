@@ -4,12 +4,9 @@ then serve the API and the site from it (the README's first command ends here)."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from pathlib import Path
-
-DEFAULT_DEMO_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "demo"
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="materialise the demo data, then serve it")
@@ -28,26 +25,38 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.cli.leaderboards import render_leaderboards
     from pipelines.dagster.assets.evaluation_records import SITE_URL_ENV
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
-    from warehouse.layout import DATA_ENV, DataDir
+    from warehouse.layout import DATA_ENV, DataDir, data_root
 
-    # Demo results live in their own data directory unless MEDBENCH_DATA says otherwise.
-    os.environ.setdefault(DATA_ENV, str(DEFAULT_DEMO_DIR))
+    # The one default data directory (``./data``, or MEDBENCH_DATA), as every other command: what the
+    # demo materialises is what `medbench sql`, `tokens create` or `serve` then find (docs/concepts.md).
+    os.environ[DATA_ENV] = str(data_root())
     # The result_page links of what is materialised here point at the port served below (unless
     # MEDBENCH_PUBLIC_URL says where the site really is): `pipelines/dagster/assets/evaluation_records.py`.
     os.environ[SITE_URL_ENV] = site_url(args.host, args.port)
     data = DataDir()
+    log_path = data.root / "logs" / "demo.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"materialising the demo in {data.root} (a few minutes; Dagster's log: {log_path})", flush=True)
     try:
-        report = materialize_selection(demo=True, data=data)
+        # The summary is the demo's output; Dagster's run lines go to the log file (docs/cli.md).
+        with open(log_path, "a", encoding="utf-8") as log, contextlib.redirect_stdout(log), \
+                contextlib.redirect_stderr(log):
+            report = materialize_selection(demo=True, data=data)
     except MaterializeError as exc:
-        print(f"medbench demo: {exc}", file=sys.stderr)
+        print(f"medbench demo: {exc} (Dagster's log: {log_path})", file=sys.stderr)
         return 1
     print(report.render())
+    print(f"Dagster's log of this materialisation: {log_path}")
     if not report.ok:
         return 1
     print()
     print(render_leaderboards(data))
     print(f"\nDuckDB file for analysts: {data.duckdb_link}")
     if args.no_serve:
+        port = "" if args.port == 8000 else f" --port {args.port}"
+        host = "" if args.host == "127.0.0.1" else f" --host {args.host}"
+        print(f"serve it: medbench serve{host}{port}")
+        print(f"export MEDBENCH_API_URL={site_url(args.host, args.port)}   # for medbench's client commands")
         return 0
     from api.server import serve
     from pipelines.cli.demo_endpoint import ENDPOINT, demo_endpoint

@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
                 body = None
         if body is not None and body["status"] == "evaluated":
             return _already(args, body["result"], source=f"API {client.base_url}")
+        if body is not None and body.get("withdrawn"):  # withdrawn, not missing: nothing to run (issue #40)
+            with ApiClient(args.api_url) as client:
+                return _withdrawn(args, client.get(f"/v1/results/{body['withdrawn'][-1]}"))
         if body is not None:
             say(args, f"not evaluated: no published result for {args.model} on {args.task} at {client.base_url}")
     return _evaluate(args, resolved)
@@ -87,6 +90,15 @@ def _already(args: argparse.Namespace, result: dict[str, Any], source: str) -> i
     print(f"already evaluated ({source}): nothing was run (rule one). Reuse this result; --force evaluates again.\n")
     print(client_text.result(result, bibtex=False))
     return 0
+
+
+def _withdrawn(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    from pipelines.cli import client_text
+
+    if args.json:
+        print(json.dumps({"status": "withdrawn", "ran": False, "result": result}, ensure_ascii=False, default=str))
+    print(f"medbench eval: {client_text.withdrawn(result)}", file=sys.stderr)
+    return 1
 
 
 def _resolve(args: argparse.Namespace):
@@ -110,17 +122,17 @@ def _local_published(args: argparse.Namespace, task: TaskSpec, model: ModelSpec)
     """The pair's current result in the local published warehouse (as the API would show it), if any."""
     import msgspec
 
-    from warehouse.layout import DataDir
+    from warehouse.layout import DataDir, where
     from warehouse.read import NoWarehouse, current_result
 
     data = DataDir()
     try:
         found = current_result(data, model.slug, task.ref)
     except NoWarehouse:
-        say(args, f"nothing is published in {data.root} yet")
+        say(args, f"nothing is published {where(data.root)} yet")
         return None
     if found is None:
-        say(args, f"no result for {model.slug} on {task.ref} in the local warehouse {data.root}")
+        say(args, f"no result for {model.slug} on {task.ref} in the local warehouse {where(data.root)}")
         return None
     record = msgspec.to_builtins(found.record)
     record.update(url=f"(local) {data.result_path(record['run_id'])}", superseded_by=found.superseded_by,
@@ -157,6 +169,12 @@ def _evaluate(args: argparse.Namespace, resolved=None) -> int:
         print(f"medbench eval: {model.slug} on {task.ref} was not evaluated: {why}", file=sys.stderr)
         return 1
     record = existing_result(data, outcome.run_id)
+    from warehouse.withdrawals import withdrawals
+
+    withdrawal = withdrawals(data).get(outcome.run_id)
+    if withdrawal is not None:  # the pair's result was withdrawn: reused, never current (issue #40)
+        return _withdrawn(args, {"run_id": outcome.run_id, "task": task.ref, "model": {"slug": model.slug},
+                                 "withdrawn": {"date": str(withdrawal.date), "reason": withdrawal.reason}})
     where = {"status": outcome.status, "ran": outcome.status == "ran", "run_id": outcome.run_id,
              "data_dir": str(data.root), "duckdb": str(data.duckdb_link), "warehouse_version": report.version,
              "predictions": str(data.predictions_path(outcome.run_id)), "result_file": str(data.result_path(outcome.run_id))}

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("query", metavar="QUERY", help='the SQL, e.g. "SELECT task, model_slug, metric_value FROM results"')
     p.add_argument("--data", type=Path, default=None, metavar="DIR",
-                   help="the data directory (default: MEDBENCH_DATA, else ./data)")
+                   help="the data directory (default: MEDBENCH_DATA, else ./data), or a medbench DuckDB file")
     p.add_argument("--format", choices=FORMATS, default="table", help="how to print the result (default: table)")
     p.set_defaults(func=run)
 
@@ -42,11 +42,13 @@ def run(args: argparse.Namespace) -> int:
     from warehouse.layout import DataDir
     from warehouse.read import NoWarehouse, open_current
 
+    if args.data is not None and args.data.is_file():  # a DuckDB file itself (a copy, a moved file)
+        return _query_file(args.data, args.query, args.format)
     data = DataDir(args.data)
     try:
         snapshot = open_current(data)
     except NoWarehouse as exc:
-        message = str(exc)
+        message = str(exc).replace("with MEDBENCH_DATA=DIR", "with --data DIR or MEDBENCH_DATA=DIR")
         if "medbench materialize" not in message:  # a damaged warehouse: say what repairs it
             message += "; run `medbench materialize` to publish a sound version"
         print(f"medbench sql: {message}", file=sys.stderr)
@@ -56,16 +58,39 @@ def run(args: argparse.Namespace) -> int:
               "run `medbench materialize` to publish it again", file=sys.stderr)
         return 1
     try:
-        cursor = snapshot.con.execute(args.query)
+        return _print_query(snapshot.con, args.query, args.format)
+    finally:
+        snapshot.close()
+
+
+def _query_file(path: Path, query: str, fmt: str) -> int:
+    """``--data FILE.duckdb``: the file itself, read-only (no data directory, so no ``warehouse/CURRENT``)."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        print(f"medbench sql: {path} cannot be opened as a DuckDB file ({one_line(exc)}); pass a data directory "
+              "or a medbench DuckDB file to --data", file=sys.stderr)
+        return 1
+    try:
+        return _print_query(con, query, fmt)
+    finally:
+        con.close()
+
+
+def _print_query(con: Any, query: str, fmt: str) -> int:
+    import duckdb
+
+    try:
+        cursor = con.execute(query)
         columns = [d[0] for d in cursor.description] if cursor.description else []
         rows = cursor.fetchall() if columns else []
     except duckdb.Error as exc:
         print(f"medbench sql: {one_line(exc)}", file=sys.stderr)
         return 2
-    finally:
-        snapshot.close()
     if columns:
-        sys.stdout.write(render(columns, rows, args.format))
+        sys.stdout.write(render(columns, rows, fmt))
     return 0
 
 

@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli.client import common_options, emit, plain, run
+from pipelines.cli.client import api_url_option, common_options, emit, plain, run
 
 TOKEN_ENV = "MEDBENCH_TOKEN"
 _DURATION_RE = re.compile(r"^(\d+)([smhd])$")
@@ -140,7 +140,7 @@ def _submit(client: Any, args: argparse.Namespace) -> int:
             print(f"  {result['task']}  {result['metric']['name']} {result['metric']['value']:.4f}  {result['url']}")
     else:
         print(describe(answer))
-        print(f"follow it: medbench submissions status {answer['id']}")
+        print(f"follow it: medbench submissions status {answer['id']}{api_url_option(args)}")
     return 0
 
 
@@ -181,7 +181,12 @@ def _decide(args: argparse.Namespace) -> int:
 
     try:
         sub = review(_store(), args.id, args.action, args.reason)  # the same as the Dagster job review_submission
-    except (SubmissionNotFound, IllegalTransition, ValueError) as exc:
+    except SubmissionNotFound as exc:
+        from warehouse.layout import DataDir, where
+
+        print(f"medbench submissions {args.action}: {exc} {where(DataDir().root)}", file=sys.stderr)
+        return 1
+    except (IllegalTransition, ValueError) as exc:
         print(f"medbench submissions {args.action}: {exc}", file=sys.stderr)
         return 1
     print(f"submission {sub.id}: {sub.state} ({sub.state_reason})")
@@ -215,7 +220,9 @@ def _token_revoke(args: argparse.Namespace) -> int:
     try:
         token = _store().tokens.revoke(args.token_id)
     except TokenNotFound as exc:
-        print(f"medbench tokens revoke: {exc}", file=sys.stderr)
+        from warehouse.layout import DataDir, where
+
+        print(f"medbench tokens revoke: {exc} {where(DataDir().root)}", file=sys.stderr)
         return 1
     print(token.line())
     return 0

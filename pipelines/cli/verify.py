@@ -120,7 +120,7 @@ def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict[
             signed_sha = _signed_sha(body)
             if signed_sha is not None:
                 problems += _download_problems(client, args.id, signed_sha)
-            return _report(args, "result", problems, body, keys, pinned=True)
+            return _report(args, "result", problems, body, keys, pinned=True, withdrawn=body.get("withdrawn"))
         except ClientError as exc:
             print(f"medbench verify: {exc.message}", file=sys.stderr)
             return exc.exit_code
@@ -172,7 +172,11 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict
     signed_sha = _signed_sha(body)
     if signed_sha is not None:
         problems += _file_problems(data.predictions_path(args.id), signed_sha)
-    return _report(args, "result", problems, body, keys, pinned)
+    from warehouse.withdrawals import withdrawals
+
+    w = withdrawals(data).get(args.id)
+    return _report(args, "result", problems, body, keys, pinned,
+                   withdrawn={"date": str(w.date), "reason": w.reason} if w else None)
 
 
 def _file_problems(path: Path, expected: str) -> list[str]:
@@ -245,9 +249,11 @@ def release_problems(body: dict[str, Any], keys: dict[str, dict[str, Any]]) -> l
 
 
 def _report(args: argparse.Namespace, what: str, problems: list[str], body: dict[str, Any] | None = None,
-            keys: dict[str, dict[str, Any]] | None = None, pinned: bool = True) -> int:
+            keys: dict[str, dict[str, Any]] | None = None, pinned: bool = True,
+            withdrawn: dict[str, Any] | None = None) -> int:
     """Print the verdict; the exit code: 1 invalid, 4 valid under a key read from the directory
-    being verified (not pinned), else 0. A legacy signature's verdict names how many fields it covers."""
+    being verified (not pinned), else 0. A legacy signature's verdict names how many fields it covers; a
+    withdrawn result is still validly signed, and says so beside it (same exit code)."""
     from warehouse.signing import legacy_field_count
 
     signature = (body or {}).get("signature") or {}
@@ -260,13 +266,16 @@ def _report(args: argparse.Namespace, what: str, problems: list[str], body: dict
     if args.json:
         print(json.dumps({"id": args.id, "kind": what, "valid": not problems, "verdict": verdict, "problems": problems,
                           "legacy_fields": legacy, "key_id": signature.get("key_id"),
-                          "fingerprint": key.get("fingerprint"), "key_source": key.get("source"), "pinned": pinned}))
+                          "fingerprint": key.get("fingerprint"), "key_source": key.get("source"), "pinned": pinned,
+                          "withdrawn": withdrawn}))
     elif problems:
         print(f"INVALID: {what} {args.id}: " + "; ".join(problems))
     else:
         demo = " (a demo key)" if str(signature.get("key_id", "")).startswith("demo-") else ""
         print(f"{verdict}: {what} {args.id} is signed by key {signature.get('key_id')}{demo}, fingerprint "
               f"{key.get('fingerprint')}, from {key.get('source')}" + ("; predictions re-hashed" if what == "result" else ""))
+        if withdrawn:
+            print(f"valid, withdrawn on {withdrawn.get('date')}: {withdrawn.get('reason')}")
         if legacy is not None:
             print(f"  only {legacy} fields are signed (a signature from before whole records were signed); the "
                   "next publish re-signs the result")

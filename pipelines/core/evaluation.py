@@ -31,6 +31,8 @@ class Evaluation:
     run_id: str
     family: TaskFamily
     backend: Backend
+    # plug-in distributions' code it uses ({name, version, files_sha256}; ``versions.plugins``)
+    plugins: tuple = ()
 
     @property
     def partition_key(self) -> str:

@@ -1,11 +1,12 @@
 """The ``Kind`` protocol: everything the engine, the API and the site know about a warehouse kind.
 
-A task family maps onto one kind (today ``choice``: a letter per item, accuracy; ``score``: a number
-per item, AUROC). The kind, not the caller, decides the predictions' own columns, how two or more
+A task family maps onto one kind (built in: ``choice``, a letter per item, accuracy; ``score``, a
+number per item, AUROC). The kind, not the caller, decides the predictions' own columns, how two or more
 results are paired, the paired test and its interval, the difference to a baseline, the rank
-intervals and the picture on a result page; so the engine, ``/v1/compare`` and the site hold no
-``if kind == ...`` branch, and adding a kind is one module in ``pipelines/kinds/`` plus one line of
-its table. The strategies live in ``pipelines.kinds``; this module holds what they share and hand
+intervals, its DuckDB table's types, its figures, its official answers and its words on the site;
+so the engine, the warehouse, ``/v1/compare`` and the site hold no ``if kind == ...`` branch, and a
+kind is a plug-in: built in (``pipelines/kinds/``) or from an installed distribution's
+``medbench.kinds`` entry point (docs/adding-a-task.md, "A new kind"). The strategies live in ``pipelines.kinds``; this module holds what they share and hand
 back, and imports nothing of the project (the API may import it).
 
 Resampling unit: a family declares its cluster column (``cluster_column``; the warehouse's ``tasks``
@@ -120,8 +121,17 @@ class Kind(Protocol):
     schema: ClassVar[pa.Schema]          # its own predictions columns (CONTRACT.md), first in every family's
     columns_text: ClassVar[str]          # those columns for people (result page, artifact route)
     paired_columns: ClassVar[tuple[str, ...]]  # what pairing reads, besides instance_id and the cluster column
-    picture: ClassVar[str]               # the result-page picture the site draws (``api.site.views.PICTURES``)
+    # the ground truth of an item, among its columns: two results are paired against a baseline only
+    # when they agree on it item by item (``pipelines.engine.baseline``); nothing else assumes a ``label``
+    truth_columns: ClassVar[tuple[str, ...]]
+    # DuckDB types of its own columns in its ``predictions_<kind>`` table (docs/duckdb.md), where
+    # they differ from the Parquet's (score's 0/1 ``label`` INTEGER); the rest keep the file's types
+    sql_types: ClassVar[Mapping[str, str]]
+    picture: ClassVar[str]               # the name of its main picture (``figures`` declares them all)
+    item_noun: ClassVar[str]             # what one prediction is about, plural, in the site's words ("items")
     parses_replies: ClassVar[bool]       # replies are parsed into answers, so a parse rate exists
+    # what an official package yields per instance (``{"instance_id", <answer_field>}``, pipelines.official)
+    answer_field: ClassVar[str]
     legacy_method: ClassVar[str]         # interval method of a metric published before methods were recorded
     comparison_method: ClassVar[str]     # its paired test and interval in words (site, About page, OpenAPI)
 
@@ -136,6 +146,19 @@ class Kind(Protocol):
     def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
                        seed: int) -> RankBlock:
         """Rank intervals of results in leaderboard order, from one joint paired bootstrap."""
+
+    def check_answer(self, value: Any) -> Any:
+        """One official package's answer as the kind stores it; a ValueError says what is wrong."""
+
+    def figures(self, extras: Mapping[str, Any], metrics: Mapping[str, float]) -> list[Any]:
+        """The figures a result page draws (``pipelines.core.figures.Figure``), from the result's
+        extras and metric values by name; the kind alone reads its extras' keys."""
+
+    def unparsed_sample(self, extras: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+        """(instance id, output) of the first replies the parser could not read; None: not recorded."""
+
+    def served_extras(self, extras: Mapping[str, Any]) -> dict[str, Any]:
+        """The extras as ``/v1/results/{run_id}`` serves them (what has a field of its own left out)."""
 
     def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
         """Where chance lies on the primary metric (the site's dashed line), None when unknown."""

@@ -98,6 +98,7 @@ class ScoreSummary:
     extras: msgspec.Struct | None = None  # the family's typed extras (published as the result's `extras`)
     subgroups: dict[str, list] = field(default_factory=dict)  # {field: [warehouse.records.Subgroup]}
     breakdowns: dict[str, list] = field(default_factory=dict)  # {field: [warehouse.records.Breakdown]}
+    withheld: list[tuple[str, str]] = field(default_factory=list)  # (name, reason): pipelines.stats.validity
 
     def extras_json(self) -> dict[str, Any]:
         """The extras as the result record stores them (plain JSON values, in field order)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 import msgspec
 import numpy as np
@@ -34,7 +34,7 @@ from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 # holds a TaskFamily and a Backend) and ``DataDir`` is ``warehouse.layout.DataDir``.
 KindName = str  # a family's ``kind``: the name of its ``Kind`` (``pipelines.kinds``: built-ins and the ``medbench.kinds`` entry points)
 
-__all__ = ["Backend", "Dataset", "FitAndScore", "Kind", "KindName", "NotRunnable", "TaskFamily", "TextChoice",
+__all__ = ["Backend", "Dataset", "FitAndScore", "Kind", "KindName", "NotRunnable", "Problem", "TaskFamily", "TextChoice",
            "TextGenerator", "WindowScorer"]
 
 
@@ -85,6 +85,16 @@ class FitAndScore:
     seed: int
     config: dict[str, Any] = field(default_factory=dict)
     finish: Callable[[np.ndarray, bool, Log], tuple[dict[bytes, bytes], dict[str, Any]]] | None = None
+
+
+@runtime_checkable
+class Problem(Protocol):
+    """Any other problem shape: one that solves itself (a plug-in kind's, e.g. a regression's
+    fit-and-predict). ``solve`` asks ``ev.backend`` for what it needs, runs it and returns the
+    predictions with their usage and config (``pipelines.core.outcomes.Predicted``); the engine calls
+    it as it calls its own solvers of the built-in shapes (``pipelines.engine.solvers``)."""
+
+    def solve(self, ev: Any, data: Any, log: Log) -> Any: ...
 
 
 # --------------------------------------------------------------------------- what a backend gives
@@ -184,7 +194,7 @@ class TaskFamily(Protocol):
         """The instance ids an evaluation must predict exactly once."""
         ...
 
-    def problem(self, ev: Evaluation, instances: Path) -> TextChoice | FitAndScore:
+    def problem(self, ev: Evaluation, instances: Path) -> TextChoice | FitAndScore | Problem:
         """What the evaluation's model is asked, for the engine's solver of that shape."""
         ...
 
@@ -208,9 +218,10 @@ class TaskFamily(Protocol):
         """The model every result of ``task`` is compared with at publish time; None: no comparison."""
         return None
 
-    def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
+    def participant_flow(self, task: TaskSpec, instances: Path) -> list[dict[str, Any]] | None:
         """The task's participant flow as built (TRIPOD+AI: cases -> exclusions -> cohort -> windows ->
-        splits), published with the task; None: the family reports none, or its instances are not built."""
+        splits), published with the task as labelled counts in order (``pipelines.core.figures.FlowStep``:
+        ``{label, count, unit, level, note}``); None: the family reports none, or its instances are not built."""
         return None
 
     def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:

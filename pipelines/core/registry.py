@@ -15,15 +15,26 @@ test builds its own. Nothing imports a module that fills itself.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from importlib import metadata
 from operator import attrgetter
+from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, TypeVar
+
+from pipelines.core.conformance import check_conforms
 
 T = TypeVar("T")
 
-GROUPS = {"families": "medbench.families", "datasets": "medbench.datasets", "backends": "medbench.backends"}
+GROUPS = {"families": "medbench.families", "datasets": "medbench.datasets", "backends": "medbench.backends",
+          "kinds": "medbench.kinds"}
+# a distribution's spec folder (a callable returning a folder laid out like ``specs/``); the project's
+# own specs are the specs directory itself, so this group holds plug-ins' folders only
+SPECS_GROUP = "medbench.specs"
+# the groups a ``Plugins`` bundle fills per composition root (and ``specs``, a list of folders); kinds are one process-wide registry
+# (``pipelines.kinds.kind_registry``), since the API reads published files by kind without a bundle
+BUNDLED = ("families", "datasets", "backends")
 
 
 def _describe(obj: Any) -> str:
@@ -38,16 +49,25 @@ class Registry(Generic[T]):
     the name an object declares (a family's ``name``, a dataset's ``slug``), which must match the
     name it is registered under."""
 
-    def __init__(self, what: str, name_of: Callable[[Any], str] = attrgetter("name")):
+    def __init__(self, what: str, name_of: Callable[[Any], str] = attrgetter("name"), protocol: type | None = None):
         self.what = what
         self.name_of = name_of
+        # the protocol every object must implement, checked when it is registered or its entry point
+        # loaded (``pipelines.core.conformance``): a half-written plug-in fails there, in one line
+        self.protocol = protocol
         self._objs: dict[str, T | metadata.EntryPoint] = {}
+        self._origins: dict[str, str] = {}
         self._lock = threading.RLock()
 
     def add(self, obj: T) -> T:
         """Register ``obj`` under the name it declares; returns it."""
+        self._conforms(obj, "registered in-process")
         self.register(self.name_of(obj), obj)
         return obj
+
+    def _conforms(self, obj: Any, origin: str) -> None:
+        if self.protocol is not None:
+            check_conforms(obj, self.protocol, self.what, origin)
 
     def register(self, name: str, obj: T | metadata.EntryPoint) -> None:
         """Add ``obj`` under ``name``; a name already taken by another object is an error naming both."""
@@ -55,10 +75,15 @@ class Registry(Generic[T]):
             current = self._objs.get(name)
             if not isinstance(obj, metadata.EntryPoint) and self.name_of(obj) != name:
                 raise ValueError(f"{self.what} {_describe(obj)} is named {self.name_of(obj)!r}, not {name!r}")
-            if current is not None and current is not obj and current != obj:
+            if current is not None and current is not obj and (type(current) is not type(obj) or current != obj):
                 raise ValueError(f"{self.what} {name!r} is registered twice: by {_describe(current)} "
                                  f"and by {_describe(obj)}; uninstall or rename one of them")
             self._objs[name] = obj
+            self._origins.setdefault(name, _describe(obj))
+
+    def origin(self, name: str) -> str:
+        """Where ``name`` was registered from, in words (an entry point and its distribution, or a class)."""
+        return self._origins.get(name, "")
 
     def get(self, name: str) -> T:
         """The object under ``name`` (loading its entry point on first use); else a KeyError listing the known."""
@@ -71,6 +96,8 @@ class Registry(Generic[T]):
                 target = self._objs[name]
                 if isinstance(target, metadata.EntryPoint):
                     loaded = _instance(target.load())
+                    self._conforms(loaded, f"distribution {target.dist.name}" if target.dist is not None
+                                   else f"entry point {target.value}")
                     if self.name_of(loaded) != name:
                         raise ValueError(f"{self.what} entry point {name!r} ({target.value}) loads an object "
                                          f"named {self.name_of(loaded)!r}: make them agree")
@@ -125,16 +152,36 @@ class Plugins:
     families: Registry[Any]
     datasets: Registry[Any]
     backends: Registry[Any]
+    # spec folders the installed distributions declare (``medbench.specs``: a callable returning a
+    # folder laid out like ``specs/``), as (distribution, folder): loaded with the project's specs
+    specs: tuple[tuple[str, Path], ...] = ()
 
     @classmethod
     def empty(cls) -> Plugins:
-        return cls(Registry("task family"), Registry("dataset", attrgetter("slug")), Registry("backend"))
+        from pipelines.core.protocols import Backend, Dataset, TaskFamily
+
+        return cls(Registry("task family", protocol=TaskFamily), Registry("dataset", attrgetter("slug"), Dataset),
+                   Registry("backend", protocol=Backend))
 
 
 def installed_plugins() -> Plugins:
     """Every plug-in the installed distributions declare in the ``medbench.*`` entry-point groups
     (this project's built-ins included). For the composition roots only."""
     plugins = Plugins.empty()
-    for field, group in GROUPS.items():
-        getattr(plugins, field).load_entry_points(group)
-    return plugins
+    for field in BUNDLED:
+        getattr(plugins, field).load_entry_points(GROUPS[field])
+    return dataclasses.replace(plugins, specs=spec_folders())
+
+
+def spec_folders() -> tuple[tuple[str, Path], ...]:
+    """(distribution, folder) of every ``medbench.specs`` entry point (each named once on sys.path)."""
+    seen: dict[str, tuple[str, Path]] = {}
+    for ep in metadata.entry_points(group=SPECS_GROUP):
+        if ep.value in seen:
+            continue
+        target = ep.load()
+        folder = Path(target() if callable(target) else target)
+        if not folder.is_dir():
+            raise ValueError(f"entry point {GROUPS['specs']}:{ep.name} ({ep.value}) names {folder}, which is no folder")
+        seen[ep.value] = (ep.dist.name if ep.dist is not None else ep.value, folder)
+    return tuple(seen.values())

@@ -74,11 +74,17 @@ class IntervalsSpec(_Spec):
     ``proportion``: a single proportion (accuracy, parse rate, accuracy by category) by a percentile
     bootstrap over items, or by the Wilson score interval (honest at 0/n and n/n);
     ``prevalence``: the cluster-bootstrap prevalence interval over the replicates that hold both
-    classes only, or over all replicates (prevalence is defined in one-class replicates too).
+    classes only, or over all replicates (prevalence is defined in one-class replicates too);
+    ``cluster`` and ``min_clusters``: see docs/statistics.md, "Intervals with few subjects".
     """
 
     proportion: Literal["bootstrap-percentile", "wilson"] = "bootstrap-percentile"
     prevalence: Literal["two-class-replicates", "all-replicates"] = "two-class-replicates"
+    # cluster-bootstrap intervals: the plain percentile interval, or the expanded percentile interval
+    # that keeps its coverage with few clusters (``pipelines.stats.intervals``)
+    cluster: Literal["percentile", "expanded-percentile"] = "percentile"
+    # subgroups with fewer clusters than this publish counts only (0: no minimum)
+    min_clusters: int = 0
 
 
 class TaskSpec(_Spec):

@@ -81,7 +81,7 @@ def dry_run_selection(demo: bool, tasks=(), models=(), force: bool = False, data
     data = data or DataDir()
     _kind(data, demo, claim=False)
     specs = load_specs()
-    return render_plan(plan_selection(specs, data, select(specs, list(tasks), list(models)), force))
+    return render_plan(plan_selection(specs, data, select(specs, list(tasks), list(models)), force, demo=demo))
 
 
 def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] = (), force: bool = False,

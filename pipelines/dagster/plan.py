@@ -73,8 +73,28 @@ def estimate_usd(specs: Specs, task: TaskSpec, model: ModelSpec, items: int | No
     return seconds * devices * rate / 3600.0
 
 
-def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], force: bool) -> list[Planned]:
-    """Each pair classified; a pair whose dataset has no current snapshot yet is ``run`` without a run id."""
+class _AsClaimed:
+    """A data directory not claimed yet, seen as the kind the run that follows will claim it as (a dry
+    run writes nothing, yet must plan what ``materialize --demo`` does: the simulated models run)."""
+
+    def __init__(self, data, kind: str):
+        self._data, self._kind = data, kind
+
+    def kind(self) -> str | None:
+        return self._data.kind() or self._kind
+
+    def __getattr__(self, name: str):
+        return getattr(self._data, name)
+
+
+def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], force: bool,
+                   demo: bool | None = None) -> list[Planned]:
+    """Each pair classified; a pair whose dataset has no current snapshot yet is ``run`` without a run id.
+
+    ``demo``: the kind the run claims a new directory as (``--demo``), so that the dry run's plan is the
+    run's plan; None where the directory is claimed already."""
+    if demo is not None and data.kind() is None:
+        data = _AsClaimed(data, "demo" if demo else "real")
     from pipelines.engine.evaluate import existing_result, partition_key, plan
     from pipelines.engine.inputs import task_instances_path
     from pipelines.engine.snapshots import NotMaterialised

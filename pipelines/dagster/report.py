@@ -42,8 +42,11 @@ class Report:
         return next((o for o in self.outcomes if o.partition == key), None)
 
     def render(self) -> str:
-        lines = [f"{'evaluation':48} {'status':8} {'run_id':12}  detail"]
-        lines += [f"{o.partition:48} {o.status:8} {o.run_id:12}  {o.detail}" for o in self.outcomes]
+        # columns as wide as their widest value ("withdrawn", "interrupted" are wider than "status")
+        wide = max([48, *(len(o.partition) for o in self.outcomes)])
+        status = max([8, *(len(o.status) for o in self.outcomes)])
+        lines = [f"{'evaluation':{wide}} {'status':{status}} {'run_id':12}  detail"]
+        lines += [f"{o.partition:{wide}} {o.status:{status}} {o.run_id:12}  {o.detail}".rstrip() for o in self.outcomes]
         lines += [f"error: {e}" for e in self.errors]
         counts = {}
         for o in self.outcomes:

@@ -79,6 +79,42 @@ def run_official(store: SubmissionStore, sub_id: str, data: DataDir, load_specs:
         return store.get(sub_id)
 
 
+def mark_running(tags: dict[str, str], run_id: str, data: DataDir, log: Log = print) -> None:
+    """Called by a submission's evaluation run as it starts: ``queued -> running`` then, not at the
+    sensor's next tick (a short run was stamped running and evaluated at once, docs/submitting.md)."""
+    import os
+
+    from warehouse.submissions import URL_ENV, SubmissionNotFound
+
+    sub_id = tags.get(SUBMISSION_TAG)
+    if not sub_id or (not os.environ.get(URL_ENV) and not data.submissions_db.exists()):
+        return
+    store = SubmissionStore.for_data(data)
+    try:
+        if store.get(sub_id).state == "queued":
+            _move(store, sub_id, "running", f"dagster run(s) {run_id}", log=log)
+    except SubmissionNotFound:
+        return
+    finally:
+        store.close()
+
+
+def published(data: DataDir, sub: Submission, outcomes: list[Outcome]) -> bool:
+    """Every result of the submission is in the published warehouse (its run link answers): only then
+    is it ``evaluated``; the publish sensor follows the runs by a few seconds."""
+    from warehouse.read import READ_ERRORS, NoWarehouse, current_result
+
+    try:
+        for o in outcomes:
+            task, _, _ = o.partition.partition("|")
+            found = current_result(data, sub.model["slug"], task)
+            if found is None or found.record.run_id != o.run_id:
+                return False
+    except (NoWarehouse, *READ_ERRORS):
+        return False
+    return True
+
+
 def settle(store: SubmissionStore, sub: Submission, outcomes: list[Outcome], log: Log = print) -> None:
     """Every partition ran or was reused: ``evaluated``; else ``failed`` with the first problem."""
     bad = [o for o in outcomes if o.status not in ("ran", "reused")]
@@ -171,6 +207,8 @@ def observe(instance: dg.DagsterInstance, store: SubmissionStore, sub: Submissio
                         "" if p.status == "reuse" else "its run finished without a result") for p in planned]
     if sub.state == "queued":
         _move(store, sub.id, "running", "dagster run(s) " + ", ".join(r.run_id for r in runs), log=log)
+    if all(o.status == "ran" for o in outcomes) and not published(data, sub, outcomes):
+        return  # evaluated once published (the publish sensor's run), at a later tick
     settle(store, store.get(sub.id), outcomes, log)
 
 

@@ -7,7 +7,7 @@ a task is compared with is the task's own business (its family's ``baseline_mode
 the vitaldb-ioh spec's ``baseline_model`` key), so no task is named here. The baseline run is the
 newest result of that model on the same task version (the one that supersedes the others); each
 other result of the task, superseded or not, that predicted exactly the baseline's items with the
-same labels gets the paired difference to it, as the task's kind computes it
+same ground truth (the kind's ``truth_columns``) gets the paired difference to it, as the task's kind computes it
 (``pipelines.kinds``: for ``score``, the cluster bootstrap of ``/v1/compare`` over the family's
 cluster column) with the task's bootstrap settings.
 """
@@ -34,7 +34,8 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
         if not baseline_slug:
             continue
         strategy, cluster = kind_of(task.kind), fam.cluster_column
-        columns = [*strategy.paired_columns, *([cluster] if cluster else [])]
+        truth = list(strategy.truth_columns)
+        columns = list(dict.fromkeys([*strategy.paired_columns, *truth, *([cluster] if cluster else [])]))
         runs = [r for r in results if r.task == ref]
         bases = [r for r in runs if r.model.slug == baseline_slug]
         if not bases:
@@ -46,7 +47,8 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
             if r.model.slug == baseline_slug or not data.predictions_path(r.run_id).exists():
                 continue
             (a, b), sizes = read_aligned([data.predictions_path(r.run_id), data.predictions_path(base.run_id)], columns)
-            if any(n != len(a["label"]) for n in sizes) or not np.array_equal(a["label"], b["label"]):
+            n_shared = len(a[columns[0]])
+            if any(n != n_shared for n in sizes) or not all(np.array_equal(a[c], b[c]) for c in truth):
                 continue  # not the same items: no paired comparison
             d = strategy.baseline_difference(a, b, cluster, task.bootstrap.replicates, task.bootstrap.seed)
             if d is None:

@@ -32,12 +32,14 @@ from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.identity import code_revision, library_versions, run_id
 from pipelines.engine.inputs import task_instances_path
 from pipelines.engine.locks import evaluation_lock, newer, written_since
+from pipelines.engine.plugin_identity import plugin_versions
 from pipelines.engine.solvers import solve
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
+from pipelines.kinds import kind as kind_of
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, Provenance, ResultRecord,
-                               UsageRecord, Versions, decode_record, encode_record)
+                               UsageRecord, Versions, Withheld, decode_record, encode_record, PluginVersion)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -52,8 +54,11 @@ def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str) -> Evaluat
     if task.ref not in model.tasks:
         raise ValueError(f"{model.slug} is not evaluated on {task.ref} (its spec lists {model.tasks})")
     snap = current_snapshot(data, task.dataset)
-    return Evaluation(task, model, specs.dataset_of(task), snap.snapshot_id, run_id(model, task, snap.snapshot_id),
-                      specs.family_of(task), specs.backend_of(model))
+    family, backend = specs.family_of(task), specs.backend_of(model)
+    plugins = tuple(plugin_versions([family, specs.plugins.datasets.get(task.dataset), kind_of(family.kind),
+                                     backend]))
+    return Evaluation(task, model, specs.dataset_of(task), snap.snapshot_id,
+                      run_id(model, task, snap.snapshot_id, plugins=plugins), family, backend, plugins)
 
 
 def existing_result(data: DataDir, run: str) -> ResultRecord | None:
@@ -162,12 +167,13 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
         config=info.config,
         versions=Versions(task_spec_hash=spec_hash(ev.task), model_spec_hash=spec_hash(ev.model),
                           dataset_snapshot=ev.snapshot_id, parser=parser, code_revision=code_revision(),
-                          libraries=library_versions()),
+                          libraries=library_versions(), plugins=[PluginVersion(**p) for p in ev.plugins]),
         usage=UsageRecord(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
                           wall_seconds=round(usage.wall_seconds, 3), hardware=usage.hardware),
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
         subgroups=summary.subgroups, breakdowns=summary.breakdowns, provenance=provenance,
+        withheld=[Withheld(name, why) for name, why in summary.withheld],
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "

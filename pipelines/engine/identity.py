@@ -20,9 +20,12 @@ LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn",
              "torch", "transformers", "vllm")
 
 
-def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None) -> str:
+def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None,
+           plugins: list[dict[str, str]] | tuple = ()) -> str:
     """The run id; an official run (a submitted package) adds the package's sha256, so it never
-    shares an id with medbench's own run of the same model and task (whose ids stay as they were)."""
+    shares an id with medbench's own run of the same model and task (whose ids stay as they were).
+    ``plugins`` (``pipelines.engine.plugin_identity``): the plug-in distributions' code it used,
+    added only when there is any, so a changed plug-in makes new run ids and built-in ones stay."""
     fields = {
         "model": model.slug,
         "model_revision": model.revision,
@@ -33,6 +36,8 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: s
     }
     if package_sha256 is not None:
         fields["package_sha256"] = package_sha256
+    if plugins:
+        fields["plugins"] = list(plugins)
     return hashlib.sha256(canonical_json(fields)).hexdigest()[:12]
 
 

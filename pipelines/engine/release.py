@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from pipelines.engine.identity import code_revision
+from pipelines.kinds import kinds
 from pipelines.engine.ranking import rank_rows
 from pipelines.engine.baseline import baseline_comparison_rows
 from pipelines.engine.snapshots import NotMaterialised, current_snapshot
@@ -77,7 +78,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
                    withdrawn=public_map(withdrawals(data)), code_revision=code_revision(),
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
-                   prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()])
+                   prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()],
+                   kind_columns={name: dict(k.sql_types) for name, k in kinds().items()})
 
 
 def _flow(data: DataDir, specs: Specs, task) -> dict:

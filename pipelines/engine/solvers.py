@@ -11,6 +11,9 @@ every family, so a new family is a declaration and a new backend serves every fa
   scores test; the family turns the scores into its predictions table, and where it declares a
   ``finish`` it is handed the validation scores too (e.g. to fit a recalibration on them) and
   returns the table's metadata and what the config records.
+- any other shape (``pipelines.core.protocols.Problem``): a problem that solves itself, so a plug-in
+  kind's problem (a regression's fit-and-predict) needs no edit here: its ``solve`` asks the
+  evaluation's backend what it needs and returns the ``Predicted``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 from pipelines.core.canonical import spec_builtins
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.outcomes import Log, Predicted, Usage
-from pipelines.core.protocols import FitAndScore, TextChoice
+from pipelines.core.protocols import FitAndScore, Problem, TextChoice
 from pipelines.engine.generations import GenerationStore, generation_key
 from warehouse.layout import DataDir
 
@@ -37,7 +40,10 @@ def solve(ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted
         return solve_text_choice(ev, problem, data, log)
     if isinstance(problem, FitAndScore):
         return solve_fit_and_score(ev, problem, log)
-    raise TypeError(f"family {ev.family.name!r} declared a {type(problem).__name__}, not a TextChoice or FitAndScore")
+    if isinstance(problem, Problem):
+        return problem.solve(ev, data, log)
+    raise TypeError(f"family {ev.family.name!r} declared a {type(problem).__name__}: not a TextChoice or "
+                    "FitAndScore, and it has no solve(ev, data, log) of its own (pipelines.core.protocols.Problem)")
 
 
 def solve_text_choice(ev: Evaluation, problem: TextChoice, data: DataDir, log: Log) -> Predicted:
@@ -70,10 +76,10 @@ def solve_fit_and_score(ev: Evaluation, problem: FitAndScore, log: Log) -> Predi
     started = time.monotonic()
     scorer = ev.backend.window_scorer(ev.model, problem.step_seconds)
     (train_x, train_y), (val_x, val_y) = problem.train, problem.validation
-    log(f"{ev.partition_key}: fitting on {len(train_x)} train / {len(val_x)} validation windows")
+    log(f"{ev.partition_key}: fitting on {len(train_x)} train / {len(val_x)} validation instances")
     scorer.fit(train_x, train_y, val_x, val_y, seed=problem.seed)
     scores = np.asarray(scorer.score(problem.test), dtype=np.float64)
-    log(f"{ev.partition_key}: scored {len(scores)} test windows")
+    log(f"{ev.partition_key}: scored {len(scores)} test instances")
     table = problem.table(scores)
     finished: dict = {}
     if problem.finish is not None:

@@ -101,17 +101,18 @@ class Specs:
         self.datasets: dict[str, DatasetSpec] = {}
         self.tasks: dict[str, TaskSpec] = {}
         self.models: dict[str, ModelSpec] = {}
-        for path in sorted((self.root / "datasets").glob("*.toml")):
+        roots = [self.root, *(folder for _, folder in getattr(plugins, "specs", ()))]
+        for path in _files(roots, "datasets", "*.toml"):
             spec = _decode(path, DatasetSpec)
             _expect(path, "slug", spec.slug, path.stem)
             self.datasets[spec.slug] = spec
-        for path in sorted((self.root / "tasks").glob("*/*.toml")):
+        for path in _files(roots, "tasks", "*/*.toml"):
             spec = _decode_task(path, plugins)
             _expect(path, "slug", spec.slug, path.parent.name)
             _expect(path, "version", str(spec.version), path.stem)
             _check_task(path, spec, self.datasets, plugins)
             self.tasks[spec.ref] = spec
-        checkout_models = sorted((self.root / "models").glob("*/*.toml"))
+        checkout_models = _files(roots, "models", "*/*.toml")
         for path in checkout_models + submitted_model_files():
             spec = _decode_model(path, plugins)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
@@ -133,8 +134,18 @@ class Specs:
             return self.tasks[ref]
         versions = [t for t in self.tasks.values() if t.slug == ref]
         if not versions:
-            raise KeyError(f"unknown task {ref!r}; known: {', '.join(sorted(self.tasks))}")
+            raise KeyError(f"unknown task {ref!r}; known: {', '.join(sorted(self.tasks))}{self._installed_hint(ref)}")
         return max(versions, key=lambda t: t.version)
+
+    def _installed_hint(self, ref: str) -> str:
+        """When a family of that name is installed but no spec of it was found: say so, and how."""
+        name = ref.partition("@")[0]
+        families = getattr(self.plugins, "families", None)
+        if families is None or name not in families:
+            return ""
+        return (f"; family {name!r} is installed ({families.origin(name)}) but no spec of it was found: its "
+                "distribution declares its spec folder in the entry-point group medbench.specs "
+                "(docs/adding-a-task.md), or add its files to the specs directory")
 
     def model(self, ref: str) -> ModelSpec:
         """Resolve a model slug or a provider model id (which must then be unambiguous)."""
@@ -205,6 +216,21 @@ def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec], pl
         raise SpecError(f"{path}: {exc}") from None
     except ValueError as exc:
         raise SpecError(f"{path}: key `{fam.settings_key}`: {exc}") from None
+
+
+def _files(roots: list[Path], folder: str, pattern: str) -> list[Path]:
+    """The spec files of ``folder`` under every root (the specs directory, then each installed
+    distribution's ``medbench.specs`` folder), sorted by their path inside it; the same path in two
+    roots is an error naming both files."""
+    found: dict[Path, Path] = {}
+    for root in roots:
+        for path in sorted((root / folder).glob(pattern)):
+            rel = path.relative_to(root)
+            if rel in found:
+                raise SpecError(f"{path}: {rel} is also {found[rel]}: two spec files of one name; remove or "
+                                "rename one of them")
+            found[rel] = path
+    return [found[rel] for rel in sorted(found)]
 
 
 def load_specs(root: Path | str | None, plugins: Plugins) -> Specs:

@@ -29,8 +29,9 @@ def _stat(path: Path) -> tuple:
     return (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _spec_files(root: Path) -> tuple:
-    return tuple(_stat(p) for p in [*sorted(root.rglob("*.toml")), *submitted_model_files()])
+def _spec_files(root: Path, plugins: Plugins) -> tuple:
+    extra = [p for _, folder in getattr(plugins, "specs", ()) for p in sorted(folder.rglob("*.toml"))]
+    return tuple(_stat(p) for p in [*sorted(root.rglob("*.toml")), *extra, *submitted_model_files()])
 
 
 def _outputs_files(specs: Specs) -> tuple:
@@ -42,7 +43,7 @@ def cached_specs(root: Path | str | None, plugins: Plugins) -> Specs:
     given = specs_root(root)
     folder = given.resolve()
     key = (folder, id(plugins))
-    files = _spec_files(folder)
+    files = _spec_files(folder, plugins)
     with _lock:
         hit = _cache.get(key)
     if hit is not None and hit[0] == files and hit[1] == _outputs_files(hit[2]):

@@ -20,6 +20,7 @@ import msgspec
 from pipelines.core.canonical import spec_builtins
 from pipelines.core.specs import PriceSpec, SpecError, model_spec_type, spec_hash
 from pipelines.engine.spec_decoding import _explain
+from pipelines.kinds import kind as kind_of
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import SubmissionPolicy, check_sandbox_budget
 from pipelines.engine.submission_request import (
@@ -107,15 +108,17 @@ class SubmissionChecker:
             if "provider" in raw_model:
                 raise _refuse("model.provider", "leave it out: the provider is the token's owner")
             _scan_settings(raw_model.get("settings", {}))
-        try:
+        try:  # the body: a field is named where it is (an unknown top-level field is top-level)
             request = msgspec.convert(body, SubmissionRequest, strict=True, str_keys=True)
+        except msgspec.ValidationError as exc:
+            raise _explain_field(exc) from None
+        try:  # the settings, decoded on their own: their fields are named under model.settings
             settings = msgspec.convert(request.model.settings, SUBMITTED_SETTINGS[request.model.backend],
                                        strict=True, str_keys=True)
         except msgspec.ValidationError as exc:
             refused = _explain_field(exc)
-            if refused.field and not refused.field.startswith(("model", "tasks", "tier", "package", "resources")):
-                refused = SubmissionRefused(f"model.settings.{refused.field}", str(refused).split(": ", 1)[-1])
-            raise refused from None
+            field = f"model.settings.{refused.field}" if refused.field else "model.settings"
+            raise SubmissionRefused(field, str(refused).split(": ", 1)[-1]) from None
         policy = self.policy()
         self._identity(request, owner)
         tasks = self._tasks(request.tasks)
@@ -172,9 +175,9 @@ class SubmissionChecker:
                 task = self.specs.task(ref)
             except KeyError:
                 raise _refuse("tasks", f"unknown task {ref!r}; GET /v1/tasks lists them") from None
-            if self.specs.family_of(task).kind != "choice":
+            if not kind_of(self.specs.family_of(task).kind).parses_replies:
                 raise _refuse("tasks", f"{task.ref} is not a text task: submitted models are LLMs, which answer "
-                              "text (choice) tasks")
+                              "tasks whose kind parses text replies (choice)")
             if task.ref not in out:
                 out.append(task.ref)
         return sorted(out)

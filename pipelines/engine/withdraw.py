@@ -23,9 +23,12 @@ def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str,
                          log: Log) -> tuple[Withdrawal, str]:
     """Record the withdrawal (``WithdrawalError`` for an unknown id, a second withdrawal or no reason), then
     publish; return the withdrawal and the new warehouse version (the release that attests it)."""
-    key = signing_key(data, log)  # a missing key is an error before anything is recorded
+    said: list[str] = []  # what the key says is printed only once the withdrawal is recorded
+    key = signing_key(data, said.append)  # a missing key is an error before anything is recorded
     tlog_publishing.begin(data, key, log)  # and so is a transparency log (or release log) that does not verify
     withdrawal = withdraw(data, run_id, reason)
+    for line in said:
+        log(line)
     log(f"withdrew {run_id} on {withdrawal.date}: {withdrawal.reason}")
     version, _, _ = release(specs, data, log, key)
     return withdrawal, version

@@ -1,53 +1,59 @@
 """The warehouse kinds by name: ``kind(name)`` is the strategy (``pipelines.core.kind.Kind``) that the
-engine, the Dagster checks, ``/v1/compare`` and the site ask instead of branching on a kind's name.
+engine, the Dagster checks, ``/v1/compare``, the publisher and the site ask instead of branching on a
+kind's name (docs/adding-a-task.md, "A new kind").
 
-Adding a kind is one module next to ``choice.py`` and ``score.py`` plus one line in ``_BUILTIN``,
-or, from a separately installed package, one entry point in the group ``medbench.kinds`` naming
-its class (read on the first lookup of a name that is not built in).
+Kinds are plug-ins like families, datasets and backends: they live in a ``Registry``
+(``pipelines.core.registry``), the built-ins (``choice``, ``score``) registered directly and every
+installed distribution's entry points in the group ``medbench.kinds`` lazily (loaded on first use).
+A second kind under a taken name is an error naming both, never a silent first-wins. The registry
+is the process's one table of kinds because a kind is data about published files: the API, which
+holds no ``Plugins``, reads the same table the engine wrote with.
 """
 
 from __future__ import annotations
 
+import threading
 from importlib.metadata import entry_points
 
 from pipelines.core.kind import Kind
+from pipelines.core.registry import GROUPS, Registry
 from pipelines.kinds.choice import Choice
 from pipelines.kinds.score import Score
 
-__all__ = ["Kind", "kind", "kinds"]
+__all__ = ["Kind", "kind", "kind_registry", "kinds"]
 
-ENTRY_POINT_GROUP = "medbench.kinds"
+ENTRY_POINT_GROUP = GROUPS["kinds"]
+BUILTIN: tuple[type, ...] = (Choice, Score)
 
-_BUILTIN: dict[str, Kind] = {k.name: k for k in (Choice(), Score())}
-_KINDS: dict[str, Kind] = dict(_BUILTIN)
-_PLUGINS_LOADED = False
+_lock = threading.Lock()
+_registry: Registry[Kind] | None = None
 
 
-def _load_plugins() -> None:
-    global _PLUGINS_LOADED
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _KINDS:
-            continue  # built-ins (and the first plug-in of a name) win
-        strategy = ep.load()()
-        if strategy.name != ep.name:
-            raise ValueError(f"entry point {ENTRY_POINT_GROUP}:{ep.name} names a kind called {strategy.name!r}")
-        _KINDS[ep.name] = strategy
+def kind_registry() -> Registry[Kind]:
+    """The kinds' ``Registry``: the built-ins, then the ``medbench.kinds`` entry points (filled once;
+    a name declared twice raises there, naming both)."""
+    global _registry
+    with _lock:
+        if _registry is None:
+            registry: Registry[Kind] = Registry("task kind", protocol=Kind)
+            for cls in BUILTIN:
+                registry.add(cls())
+            builtin = {f"{c.__module__}:{c.__qualname__}" for c in BUILTIN}
+            seen: set[tuple[str, str]] = set()
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                if ep.value in builtin and ep.name in registry or (ep.name, ep.value) in seen:
+                    continue  # this project's own declaration of a built-in, or one seen twice on sys.path
+                seen.add((ep.name, ep.value))
+                registry.register(ep.name, ep)
+            _registry = registry
+        return _registry
 
 
 def kinds() -> dict[str, Kind]:
-    """Every known kind, by name."""
-    _load_plugins()
-    return dict(_KINDS)
+    """Every known kind, by name (entry points loaded)."""
+    return kind_registry().as_dict()
 
 
 def kind(name: str) -> Kind:
     """The strategy of kind ``name``; an unknown name fails with the list of known ones."""
-    if name not in _KINDS:
-        _load_plugins()
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise KeyError(f"unknown task kind {name!r}; known: {', '.join(sorted(_KINDS))}") from None
+    return kind_registry().get(name)

@@ -19,12 +19,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pipelines.core.figures import Axis, Figure, Interval
 from pipelines.core.kind import BaselineDifference, Columns, Comparison, ComparisonError, RankBlock
 from pipelines.stats.paired import mcnemar_exact_p, paired_accuracy_from_correct
 from pipelines.stats.ranks import accuracy_rank_intervals
 
 METHOD = "exact McNemar test; conditional exact (Clopper-Pearson on b/(b+c)) interval for the difference"
 BASELINE_METHOD = "exact-mcnemar"
+UNPARSED = "unparsed_sample"  # the extras key of the first unparsed outputs (served as a field of its own)
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -62,8 +64,12 @@ class Choice:
     ])
     columns_text = "instance_id, prediction, label, correct, parse_status, raw_output"
     paired_columns = ("correct", "label")
+    truth_columns = ("label",)
+    sql_types = {"label": "VARCHAR"}  # the letter
     picture = "category_bars"
+    item_noun = "items"
     parses_replies = True
+    answer_field = "output"  # the raw reply, parsed by the task's parser
     legacy_method = "bootstrap-percentile"
     comparison_method = ("accuracy difference: " + METHOD + "; the interval excludes 0 exactly when p < 0.05, and an "
                          "exact test has no p-value floor")
@@ -91,6 +97,36 @@ class Choice:
         point = np.arange(1, len(aligned) + 1)
         return RankBlock(accuracy_rank_intervals(correct, replicates, seed, point), correct.shape[1],
                          "joint paired bootstrap over items; tie: exact McNemar-dual interval")
+
+    def check_answer(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError(f"output must be a string, got {type(value).__name__}")
+        return value
+
+    def figures(self, extras: Mapping[str, Any], metrics: Mapping[str, float]) -> list[Figure]:
+        """Accuracy by category (the extras ``by_category``: {category, n, accuracy, ci_low, ci_high})."""
+        rows = extras.get("by_category") if isinstance(extras, Mapping) else None
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, Mapping) for r in rows):
+            return []
+        try:
+            intervals = [Interval(label=str(r["category"]), value=float(r["accuracy"]), ci_low=float(r["ci_low"]),
+                                  ci_high=float(r["ci_high"]), n=int(r["n"])) for r in rows]
+        except (KeyError, TypeError, ValueError):
+            return []
+        return [Figure(id="by-category", title="Accuracy by category, with 95% intervals",
+                       caption="Accuracy on the items of each category, a bar from 0 with its 95% interval",
+                       x=Axis(title="Accuracy", low=0.0, high=1.0), intervals=intervals)]
+
+    def unparsed_sample(self, extras: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+        """The first outputs the parser could not read (the extras ``unparsed_sample``), when recorded."""
+        sample = extras.get(UNPARSED) if isinstance(extras, Mapping) else None
+        if not isinstance(sample, list):
+            return None
+        return [(str(u["instance_id"]), str(u["output"])) for u in sample if isinstance(u, Mapping)]
+
+    def served_extras(self, extras: Mapping[str, Any]) -> dict[str, Any]:
+        """The extras as a result serves them: the unparsed sample has a field of its own."""
+        return {k: v for k, v in extras.items() if k != UNPARSED}
 
     def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
         """1 / the number of options, read from the task's settings table that lists ``options``."""

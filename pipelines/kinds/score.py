@@ -18,12 +18,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from pipelines.core.figures import Axis, Figure, get_mapping, lines
 from pipelines.core.kind import BaselineDifference, Columns, Comparison, ComparisonError, RankBlock, resampling_unit
 from pipelines.stats.paired_auroc import METHOD as BASELINE_METHOD
 from pipelines.stats.paired_auroc import paired_auroc_difference
@@ -69,8 +71,12 @@ class Score:
     schema = pa.schema([("instance_id", pa.string()), ("score", pa.float64()), ("label", pa.int8())])
     columns_text = "instance_id, score, label, then the task family's own columns (its cluster column among them)"
     paired_columns = ("score", "label")
+    truth_columns = ("label",)
+    sql_types = {"label": "INTEGER"}  # 0/1, so avg(label) is the event rate
     picture = "roc_curve"
+    item_noun = "windows"  # what one prediction is about, in the site's words
     parses_replies = False
+    answer_field = "score"  # a probability of the event
     legacy_method = "cluster-bootstrap-percentile"
     comparison_method = ("AUROC difference: paired cluster bootstrap over the task's cluster column (items without "
                          "one), with the task's replicates and seed; percentile interval, and the p-value inverts it "
@@ -105,6 +111,50 @@ class Score:
                                   replicates, seed, point)
         unit = resampling_unit(cluster_column)
         return RankBlock(iv, scores.shape[1], f"joint paired cluster bootstrap over {unit}; tie: paired percentile interval")
+
+    def check_answer(self, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+            raise ValueError(f"score must be a finite number in [0, 1], got {str(value)[:40]}")
+        return float(value)
+
+    def figures(self, extras: Mapping[str, Any], metrics: Mapping[str, float]) -> list[Figure]:
+        """The ROC curve (every score family's extras ``roc``), and where a family reports them the
+        calibration and decision curves (``calibration_curve``, ``decision_curve``)."""
+        out = []
+        roc = get_mapping(extras, "roc")
+        if roc and roc.get("fpr") and roc.get("tpr"):
+            auroc = metrics.get("auroc")
+            out.append(lines("roc-curve", f"ROC curve on the test {self.item_noun}",
+                             "True against false positive rate over every threshold; the dashed diagonal is chance"
+                             + (f"; AUROC {auroc:.3f}" if auroc is not None else ""),
+                             Axis(title="False positive rate", low=0.0, high=1.0),
+                             Axis(title="True positive rate", low=0.0, high=1.0),
+                             [("model", roc["fpr"], roc["tpr"], "line"), ("chance", [0, 1], [0, 1], "dashed")]))
+        cal = get_mapping(extras, "calibration_curve")
+        if cal and cal.get("predicted") and cal.get("observed"):
+            high = max(0.1, min(1.0, max([*cal["predicted"], *cal["observed"], 0.0]) * 1.1))
+            out.append(lines("calibration-curve", f"Calibration curve on the test {self.item_noun}",
+                             "Observed event rate against the mean predicted probability per bin; the dashed line "
+                             "is perfect calibration",
+                             Axis(title="Mean predicted probability", low=0.0, high=high),
+                             Axis(title="Observed rate", low=0.0, high=high),
+                             [("model", cal["predicted"], cal["observed"], "points"),
+                              ("ideal (observed = predicted)", [0, high], [0, high], "dashed")]))
+        dec = get_mapping(extras, "decision_curve")
+        if dec and dec.get("thresholds") and dec.get("model") and dec.get("treat_all"):
+            th = dec["thresholds"]
+            out.append(lines("decision-curve", "Decision curve: net benefit against treat all and treat none",
+                             "Net benefit of acting on the model's predictions at each threshold probability",
+                             Axis(title="Threshold probability", low=0.0), Axis(title="Net benefit"),
+                             [("model", th, dec["model"], "line"), ("treat all", th, dec["treat_all"], "dashed"),
+                              ("treat none", [0, max(th)], [0, 0], "dashed")]))
+        return out
+
+    def unparsed_sample(self, extras: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+        return None  # nothing is parsed
+
+    def served_extras(self, extras: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(extras)
 
     def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
         return CHANCE_AUROC if primary_metric == "auroc" else None

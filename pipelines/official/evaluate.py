@@ -35,7 +35,8 @@ from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.specs import Specs
 from pipelines.official.package import GROUP, check_wheel
 from pipelines.official.policy import SandboxPolicy
-from pipelines.official.run import ANSWER_FIELD, Answers, run_package
+from pipelines.kinds import kind as kind_of
+from pipelines.official.run import Answers, run_package
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import Provenance, ResultRecord
@@ -59,14 +60,14 @@ def tier_for(ev: Evaluation, submitter: Submitter) -> str:
 
 def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str) -> Evaluation:
     ev = plan(specs, data, task_ref, model_slug)
-    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256))
+    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, plugins=ev.plugins))
 
 
 def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
     """The task's public instances (no label, no answer) and the context the package is handed."""
     instances = task_instances_path(data, ev.task, ev.family)
     public = ev.family.public_instances(ev.task, current_snapshot(data, ev.task.dataset).path, instances)
-    context = {"task": ev.task.ref, "kind": ev.family.kind, "answer_field": ANSWER_FIELD[ev.family.kind],
+    context = {"task": ev.task.ref, "kind": ev.family.kind, "answer_field": kind_of(ev.family.kind).answer_field,
                "model": ev.model.slug, "revision": ev.model.revision}
     return public, context
 

@@ -20,14 +20,16 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from pipelines.kinds import kind as kind_of
 from pipelines.official.package import PackageFailed, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
 
 RUNNER = Path(__file__).with_name("runner.py")
-ANSWER_FIELD = {"choice": "output", "score": "score"}  # what a package yields per instance, by kind
+# What a package yields per instance, and how one answer is checked, belong to the task's kind
+# (``Kind.answer_field``, ``Kind.check_answer``): a plug-in kind brings its own.
 WEIGHTS = "/weights"  # where the read-only weight cache appears in the run step
 
 
@@ -101,7 +103,8 @@ def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, An
         if weights is not None:
             mounts.append(Mount(weights, WEIGHTS))
         run = run_sandboxed(policy, policy.run, mounts, ["/venv/bin/python", "-I", "/medbench/runner.py", "/input/instances.jsonl", "/input/context.json"])
-        values, ordered = validate_answers(run, policy, expected_ids, ANSWER_FIELD[kind])
+        strategy = kind_of(kind)
+        values, ordered = validate_answers(run, policy, expected_ids, strategy.answer_field, strategy.check_answer)
         return Answers(values=values, answers_jsonl=ordered, installed=installed, wall_seconds=run.wall_seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -132,7 +135,7 @@ def _install(policy: SandboxPolicy, work: Path, wheel_name: str) -> list[dict[st
 
 
 def validate_answers(outcome: Outcome, policy: SandboxPolicy, expected_ids: list[str],
-                     field: str) -> tuple[dict[str, Any], bytes]:
+                     field: str, check: Callable[[Any], Any] | None = None) -> tuple[dict[str, Any], bytes]:
     """The answers by instance id, or PackageFailed naming the first broken rule."""
     if outcome.stopped or outcome.returncode < 0 or outcome.returncode > 128:
         raise PackageFailed(_reason("run", outcome, policy.run))
@@ -149,7 +152,7 @@ def validate_answers(outcome: Outcome, policy: SandboxPolicy, expected_ids: list
         if isinstance(answer, dict) and set(answer) == {"medbench_done"}:
             done = answer["medbench_done"]
             break
-        values[_instance_id(answer, number, field, expected, values)] = _value(answer, number, field)
+        values[_instance_id(answer, number, field, expected, values)] = _value(answer, number, field, check)
     if outcome.returncode != 0:
         raise PackageFailed(_reason("run", outcome, policy.run))
     if done is None:
@@ -174,8 +177,13 @@ def _instance_id(answer: Any, number: int, field: str, expected: set[str], seen:
     return iid
 
 
-def _value(answer: dict[str, Any], number: int, field: str) -> Any:
+def _value(answer: dict[str, Any], number: int, field: str, check: Callable[[Any], Any] | None = None) -> Any:
     value = answer[field]
+    if check is not None:  # the kind's own check (``Kind.check_answer``): a ValueError says what is wrong
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise PackageFailed(f"answer {number}: {exc}") from None
     if field == "output":
         if not isinstance(value, str):
             raise PackageFailed(f"answer {number}: output must be a string, got {type(value).__name__}")

@@ -17,7 +17,8 @@ the sorted unique cluster ids, indexed 0..C-1; ``rng = np.random.default_rng(see
 ``draws = rng.integers(0, C, size=(replicates, C))``; replicate r takes the clusters
 ``draws[r]`` (with repetition) and all their windows. A replicate whose windows hold one class
 only has no AUROC: it is left out of every interval and counted in ``n_dropped``. Intervals are
-percentile intervals (``np.percentile`` at 2.5 and 97.5, linear interpolation).
+percentile intervals (``np.percentile`` at 100 alpha/2 and 100 (1 - alpha/2), linear
+interpolation), alpha = 0.05 or the expanded level of ``pipelines.stats.intervals``.
 
 AUPRC equals scikit-learn's ``average_precision_score`` (step-wise, ties grouped); per replicate
 it is computed exactly with window weights = the multiplicity of the window's cluster, which is
@@ -282,32 +283,37 @@ class ClusterBootstrap:
     n_positive: int
     n_clusters: int
     seed: int
+    prevalence_kept: int = 0  # replicates behind the prevalence interval
 
     def metrics(self) -> list[dict]:
-        """Rows {name, value, ci_low, ci_high} in the order auroc, auprc, prevalence."""
+        """Rows {name, value, ci_low, ci_high, replicates_kept} in the order auroc, auprc, prevalence."""
+        kept = self.n_replicates - self.n_dropped
         return [
-            {"name": "auroc", "value": self.auroc, "ci_low": self.ci_low, "ci_high": self.ci_high},
-            {"name": "auprc", "value": self.auprc, "ci_low": self.auprc_ci_low, "ci_high": self.auprc_ci_high},
+            {"name": "auroc", "value": self.auroc, "ci_low": self.ci_low, "ci_high": self.ci_high,
+             "replicates_kept": kept},
+            {"name": "auprc", "value": self.auprc, "ci_low": self.auprc_ci_low, "ci_high": self.auprc_ci_high,
+             "replicates_kept": kept},
             {
                 "name": "prevalence",
                 "value": self.prevalence,
                 "ci_low": self.prevalence_ci_low,
                 "ci_high": self.prevalence_ci_high,
+                "replicates_kept": self.prevalence_kept,
             },
         ]
 
 
-def _interval(values: np.ndarray) -> tuple[float, float]:
+def _interval(values: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
     values = values[np.isfinite(values)]
-    if len(values) == 0:
+    if len(values) == 0 or not np.isfinite(alpha):
         return float("nan"), float("nan")
-    low, high = np.percentile(values, [2.5, 97.5])
+    low, high = np.percentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
 
 
 def cluster_bootstrap(
     scores, labels, clusters, replicates: int, seed: int, with_auprc: bool = True,
-    prevalence_all_replicates: bool = False,
+    prevalence_all_replicates: bool = False, alpha: float = 0.05,
 ) -> ClusterBootstrap:
     """Point AUROC/AUPRC/prevalence with 95% percentile intervals from a cluster bootstrap.
 
@@ -315,6 +321,7 @@ def cluster_bootstrap(
     NaN bounds; the AUPRC point estimate is always computed. Prevalence is defined in a one-class
     replicate too, so ``prevalence_all_replicates=True`` takes its interval over every replicate;
     the default (two-class replicates only) is the method of the results published before it.
+    ``alpha``: the two-sided level of the percentile intervals (0.05, or an expanded level).
     """
     s, y = _as_arrays(scores, labels)
     clusters = np.asarray(clusters).reshape(-1)
@@ -327,11 +334,11 @@ def cluster_bootstrap(
     if with_auprc and kept.any():
         auprcs = np.full(replicates, np.nan)
         auprcs[kept] = replicate_auprcs(s, y, clusters, counts[kept])
-        auprc_low, auprc_high = _interval(auprcs)
+        auprc_low, auprc_high = _interval(auprcs, alpha)
     else:
         auprc_low = auprc_high = float("nan")
-    low, high = _interval(aurocs)
-    prev_low, prev_high = _interval(prevalences)
+    low, high = _interval(aurocs, alpha)
+    prev_low, prev_high = _interval(prevalences, alpha)
     return ClusterBootstrap(
         auroc=auroc(s, y),
         ci_low=low,
@@ -349,4 +356,5 @@ def cluster_bootstrap(
         n_positive=int(y.sum()),
         n_clusters=int(len(pairs.ids)),
         seed=int(seed),
+        prevalence_kept=int(np.isfinite(prevalences).sum()),
     )

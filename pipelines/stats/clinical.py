@@ -17,6 +17,7 @@ import numpy as np
 
 from pipelines.stats.calibration import brier, calibration_intercept, calibration_slope, quantile_bins
 from pipelines.stats.decision import (alarm_rate_confusion, cluster_confusion, net_benefit, rates, treat_all)
+from pipelines.stats.intervals import percentile_interval
 
 _BATCH_ELEMENTS = 4_000_000
 DECISION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 61))  # thresholds the decision curve draws
@@ -31,6 +32,7 @@ class MetricRow:
     direction: str = "higher"  # higher | lower | target
     target: float | None = None
     uses_probabilities: bool = True  # False: rank-based (alarm rates), calibration does not enter
+    replicates_kept: int | None = None  # replicates where the metric is defined (its interval's)
 
 
 @dataclass(frozen=True)
@@ -40,18 +42,10 @@ class ClinicalReport:
     decision_curve: dict = field(default_factory=dict)  # thresholds, model, treat_all (treat-none is 0)
 
 
-def percentile_interval(values: np.ndarray) -> tuple[float, float]:
-    values = np.asarray(values, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return float("nan"), float("nan")
-    low, high = np.percentile(values, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def _row(name: str, value, replicates, **kw) -> MetricRow:
-    low, high = percentile_interval(replicates)
-    return MetricRow(name, float(value), low, high, **kw)
+def _row(name: str, value, replicates, alpha: float = 0.05, **kw) -> MetricRow:
+    low, high = percentile_interval(replicates, alpha)
+    kept = int(np.isfinite(np.asarray(replicates, dtype=np.float64)).sum())
+    return MetricRow(name, float(value), low, high, replicates_kept=kept, **kw)
 
 
 def threshold_name(metric: str, t: float) -> str:
@@ -63,12 +57,21 @@ def alarm_name(metric: str, r: float) -> str:
 
 
 def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rates=(), scores=None,
-                    curves: bool = True, n_bins: int = 10) -> ClinicalReport:
+                    curves: bool = True, n_bins: int = 10, alpha: float = 0.05, decision_p=None,
+                    alarm_thresholds: dict | None = None) -> ClinicalReport:
     """The report for probabilities ``p`` (scores for alarm rates default to ``p``) and labels ``y``.
 
-    ``clusters`` is each window's index 0..C-1 into the columns of ``counts`` [R, C].
+    ``clusters`` is each window's index 0..C-1 into the columns of ``counts`` [R, C]; ``alpha`` is
+    the two-sided level of every percentile interval (0.05, or the expanded level of
+    ``pipelines.stats.intervals``). ``decision_p``: the probabilities the threshold metrics, net
+    benefit and the decision curve read (the recalibrated ones; default ``p``), and
+    ``recalibrated`` rows (``brier_recalibrated``, ...) from them when they differ from ``p``.
+    ``alarm_thresholds`` ({rate: score threshold} chosen on validation): each alarm rate's operating
+    point at that fixed threshold, with ``alarm_rate[alarm=r]``, the rate achieved on these windows;
+    without it the threshold is found in each replicate (the method of results before).
     """
     p = np.asarray(p, dtype=np.float64)
+    q = p if decision_p is None else np.asarray(decision_p, dtype=np.float64)
     y = np.asarray(y).astype(np.int8)
     s = p if scores is None else np.asarray(scores, dtype=np.float64)
     c = np.asarray(clusters, dtype=np.int64)
@@ -79,32 +82,51 @@ def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rat
     with np.errstate(invalid="ignore", divide="ignore"):
         brier_reps = (m @ sq) / (m @ sizes)
     rows = [
-        _row("brier", brier(p, y), brier_reps, direction="lower"),
+        _row("brier", brier(p, y), brier_reps, direction="lower", alpha=alpha),
         _row("calibration_intercept", calibration_intercept(p, y)[0], _per_replicate(calibration_intercept, p, y, c, counts),
-             direction="target", target=0.0),
+             direction="target", target=0.0, alpha=alpha),
         _row("calibration_slope", calibration_slope(p, y)[0], _per_replicate(calibration_slope, p, y, c, counts),
-             direction="target", target=1.0),
+             direction="target", target=1.0, alpha=alpha),
     ]
+    if decision_p is not None:
+        sq_q = np.bincount(c, weights=(q - y) ** 2, minlength=n_clusters)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rows.append(_row("brier_recalibrated", brier(q, y), (m @ sq_q) / (m @ sizes), direction="lower", alpha=alpha))
+        rows += [
+            _row("calibration_intercept_recalibrated", calibration_intercept(q, y)[0],
+                 _per_replicate(calibration_intercept, q, y, c, counts), direction="target", target=0.0, alpha=alpha),
+            _row("calibration_slope_recalibrated", calibration_slope(q, y)[0],
+                 _per_replicate(calibration_slope, q, y, c, counts), direction="target", target=1.0, alpha=alpha),
+        ]
     positives = np.bincount(c, weights=y, minlength=n_clusters)
     with np.errstate(invalid="ignore", divide="ignore"):
         prevalence_reps = (m @ positives) / (m @ sizes)
     for t in thresholds:
-        conf = cluster_confusion(p, y, c, n_clusters, t)
+        conf = cluster_confusion(q, y, c, n_clusters, t)
         point, reps = rates(conf.sum(axis=1)), rates(conf @ m.T)
         for name in ("sensitivity", "specificity", "ppv", "npv"):
-            rows.append(_row(threshold_name(name, t), point[name], reps[name]))
-        rows.append(_row(threshold_name("net_benefit", t), net_benefit(conf.sum(axis=1), t), net_benefit(conf @ m.T, t)))
+            rows.append(_row(threshold_name(name, t), point[name], reps[name], alpha))
+        rows.append(_row(threshold_name("net_benefit", t), net_benefit(conf.sum(axis=1), t), net_benefit(conf @ m.T, t), alpha))
         rows.append(_row(threshold_name("net_benefit_treat_all", t), treat_all(y.mean(), t),
-                         treat_all(prevalence_reps, t)))
+                         treat_all(prevalence_reps, t), alpha))
     ones = np.ones((1, n_clusters), dtype=np.int64)
     for r in alarm_rates:
-        point = rates(alarm_rate_confusion(s, y, c, ones, r)[:, 0])
-        reps = rates(alarm_rate_confusion(s, y, c, counts, r))
+        fixed = (alarm_thresholds or {}).get(r)
+        if fixed is not None:  # the validation split's threshold, applied to these windows
+            conf = cluster_confusion(s, y, c, n_clusters, fixed)
+            point_conf, rep_conf = conf.sum(axis=1), conf @ m.T
+            with np.errstate(invalid="ignore", divide="ignore"):
+                achieved = (rep_conf[0] + rep_conf[1]) / rep_conf.sum(axis=0)
+            rows.append(_row(alarm_name("alarm_rate", r), (point_conf[0] + point_conf[1]) / point_conf.sum(), achieved,
+                             alpha, direction="target", target=float(r), uses_probabilities=False))
+        else:
+            point_conf, rep_conf = alarm_rate_confusion(s, y, c, ones, r)[:, 0], alarm_rate_confusion(s, y, c, counts, r)
+        point, reps = rates(point_conf), rates(rep_conf)
         for name in ("sensitivity", "specificity", "ppv", "npv"):
-            rows.append(_row(alarm_name(name, r), point[name], reps[name], uses_probabilities=False))
+            rows.append(_row(alarm_name(name, r), point[name], reps[name], alpha, uses_probabilities=False))
     if not curves:
         return ClinicalReport(rows)
-    return ClinicalReport(rows, calibration_curve(p, y, c, m, n_bins), decision_curve(p, y))
+    return ClinicalReport(rows, calibration_curve(p, y, c, m, n_bins, alpha), decision_curve(q, y))
 
 
 def _per_replicate(fit, p, y, c, counts: np.ndarray) -> np.ndarray:
@@ -116,7 +138,7 @@ def _per_replicate(fit, p, y, c, counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def calibration_curve(p, y, c, m: np.ndarray, n_bins: int = 10) -> dict:
+def calibration_curve(p, y, c, m: np.ndarray, n_bins: int = 10, alpha: float = 0.05) -> dict:
     """Quantile bins of p: mean predicted, observed rate (with its cluster-bootstrap interval), windows."""
     bins = quantile_bins(p, n_bins)
     out: dict[str, list] = {"predicted": [], "observed": [], "observed_low": [], "observed_high": [], "n": []}
@@ -126,7 +148,7 @@ def calibration_curve(p, y, c, m: np.ndarray, n_bins: int = 10) -> dict:
         size = np.bincount(c[mine], minlength=n_clusters).astype(np.float64)
         pos = np.bincount(c[mine], weights=y[mine], minlength=n_clusters)
         with np.errstate(invalid="ignore", divide="ignore"):
-            low, high = percentile_interval((m @ pos) / (m @ size))
+            low, high = percentile_interval((m @ pos) / (m @ size), alpha)
         out["predicted"].append(round(float(p[mine].mean()), 6))
         out["observed"].append(round(float(y[mine].mean()), 6))
         out["observed_low"].append(round(low, 6))

@@ -19,10 +19,10 @@ by construction, not left to rounding: the side of 1/2 is decided with the exact
 only, on the float log-space tail (math.lgamma binomial coefficients, log-sum-exp) to 2^-46.
 The returned p is float(exact fraction).
 
-The AUROC comparison (pipelines.stats.auroc, api/compare.py) is different: a paired cluster
-bootstrap, whose two-sided p-value (1 + #{d <= 0}) / (1 + R) ... has a floor of 2 / (R + 1) with
-R kept replicates: with R = 2,000 no p below about 0.001 can be shown, however large the
-difference; report "p < 2/(R+1)" rather than the floor itself.
+The AUROC comparison (pipelines.stats.paired_auroc, api/compare.py) is different: a paired cluster
+bootstrap whose p-value inverts its own percentile interval (the smallest level at which the
+interval leaves 0 out), floored at 2 / (R + 1) for R kept replicates and flagged ``p_at_floor``
+there; see that module. Exact McNemar has no floor.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ Inverting the interval rather than replacing it keeps every published interval a
 
 Floor: with R kept replicates the tails beyond the outermost ones are not resolved, so no p below
 2 / (R + 1) is reported (Davison and Hinkley's floor); a p at the floor is flagged ``p_at_floor``
-and reads "p <= 2/(R+1)", never as an exact value.
+and reads "p <= 2/(R+1)", never as an exact value. With R <= 39 the floor is at least 0.05, so an
+interval that excludes 0 gets p just below 0.05, still flagged ``p_at_floor`` (a bound, not a value).
 """
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ def percentile_test(differences, alpha: float = ALPHA) -> PercentileTest:
     p, at_floor = (floor, True) if raw <= floor else (raw, False)
     excludes = low > 0 or high < 0
     if excludes and p >= alpha:
-        p, at_floor = float(np.nextafter(alpha, 0.0)), False
+        # with 39 or fewer kept replicates the floor itself is >= alpha: the p shown is then a bound
+        # too (the replicates cannot resolve it), so it stays flagged
+        p = float(np.nextafter(alpha, 0.0))
     elif not excludes and p < alpha:
         p, at_floor = alpha, False
     return PercentileTest(low, high, p, at_floor)

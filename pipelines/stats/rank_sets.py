@@ -11,14 +11,26 @@ With estimates theta_hat [M] and replicates theta* [R, M]:
 
 - se_jk: the bootstrap standard deviation of theta*_j - theta*_k, from the replicates' covariance
   (Var_j + Var_k - 2 Cov_jk), so no [R, M, M] array is ever formed for it.
-- The critical value c: the (1 - alpha) quantile (``method="higher"``) over replicates of
-  max over pairs j < k (se_jk > 0) of |(theta*_j - theta*_k) - (theta_hat_j - theta_hat_k)| / se_jk.
-- j is confidently better than k when (theta_hat_j - theta_hat_k) - c * se_jk > 0.
-- Step-down (Romano & Wolf): pairs found different are removed and c recomputed over the rest until
-  nothing new is found; each step's c is no larger, and the procedure keeps the joint level.
+- The statistic follows the R package csranks (``csdiffmeans`` with ``stepdown=TRUE``, by the
+  method's authors): the hypotheses are the *ordered* pairs (j, k), j != k, "theta_j <= theta_k".
+  The critical value c is the (1 - alpha) quantile (linear interpolation, R's default type 7) over
+  replicates of max over the ordered pairs still in play of ((theta*_j - theta*_k) -
+  (theta_hat_j - theta_hat_k)) / se_jk; while both directions of a pair are in play that is
+  |...| / se_jk.
+- (j, k) is rejected, j confidently better than k, when (theta_hat_j - theta_hat_k) - c * se_jk > 0.
+- Step-down: a rejected (j, k) leaves the family, but its reverse (k, j) stays in the maximum of
+  every later step (it can never be rejected itself), so each step's c is no larger than the last
+  and no smaller than a family without those directions; steps stop when nothing new is rejected.
+  Dropping both directions (this module before the csranks port) gave smaller c and sets more
+  liberal than the method cited. ``tests/support/csranks_port.py`` transcribes csranks'
+  matrices and loop, and ``tests/unit/pipelines/test_csranks_port.py`` checks the sets agree.
+- A pair with se_jk = 0 (the same difference in every replicate) adds nothing to the maximum (0/0)
+  and is decided by its estimate alone, as csranks' bound theta_hat_j - theta_hat_k - c * 0 gives:
+  different when the difference is not zero (a model parsing 100% of items in every replicate is
+  confidently above one parsing 0%), never when it is zero.
 - The set of j is [1 + #{k confidently better than j}, M - #{k confidently worse than j}]; it
   always holds j's point rank (a model is never confidently better than one with an equal or higher
-  estimate). A pair with se_jk = 0 (identical in every replicate) is never declared different.
+  estimate).
 
 The true rank of model j is 1 + #{k : theta_k > theta_j} (ties share the better rank).
 """
@@ -31,7 +43,6 @@ import numpy as np
 
 ALPHA = 0.05
 _PAIR_ELEMENTS = 4_000_000  # replicates x pairs per block of the max statistic
-_MAX_STEPS = 50
 
 
 @dataclass(frozen=True)
@@ -43,19 +54,22 @@ class RankSets:
     steps: int
 
 
-def _max_statistic(errors: np.ndarray, jj: np.ndarray, kk: np.ndarray, inv_se: np.ndarray) -> np.ndarray:
-    """max over the given pairs of |e_j - e_k| / se_jk in every replicate (float64 [R]).
+def _max_statistic(errors: np.ndarray, jj: np.ndarray, kk: np.ndarray, scale: np.ndarray,
+                   absolute: bool) -> np.ndarray:
+    """max over the given pairs of (e_j - e_k) * scale_jk in every replicate (float64 [R]), of its
+    absolute value when ``absolute``; -inf where there are no pairs.
 
     In float32: the statistic only sets a quantile, and half the memory traffic keeps the
-    200-model bench (K^2 pairs x 2,000 replicates per step) well inside its budget."""
+    200-model bench (M^2 pairs x 2,000 replicates) well inside its budget."""
     r = errors.shape[0]
-    out = np.zeros(r, dtype=np.float64)
+    out = np.full(r, -np.inf, dtype=np.float64)
     if len(jj) == 0:
         return out
     block = max(1, _PAIR_ELEMENTS // len(jj))
     for r0 in range(0, r, block):
         e = errors[r0 : r0 + block]
-        out[r0 : r0 + len(e)] = np.abs((e[:, jj] - e[:, kk]) * inv_se).max(axis=1)
+        x = (e[:, jj] - e[:, kk]) * scale
+        out[r0 : r0 + len(e)] = (np.abs(x) if absolute else x).max(axis=1)
     return out
 
 
@@ -77,24 +91,31 @@ def simultaneous_rank_sets(estimates, replicates, alpha: float = ALPHA, step_dow
     var = np.diag(cov)
     jj, kk = np.triu_indices(m, 1)
     se = np.sqrt(np.maximum(var[jj] + var[kk] - 2 * cov[jj, kk], 0.0))
-    # a pair that never varies cannot be told apart (and the floor keeps float noise out)
-    live = se > 1e-12 * max(1.0, float(np.abs(theta).max()))
-    jj, kk, se = jj[live], kk[live], se[live]
     d = theta[jj] - theta[kk]
-    open_ = np.ones(len(jj), dtype=bool)  # pairs not yet found different
+    # a pair that never varies (the floor keeps float noise out) is decided by its estimate alone
+    live = se > _zero_se(theta)
+    decided = ~live & (d != 0)
+    undecided = live.copy()  # both directions still in the family
     errors32 = errors.astype(np.float32)
-    c, steps = float("inf"), 0
-    while open_.any() and steps < _MAX_STEPS:
+    inv_se = np.zeros_like(se)
+    inv_se[live] = 1.0 / se[live]
+    # running max, per replicate, of the reverse directions of decided pairs: (loser - winner) / se
+    reverse_max = np.full(len(reps), -np.inf)
+    c, steps = 0.0, 0
+    while undecided.any():  # each step decides a pair or stops
         steps += 1
-        stat = _max_statistic(errors32, jj[open_], kk[open_], (1.0 / se[open_]).astype(np.float32))
-        c = float(np.quantile(stat, 1 - alpha, method="higher"))
-        found = open_ & (np.abs(d) - c * se > 0)
+        both = _max_statistic(errors32, jj[undecided], kk[undecided], inv_se[undecided].astype(np.float32), True)
+        stat = np.maximum(both, reverse_max)
+        c = float(np.quantile(stat, 1 - alpha))
+        found = undecided & (np.abs(d) - c * se > 0)
         if not found.any():
             break
-        open_ &= ~found
+        decided |= found
+        undecided &= ~found
+        signed = (-np.sign(d[found]) * inv_se[found]).astype(np.float32)
+        reverse_max = np.maximum(reverse_max, _max_statistic(errors32, jj[found], kk[found], signed, False))
         if not step_down:
             break
-    decided = ~open_
     pos = decided & (d > 0)
     neg = decided & (d < 0)
     better[jj[pos], kk[pos]] = True
@@ -102,6 +123,11 @@ def simultaneous_rank_sets(estimates, replicates, alpha: float = ALPHA, step_dow
     low = 1 + better.sum(axis=0).astype(np.int64)  # models confidently better than j
     high = m - better.sum(axis=1).astype(np.int64)  # models j is confidently better than
     return RankSets(low, high, better, c, steps)
+
+
+def _zero_se(theta: np.ndarray) -> float:
+    """The SD below which a difference counts as constant (float noise of the covariance)."""
+    return 1e-12 * max(1.0, float(np.abs(theta).max()))
 
 
 def true_ranks(theta) -> np.ndarray:

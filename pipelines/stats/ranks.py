@@ -175,3 +175,26 @@ def auroc_rank_intervals(scores, labels, subjects, replicates: int, seed: int, p
         diff_low = diff_high = np.full(m, np.nan)
     estimates = np.array([auroc(s[k], y) for k in range(m)])
     return _combine(estimates, values[kept], p, leader, diff_low, diff_high, replicates, int((~kept).sum()))
+
+
+def replicate_rank_intervals(estimates, replicate_values, point_ranks, direction: str = "higher",
+                             dropped: int = 0) -> RankIntervals:
+    """Rank intervals from any metric's joint replicates: ``estimates`` [M] on the full data and
+    ``replicate_values`` [R, M] from one joint (paired, clustered) bootstrap of all M results, for a
+    kind that computes its own metric (a plug-in's MAE). ``direction`` is the metric's: "lower" is
+    ranked by -value, so rank 1 is the smallest error. The difference to the leader (``diff_low``,
+    ``diff_high``) stays in the metric's own units (model - leader), a percentile interval."""
+    values = np.asarray(replicate_values, dtype=np.float64)
+    est = np.asarray(estimates, dtype=np.float64).reshape(-1)
+    if values.ndim != 2 or values.shape[1] != len(est) or len(est) == 0:
+        raise ValueError(f"replicate_values must be [replicates, {len(est)}], got shape {values.shape}")
+    p = _check_point_ranks(point_ranks, len(est))
+    leader = int(np.flatnonzero(p == 1)[0])
+    kept = values[np.isfinite(values).all(axis=1)]
+    if len(kept):
+        diff_low, diff_high = np.percentile(kept - kept[:, [leader]], [2.5, 97.5], axis=0)
+    else:
+        diff_low = diff_high = np.full(len(est), np.nan)
+    sign = -1.0 if direction == "lower" else 1.0
+    return _combine(sign * est, sign * kept, p, leader, diff_low, diff_high, len(values),
+                    int(dropped) + len(values) - len(kept))

@@ -18,7 +18,8 @@ from warehouse.layout import DataDir
 COMPARE = {"a": "str", "b": "str", "task": "str", "metric": "str", "n_shared": "int", "difference": "float",
            "ci_low": "float", "ci_high": "float", "p_value": "float", "method": "str",
            "p_at_floor": "bool"}  # CONTRACT.md: paired comparisons gain p_at_floor
-ADDITIONS = {"value_a", "value_b", "replicates", "seed", "dropped_replicates", "a_only_correct", "b_only_correct"}
+ADDITIONS = {"value_a", "value_b", "replicates", "seed", "dropped_replicates", "a_only_correct", "b_only_correct",
+             "direction", "better"}
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def test_clearly_better_result_on_the_published_files(client: TestClient, site_d
     assert (body["ci_low"], body["ci_high"], body["p_value"]) == pytest.approx(
         (expected.ci_low, expected.ci_high, expected.p_value))
     assert body["ci_low"] > 0 and body["p_value"] < 0.001
+    assert (body["direction"], body["better"]) == ("higher", "a")  # accuracy: higher is better
     assert (body["replicates"], body["seed"]) == (100, 1)
     assert body["b_only_correct"] == 0 and body["a_only_correct"] > 0
     assert "McNemar" in body["method"]

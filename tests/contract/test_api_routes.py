@@ -15,6 +15,7 @@ from support.api_data import (
     ADDITIONS,
     DATASET,
     DATASETS,
+    DETECTABLE,
     ERROR,
     RESULT,
     ROW,
@@ -69,7 +70,8 @@ def test_tasks_one_item_per_version(client: TestClient) -> None:
 
 def test_task_detail_latest_and_by_version(client: TestClient) -> None:
     latest = ok(client, "/v1/tasks/clinicalqa")
-    assert_shape(latest, {**TASK, "spec": "dict", "participant_flow": "dict?"}, extra=ADDITIONS["task_detail"])
+    assert_shape(latest, {**TASK, "spec": "dict", "participant_flow": "dict?", "detectable_difference": DETECTABLE},
+                 extra=ADDITIONS["task_detail"])
     assert latest["version"] == 1
     assert latest["spec"]["version"] == 1 and latest["spec"]["bootstrap"] == {"replicates": 100, "seed": 1}
     assert ok(client, "/v1/tasks/clinicalqa?version=0")["version"] == 0
@@ -91,7 +93,8 @@ def test_leaderboard_rows_order_and_ranks(client: TestClient) -> None:
     top = body["rows"][0]
     assert top["model"] == {"slug": "openai/gpt-oss-20b", "name": "gpt-oss 20B (OpenAI)", "type": "llm", "provider": "openai"}
     assert top["metric"] == {"name": "accuracy", "value": 0.71, "ci_low": pytest.approx(0.68), "ci_high": pytest.approx(0.74),
-                            "method": "bootstrap-percentile", "direction": "higher", "target": None}
+                            "method": "bootstrap-percentile", "direction": "higher", "target": None,
+                            "replicates_kept": None}
     assert top["tier"] == "baseline" and top["demo"] is False
     assert top["url"] == f"{BASE}/r/{top['run_id']}"
     assert [r["contamination"] for r in body["rows"]] == [False, True, None]

@@ -5,6 +5,7 @@ letters, another owner's, revoked and expired tokens) never reaches the store or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +140,7 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
     refused(desk.post(padded), 413, "payload_too_large")
     at_limit = b'{"x": "' + b"y" * (MAX_BODY_BYTES - 9) + b'"}'
     assert len(at_limit) == MAX_BODY_BYTES
-    refused(desk.post(at_limit), 422, "invalid_submission", "model")  # read whole, then judged
+    refused(desk.post(at_limit), 422, "invalid_submission", "x: unknown field")  # read whole, then judged
     refused(desk.post(at_limit + b" "), 413, "payload_too_large")  # 64 KiB + 1
     refused(desk.post(b"[" * 100_000 + b"]" * 100_000), 413, "payload_too_large")
     refused(desk.post(b"[" * 30_000 + b"]" * 30_000), 422, "invalid_submission", "nested")
@@ -178,6 +179,16 @@ def test_bodies_over_64_kib_and_deep_json_are_refused_in_json(desk: Desk) -> Non
 ])
 def test_refusals_name_the_field_and_store_nothing(desk: Desk, change: dict, field: str, words: str) -> None:
     refused(desk.post(body(**change)), 422, "invalid_submission", field, words)
+    assert desk.stored() == 0
+
+
+def test_an_unknown_top_level_field_is_named_where_it_is(desk: Desk) -> None:
+    """Issue #40: ``{"colour": "red"}`` beside ``model`` answered ``model.settings.colour``, even for a model
+    without settings; it is ``colour: unknown field``."""
+    for model in (body()["model"], {k: v for k, v in body()["model"].items() if k != "settings"}):
+        answer = desk.post({"model": model, "tasks": ["clinicalqa@0"], "colour": "red"})
+        refused(answer, 422, "invalid_submission", "colour", "unknown field")
+        assert answer.json()["message"].startswith("colour: unknown field"), answer.json()["message"]
     assert desk.stored() == 0
 
 
@@ -266,3 +277,24 @@ def test_the_status_page_shows_state_reason_and_history(desk: Desk) -> None:
     assert page.text.count("<tr><td>") == 4 and f"/v1/submissions/{sub['id']}" in page.text
     missing = desk.client.get("/submissions/0123456789ab")
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+
+
+def test_the_submissions_page_lists_what_the_api_lists(desk: Desk) -> None:
+    """Issue #40: no list page and no nav link; ``/submissions`` lists the public states, the same data
+    as ``/v1/submissions``, and never a token (not in the page, not in an address)."""
+    first = desk.post(body()).json()
+    second = desk.post(body(slug="acme/m2")).json()
+    desk.store.transition(second["id"], "rejected", "weights <b>gone</b>")
+    page = desk.client.get("/submissions", headers={"accept": "text/html"})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    api = desk.client.get("/v1/submissions").json()
+    ids = re.findall(r'<tr data-submission-id="([0-9a-f]{12})"', page.text)
+    assert ids == [s["id"] for s in api["submissions"]] and {first["id"], second["id"]} <= set(ids)
+    assert "weights &lt;b&gt;gone&lt;/b&gt;" in page.text and "awaiting approval" in page.text
+    assert f'href="/submissions/{first["id"]}"' in page.text and 'href="/v1/submissions"' in page.text
+    assert desk.secret not in page.text and "mbt_" not in page.text and "token=" not in page.text
+    assert '<a href="/submissions" aria-current="page">Submissions</a>' in page.text  # in the nav
+    assert 'href="/submissions"' in desk.client.get("/").text
+    rejected = desk.client.get("/submissions?state=rejected").text
+    assert re.findall(r'data-submission-id="([0-9a-f]{12})"', rejected) == [second["id"]]
+    assert desk.client.get("/submissions?state=nonsense").status_code == 400

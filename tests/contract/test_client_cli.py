@@ -63,6 +63,8 @@ def test_result_and_lookup(api: str, capsys: pytest.CaptureFixture) -> None:
     assert code == 0 and out.startswith("evaluated") and run in out
     code, out, _ = medbench(capsys, "lookup", "no-such-model", "clinicalqa@0", "--api-url", api, "--json")
     assert code == 1 and json.loads(out) == {"status": "not_evaluated", "result": None}
+    code, out, _ = medbench(capsys, "lookup", "no-such-model", "clinicalqa@0", "--api-url", api)
+    assert code == 1 and f"`medbench eval no-such-model clinicalqa@0 --api-url {api}`" in out  # runs as printed
 
 
 @pytest.mark.parametrize("args", [
@@ -94,10 +96,12 @@ def test_argparse_usage_errors_exit_2(capsys: pytest.CaptureFixture) -> None:
 
 
 @pytest.mark.parametrize("args", [("tasks",), ("stats",), ("result", "0123456789ab"), ("lookup", "a", "b"),
-                                  ("compare", "0123456789ab", "0123456789ab")])
+                                  ("compare", "0123456789ab", "0123456789ab"), ("leaderboard", "clinicalqa"),
+                                  ("verify", "0123456789ab"), ("submissions", "status", "sub-x")])
 def test_unreachable_server_exits_3(capsys: pytest.CaptureFixture, args: tuple[str, ...]) -> None:
     code, _, err = medbench(capsys, *args, "--api-url", f"http://127.0.0.1:{closed_port()}")
     assert code == 3 and "cannot reach the medbench API" in err
+    assert "--api-url" in err and "MEDBENCH_API_URL" in err, err  # how to name the right server (issue #40)
 
 
 def test_api_url_from_the_environment(api: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ runbook; everything but the two commands moved into ``docs/``, a MkDocs site. A 
 a missing page or anchor, or is left out of the nav, fails the strict build here (the default lane,
 so CI). Commands a reader is told to type rot unless they run: every block marked
 ``<!-- runnable -->`` (docs/contributing.md) is run exactly as printed, from a folder laid out like a
-checkout after ``./scripts/setup`` and ``medbench demo`` (``.venv``, ``data/demo``), with a
+checkout after ``./scripts/setup`` and ``medbench demo`` (``.venv``, ``data``), with a
 ``medbench serve`` of that data behind ``MEDBENCH_API_URL``. That includes the analysts' DuckDB
 queries (issue #23: the one-liner ``python -c "import duckdb; ..."`` once failed as printed).
 """
@@ -174,18 +174,18 @@ def test_the_duckdb_page_runs_every_printed_query() -> None:
 
 @pytest.fixture(scope="module")
 def checkout(shared_data: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with ``.venv`` (the venv running the tests) and ``data/demo`` (a published warehouse,
+    """A folder with ``.venv`` (the venv running the tests) and ``data`` (a published warehouse,
     copied: a server over it counts reuses, and the shared fixture is never written)."""
     root, _ = shared_data
     folder = tmp_path_factory.mktemp("checkout")
     (folder / ".venv").symlink_to(Path(sys.prefix))
-    shutil.copytree(root, folder / "data" / "demo", symlinks=True)
+    shutil.copytree(root, folder / "data", symlinks=True)
     return folder
 
 
 @pytest.fixture(scope="module")
 def api_url(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with live_api(checkout / "data" / "demo", tmp_path_factory.mktemp("docs-api") / "server.log") as server:
+    with live_api(checkout / "data", tmp_path_factory.mktemp("docs-api") / "server.log") as server:
         yield server.base
 
 
@@ -201,3 +201,64 @@ def test_each_runnable_command_runs_as_printed(checkout: Path, api_url: str, com
     assert out and "(0 rows)" not in out and out != "[]", (str(command), command.text, out)
     if "--format csv" in command.text:
         assert len(out.splitlines()) >= 2, out  # a header and at least one row
+
+
+def test_each_duckdb_query_leaves_a_withdrawn_result_out(tmp_path: Path) -> None:
+    """Issue #40: the query labelled "the current results" still listed a withdrawn one. Each printed
+    query over results runs, as printed, after a withdrawal: those over results filter on ``status``,
+    and the withdrawn result's number shows only in the query that lists statuses."""
+    import dataclasses
+    import datetime as dt
+
+    from support.api_data import catalog
+    from warehouse.layout import DataDir
+    from warehouse.publish import publish
+    from warehouse.records import encode_record
+    from warehouse.withdrawals import public_map, withdraw, withdrawals
+
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    (folder / ".venv").symlink_to(Path(sys.prefix))
+    data = DataDir(folder / "data")
+    records = catalog(data).results
+    for r in records:
+        data.result_path(r.run_id).parent.mkdir(parents=True, exist_ok=True)
+        data.result_path(r.run_id).write_bytes(encode_record(r))
+    utc = dt.timezone.utc
+    publish(data, catalog(data), now=dt.datetime(2026, 11, 1, 12, tzinfo=utc))
+    gone = max((r for r in records if r.task == "clinicalqa@0"), key=lambda r: r.primary.value)
+    withdraw(data, gone.run_id, "label leak", now=dt.datetime(2026, 11, 1, 13, tzinfo=utc))
+    publish(data, dataclasses.replace(catalog(data), withdrawn=public_map(withdrawals(data))),
+            now=dt.datetime(2026, 11, 1, 14, tzinfo=utc))
+    queries = [c for c in COMMANDS if c.page == "duckdb.md" and re.search(r"\b(FROM|JOIN) results\b", c.text)]
+    readme = [Command("README.md", 0, line) for line in (REPO / "README.md").read_text().splitlines()
+              if line.startswith(".venv/bin/medbench sql ") and " results " in line]
+    assert len(queries) >= 7 and readme, (queries, readme)
+    env = {k: v for k, v in os.environ.items() if k not in ("MEDBENCH_DATA", "DAGSTER_HOME")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    def run(text: str) -> str:
+        proc = subprocess.run(["bash", "-c", text], cwd=folder, env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert proc.returncode == 0 and proc.stdout.strip(), (text, proc.stderr[-1000:])
+        return proc.stdout
+
+    for command in queries + readme:
+        out = run(command.text)
+        if "withdrawn_reason" in command.text:  # the query that lists every result's status
+            assert gone.run_id in out and "label leak" in out, out
+            continue
+        assert "status = 'current'" in command.text, command
+        if "predictions_score" not in command.text:  # the withdrawn result is a choice one: it was there, and is left out
+            widened = command.text.replace("status = 'current'", "status IN ('current', 'withdrawn')")
+            assert run(widened) != out, str(command)
+
+
+def test_the_documented_debian_packages_are_the_ones_setup_installs() -> None:
+    """Issue #40: the README and getting-started listed the packages without ``bubblewrap``."""
+    setup = (REPO / "scripts" / "setup").read_text()
+    installed = set(re.search(r"APT_PACKAGES=\(([^)]*)\)", setup).group(1).split())
+    assert "bubblewrap" in installed
+    for page in (REPO / "README.md", DOCS / "getting-started.md"):
+        text = " ".join(page.read_text().split())
+        listed = set(re.findall(r"`([a-z0-9-]+)`", text.split("installs", 1)[1].split("when run", 1)[0]))
+        assert listed == installed, (page.name, listed ^ installed)

@@ -92,14 +92,17 @@ def test_metric_ranks_in_its_direction_with_its_own_rank_sets(tmp_path: Path) ->
         assert [r["rank"] for r in llm["rows"]] == [1, 2]
 
 
-def test_unknown_metric_is_invalid_parameter_listing_the_tasks_metrics(tmp_path: Path) -> None:
+def test_unknown_metric_is_metric_not_found_listing_the_tasks_metrics(tmp_path: Path) -> None:
+    """Issue #40: a schema-valid ``metric=0`` answered 400 (schemathesis: "schema-valid request
+    rejected"); an unknown metric is not found, as an unknown task is."""
     data = _published(tmp_path)
     with TestClient(create_app(data.root), base_url="http://testserver.local") as client:
+        assert client.get("/v1/leaderboard?task=clinicalqa@0&metric=0").json()["error"] == "metric_not_found"
         response = client.get("/v1/leaderboard?task=clinicalqa@0&metric=auroc")
-        assert response.status_code == 400
+        assert response.status_code == 404
         body = response.json()
-        assert body["error"] == "invalid_parameter"
-        assert "'metric'" in body["message"] and "'auroc'" in body["message"]
+        assert body["error"] == "metric_not_found"
+        assert "'auroc'" in body["message"] and "clinicalqa@0" in body["message"]
         for name in ("accuracy", "parse_rate", "brier", "calibration_slope"):
             assert name in body["message"]
         assert "\n" not in body["message"]

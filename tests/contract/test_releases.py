@@ -127,6 +127,11 @@ def test_withdrawn_result_is_served_marked_and_leaves_current_answers(five) -> N
         old = c.get(f"/v1/results/{run_id}?release={before}").json()
         assert old["status"] == "current" and old["withdrawn"] is None
         assert c.get(f"/v1/lookup?model={model}&task=clinicalqa@0&release={before}").json()["result"]["run_id"] == run_id
+        rows = {r["run_id"]: r for r in c.get("/v1/results?task=clinicalqa@0&limit=1000").json()["results"]}
+        assert rows[run_id]["status"] == "withdrawn"  # a listing never shows it as current (issue #40)
+        assert {r["status"] for r in rows.values()} >= {"current", "withdrawn"}
+        old_rows = c.get(f"/v1/results?task=clinicalqa@0&limit=1000&release={before}").json()["results"]
+        assert {r["run_id"]: r["status"] for r in old_rows}[run_id] == "current"
         listed = c.get(f"/v1/results?task=clinicalqa@0&release={versions[0]}").json()
         assert listed["total"] == sum(1 for r in read_releases(data)[0].manifest["results"]
                                       if r["task"] == "clinicalqa@0")
@@ -174,6 +179,32 @@ def test_the_site_picks_a_release_and_says_as_of_which(five) -> None:
         assert c.get("/tasks/clinicalqa?version=0&release=nonsense").status_code == 404
 
 
+def test_the_citation_url_is_a_release_page(five) -> None:
+    """Issue #40: the ``url`` of every release and its BibTeX's ``howpublished`` answered 404; it is a
+    page with the release, its leaderboards as published, the results it marks and the BibTeX."""
+    root, versions, _ = five
+    (run_id, _w), = withdrawals(DataDir(root)).items()
+    with TestClient(app=create_app(root)) as c:
+        for version in (versions[-2], versions[-1]):
+            body = c.get(f"/v1/releases/{version}").json()
+            assert body["url"].endswith(f"/releases/{version}") and body["url"] in body["bibtex"]
+            page = c.get(f"/releases/{version}", headers={"accept": "text/html"})
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.text[:300]
+            assert f"medbench-release-{version}" in page.text and body["manifest_sha256"] in page.text
+            assert f'href="/v1/releases/{version}"' in page.text  # its JSON twin
+            for row in body["manifest"]["leaderboards"]["clinicalqa@0"]:
+                assert f"/r/{row['run_id']}?release={version}" in page.text
+        latest = c.get(f"/releases/{versions[-1]}").text
+        assert "label leak found in the prompt" in latest and f'href="/releases/{versions[-2]}"' in latest
+        assert c.get("/v1/releases").json()["releases"][0]["url"].endswith(f"/releases/{versions[-1]}")
+        old = c.get(f"/tasks/clinicalqa?version=0&release={versions[-2]}").text
+        assert f'<a href="/releases/{versions[-2]}">' in old  # the as-of notice links the page
+        assert "current results ranked" not in old and f"results as of release {versions[-2]}" in old
+        assert "UTC, " in old and " results (" in old  # the picker says when and how many, not ids alone
+        missing = c.get("/releases/20990101T000000000000Z-deadbeef", headers={"accept": "text/html"})
+        assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+
+
 def test_client_commands_take_release(five, capsys, monkeypatch) -> None:
     from pipelines.cli.main import main
     from support.serving import serve_in_thread
@@ -191,3 +222,37 @@ def test_client_commands_take_release(five, capsys, monkeypatch) -> None:
         assert "WITHDRAWN" not in capsys.readouterr().out
         assert main(["leaderboard", "clinicalqa@0", "--release", "20990101T000000000000Z-deadbeef"]) == 1
         assert "no release" in capsys.readouterr().err
+
+
+def test_withdrawn_means_withdrawn_on_every_surface(five, capsys, monkeypatch) -> None:
+    """Issue #40: lookup suggested `eval`, eval said "reused ... 0.6880" (exit 0), verify said "valid"
+    with no word of it, /models said "No result yet"; each now says withdrawn, with date and reason."""
+    import argparse
+
+    from pipelines.cli import verify
+    from pipelines.cli.main import main
+    from support.serving import serve_in_thread
+
+    root, versions, _ = five
+    data = DataDir(root)
+    (run_id, w), = withdrawals(data).items()
+    with TestClient(app=create_app(root)) as c:
+        slug = c.get(f"/v1/results/{run_id}").json()["model"]["slug"]
+        assert c.get(f"/v1/lookup?model={slug}&task=clinicalqa@0").json()["status"] == "not_evaluated"
+        models = c.get("/models").text
+    said = f"withdrawn on {w.date}: label leak found in the prompt"
+    card = models[models.index(f'id="{slug}"'):]
+    assert said in card.split("</article>", 1)[0] and "No result yet" not in card.split("</article>", 1)[0]
+    with serve_in_thread(root) as base:
+        monkeypatch.setenv("MEDBENCH_API_URL", base)
+        assert main(["lookup", slug, "clinicalqa@0"]) == 1
+        out = capsys.readouterr().out
+        assert said in out and run_id in out and "medbench eval" not in out, out
+        assert main(["eval", slug, "clinicalqa@0"]) == 1
+        err = capsys.readouterr().err
+        assert said in err and "reused" not in err, err
+    args = argparse.Namespace(id=run_id, json=False)
+    assert verify._report(args, "result", [], {"date": str(w.date), "reason": w.reason}) == verify.VALID
+    assert f"valid, {said}" in capsys.readouterr().out
+    assert verify._report(args, "result", ["bad"], {"date": str(w.date), "reason": w.reason}) == verify.INVALID
+    assert "withdrawn" not in capsys.readouterr().out  # an invalid signature is not "valid, withdrawn"

@@ -135,6 +135,10 @@ def test_model_type_filter(client: TestClient) -> None:
     assert 'href="/v1/leaderboard?task=clinicalqa@0&amp;model_type=rule"' in html
     assert "No llm result" not in client.get("/tasks/clinicalqa?version=0&model_type=llm").text
     assert "No ml result" in client.get("/tasks/clinicalqa?version=0&model_type=ml").text
+    # the filter offers only the types with a result on this board (issue #40: `ml` where none exists)
+    offered = re.findall(r'<option value="(\w+)"', html.split('id="model_type"')[1].split("</select>")[0])
+    assert offered == [t for t in ("llm", "ml", "rule") if t in {r["model"]["type"] for r in
+                       client.get("/v1/leaderboard?task=clinicalqa@0").json()["rows"]}] and "ml" not in offered
 
 
 def test_result_page_shows_the_api_numbers(client: TestClient) -> None:
@@ -157,11 +161,11 @@ def test_result_page_shows_the_api_numbers(client: TestClient) -> None:
 
 def test_result_pictures_fit_the_task(client: TestClient) -> None:
     choice = client.get(f"/r/{RUN_IDS['medgemma-cqa0']}").text
-    assert '<svg class="categories"' in choice and "외과" in choice
+    assert '<svg class="categories"' in choice and "외과" in choice and 'id="by-category"' in choice
     assert "내과 &lt;Internal medicine&gt;" in choice  # a category name is text, not markup
     score = client.get(f"/r/{RUN_IDS['neglastmap-ioh0']}").text
-    assert '<svg class="roc"' in score and '<svg class="categories"' not in score
-    points = re.search(r'<polyline points="([^"]+)"', score).group(1).split()
+    assert '<svg class="figure roc-curve"' in score and '<svg class="categories"' not in score
+    points = re.search(r'<polyline class="series" data-series="model" points="([^"]+)"', score).group(1).split()
     assert len(points) == 3  # the fixture's ROC has three points
 
 
@@ -185,7 +189,7 @@ def test_compare_page_shows_the_api_numbers(client: TestClient) -> None:
     c = client.get(f"/v1/compare?a={a}&b={b}").json()
     assert f'id="difference">{c["difference"]:+.4f}<' in html
     assert f'id="diff-ci-low">{c["ci_low"]:+.4f}<' in html and f'id="diff-ci-high">{c["ci_high"]:+.4f}<' in html
-    assert '<svg class="difference"' in html and "scores higher" in html
+    assert '<svg class="difference"' in html and "does better than" in html and "higher is better" in html
     assert f">{c['a_only_correct']}<" in html
 
 
@@ -201,6 +205,13 @@ def test_html_errors_on_site_routes_json_under_v1(client: TestClient) -> None:
     for path in ("/v1/results/0123456789ab", "/v1/nope", "/artifacts/0123456789ab/predictions.parquet"):
         response = client.get(path)
         assert response.status_code == 404 and response.headers["content-type"] == "application/json"
+        browser = client.get(path, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        assert browser.status_code == 404 and browser.headers["content-type"] == "application/json"
+    for path in ("/nope", "/tasks/clinicalqa/nope/deeper", "/v1nope"):  # issue #40: a browser got JSON here
+        browser = client.get(path, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        assert browser.status_code == 404 and browser.headers["content-type"] == "text/html; charset=utf-8", path
+        assert "<h1>Not found</h1>" in browser.text and 'href="/submissions"' in browser.text
+        assert client.get(path).json()["error"] == "not_found"  # a script (no text/html) still gets JSON
     assert client.post("/").status_code == 405
 
 
@@ -301,3 +312,36 @@ def test_interval_scale_holds_every_interval_within_bounds() -> None:
     assert scale.low <= 0.62 and scale.high >= 0.97 and scale.high <= 1.0
     assert svg.interval_scale([], []) == svg.Scale(0.0, 1.0)
     assert all(scale.low <= t <= scale.high for t in scale.ticks())
+
+
+def test_the_focused_axis_keeps_every_drawn_interval_40_px_wide() -> None:
+    """Issue #40: one shared linear axis from a chance-level baseline to the leaders drew the leaders'
+    intervals about 9 px wide; the axis follows the leaders, and a row it cannot hold is an arrow."""
+    rows = [(0.86, 0.90), (0.82, 0.87), (0.80, 0.85), (0.21, 0.29)]
+    scale = svg.focus_scale(rows)
+    inner = svg.BAR_WIDTH - 12
+    drawn = [(lo, hi) for lo, hi in rows if scale.contains(lo) and scale.contains(hi)]
+    assert drawn == rows[:3] and all((hi - lo) / (scale.high - scale.low) * inner >= 40 for lo, hi in drawn)
+    off = str(svg.ci_bar(0.25, 0.21, 0.29, scale))
+    assert "off this axis (below" in off and "<circle" not in off
+    assert svg.focus_scale([(0.4, 0.6)]) == svg.interval_scale([0.4], [0.6])
+
+
+def test_the_result_page_shows_its_signature_and_each_breakdown_once(client: TestClient, site_data: Path) -> None:
+    """Issue #40: the result page did not show its signature, and drew per-category accuracy in a
+    picture and again in a table; the versions and configuration fold away."""
+    from warehouse.layout import DataDir
+    from warehouse.signing import read_signature
+
+    rows = client.get("/v1/leaderboard?task=clinicalqa@0").json()["rows"]
+    for row in rows:
+        html = client.get(f"/r/{row['run_id']}").text
+        signature = client.get(f"/v1/results/{row['run_id']}").json()["signature"]
+        shown = html.split('id="signature">')[1].split("</dd>")[0]
+        if signature:
+            assert signature["key_id"] in shown and signature["value"] in shown, shown
+        else:
+            assert "not signed" in shown and read_signature(DataDir(site_data), row["run_id"]) is None
+        pictured = "Accuracy by category" in html
+        assert not (pictured and 'data-field="category"' in html), row["run_id"]
+        assert "<details><summary>Spec hashes" in html and 'id="config"' in html

@@ -71,7 +71,7 @@ def test_the_caption_names_the_chance_line_where_every_bar_draws_it(site_data: P
     tables = TableStore(DataDir(site_data)).current()
     task = dataclasses.replace(tables.task_by_ref["clinicalqa@0"],
                                spec={**tables.task_by_ref["clinicalqa@0"].spec, "choice": {"options": list("ABCDE")}})
-    board = views.leaderboard(tables, task, None, "http://x")
+    board = views.leaderboard(tables, task, "rule", "http://x")  # the axis focuses on these rows (near chance)
     assert board["chance_line"] == 0.2 and board["rows"]
     assert all("stroke-dasharray" in b.bar for b in board["rows"])
     auroc = views.leaderboard(tables, tables.task_by_ref["vitaldb-ioh@0"], None, "http://x")
@@ -227,3 +227,14 @@ def test_the_start_banner_gives_the_website_address(site_data: Path) -> None:
     for t in (tables, None):
         text = banner("http://127.0.0.1:8000", t, site_data)
         assert any(line.startswith("website: open http://127.0.0.1:8000/ in a browser") for line in text.splitlines())
+
+
+def test_the_start_banner_prints_the_export_line_for_its_address(site_data: Path, tmp_path: Path) -> None:
+    """Issue #40: a demo on another port left `lookup`, `verify`, ... asking :8000; the banner (of
+    `medbench serve` and `medbench demo`) prints the line that points the CLI at it."""
+    tables = TableStore(DataDir(site_data)).current()
+    for t, root in ((tables, site_data), (None, tmp_path)):
+        lines = banner("http://127.0.0.1:8123", t, root).splitlines()
+        assert any(line.startswith("export MEDBENCH_API_URL=http://127.0.0.1:8123 ") for line in lines), lines
+    empty = banner("http://127.0.0.1:8123", None, tmp_path)
+    assert str(tmp_path) in empty and "MEDBENCH_DATA=DIR" in empty

@@ -52,3 +52,23 @@ def test_no_published_warehouse_says_to_materialize_exit_1(tmp_path: Path) -> No
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "medbench materialize" in lines[0], lines
     assert not (tmp_path / "empty").exists()  # nothing created
+
+
+def test_nothing_found_names_the_directory_and_how_to_choose_another(tmp_path: Path) -> None:
+    """Issue #40: after the demo, a command acting on another directory said "run materialize --demo",
+    which would not help; the message names where it looked and how to look elsewhere."""
+    empty = tmp_path / "empty"
+    proc = run_medbench("sql", "SELECT 1", data=empty, check=False)
+    assert str(empty) in proc.stderr and "--data DIR" in proc.stderr and "MEDBENCH_DATA=DIR" in proc.stderr, proc.stderr
+
+
+def test_data_may_name_the_duckdb_file_itself(shared_data: tuple[Path, str], tmp_path: Path) -> None:
+    """Issue #40: ``--data FILE.duckdb`` (a moved file) was read as a data directory and blamed
+    ``warehouse/CURRENT``; the file is queried read-only as it is."""
+    root, _ = shared_data
+    moved = tmp_path / "moved.duckdb"
+    moved.write_bytes((root / "medbench.duckdb").resolve().read_bytes())
+    proc = run_medbench("sql", "--data", str(moved), "--format", "csv", "SELECT count(*) AS n FROM results",
+                        data=tmp_path / "elsewhere", check=False)
+    assert proc.returncode == 0 and "CURRENT" not in proc.stderr, proc.stderr
+    assert int(proc.stdout.splitlines()[1]) > 0, proc.stdout

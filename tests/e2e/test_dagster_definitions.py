@@ -42,10 +42,11 @@ BUILTIN_ASSETS = {
 }
 BUILTIN_CHECKS = {
     "clinicalqa": {"clinicalqa_items:row_count_matches_spec", "clinicalqa_predictions:every_instance_predicted_once",
-                   "clinicalqa_metrics:parse_rate_reasonable"},  # choice families only: a score task has no parse rate
+                   "clinicalqa_metrics:parse_rate_reasonable",  # choice families only: a score task has no parse rate
+                   "clinicalqa_metrics:metrics_publishable"},
     "vitaldb-ioh": {"vitaldb_ioh_windows:subjects_in_one_split", "vitaldb_ioh_windows:label_prevalence_in_range",
                     "vitaldb_ioh_windows:both_classes_in_test", "vitaldb_ioh_predictions:every_instance_predicted_once",
-                    "vitaldb_ioh_predictions:scores_finite"},
+                    "vitaldb_ioh_predictions:scores_finite", "vitaldb_ioh_metrics:metrics_publishable"},
 }
 
 
@@ -60,6 +61,7 @@ def family_checks(family) -> set[str]:
     out |= {f"{predictions}:{name}" for name in family.prediction_check_names}
     if family.kind == "choice":
         out.add(f"{metrics_asset_name(family)}:parse_rate_reasonable")
+    out.add(f"{metrics_asset_name(family)}:metrics_publishable")  # every family: the validity gate
     return out
 
 
@@ -177,9 +179,11 @@ def test_instance_checks_rerun_alone(demo_data):
 
 @pytest.mark.parametrize("family,partition,expected", [
     ("vitaldb-ioh", "vitaldb-ioh@0|medbench/neg-last-map",
-     {"vitaldb_ioh_predictions:every_instance_predicted_once": True, "vitaldb_ioh_predictions:scores_finite": True}),
+     {"vitaldb_ioh_predictions:every_instance_predicted_once": True, "vitaldb_ioh_predictions:scores_finite": True,
+      "vitaldb_ioh_metrics:metrics_publishable": True}),
     ("clinicalqa", "clinicalqa@0|medbench/random",
-     {"clinicalqa_predictions:every_instance_predicted_once": True, "clinicalqa_metrics:parse_rate_reasonable": True}),
+     {"clinicalqa_predictions:every_instance_predicted_once": True, "clinicalqa_metrics:parse_rate_reasonable": True,
+      "clinicalqa_metrics:metrics_publishable": True}),
 ])
 def test_evaluation_checks_rerun_alone_per_partition(demo_data, family, partition, expected):
     fa = FAMILY_ASSETS[family]

@@ -143,7 +143,8 @@ def test_a_ranged_run_leaves_no_check_unexecuted_on_the_partitions_it_records(da
 
     check_keys = [k for c in CHECKS for k in c.check_keys
                   if k.asset_key in {dg.AssetKey(QA.predictions), dg.AssetKey(QA.metrics)}]
-    assert {k.name for k in check_keys} == {"every_instance_predicted_once", "parse_rate_reasonable"}
+    assert {k.name for k in check_keys} == {"every_instance_predicted_once", "parse_rate_reasonable",
+                                            "metrics_publishable"}
     with dg.DagsterInstance.ephemeral() as instance:
         sync_evaluation_partitions(instance, load_specs())
         keys = instance.get_dynamic_partitions("clinicalqa_evaluations")
@@ -163,11 +164,12 @@ def test_a_ranged_run_leaves_no_check_unexecuted_on_the_partitions_it_records(da
                 verdicts[key, check_key.name] = ev
     assert verdicts[RANDOM, "parse_rate_reasonable"].passed
     assert verdicts[RANDOM, "every_instance_predicted_once"].passed
+    assert verdicts[RANDOM, "metrics_publishable"].passed  # nothing withheld
     tiny = verdicts["clinicalqa@0|medbench/tiny-llama", "parse_rate_reasonable"]
     assert not tiny.passed and tiny.severity == dg.AssetCheckSeverity.WARN
     assert "random weights" in tiny.metadata["verdict"].value and tiny.metadata["parse_rate"].value == 0.0
     if not_runnable_reason(load_specs().model("google/medgemma-27b-text-it")):
-        for name in ("parse_rate_reasonable", "every_instance_predicted_once"):
+        for name in ("parse_rate_reasonable", "every_instance_predicted_once", "metrics_publishable"):
             skipped = verdicts[VLLM, name]
             assert not skipped.passed and skipped.severity == dg.AssetCheckSeverity.WARN
             assert "cannot run here" in skipped.metadata["verdict"].value

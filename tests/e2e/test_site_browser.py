@@ -87,7 +87,7 @@ def test_home_task_result_download_and_compare(page, site: str, tmp_path: Path) 
         better = f"closest to {m['target']}" if m["direction"] == "target" else m["direction"]
         assert cells == [f"{m['value']:.4f}", f"{m['ci_low']:.4f}", f"{m['ci_high']:.4f}", better, m["method"]]
     assert page.locator("#predictions-sha256").inner_text() == result["predictions_sha256"]
-    assert page.locator("svg.roc polyline").count() == 1
+    assert page.locator("svg.roc-curve polyline[data-series='model']").count() == 1  # the declared ROC figure
     shot(page, "result")
 
     page.click("button[data-copy='bibtex']")
@@ -187,7 +187,8 @@ def test_the_leaderboard_fits_a_1280_px_window(browser, site: str) -> None:
 
 
 def test_the_chance_line_is_named_only_where_it_is_drawn(page, site: str) -> None:
-    page.goto(f"{site}/tasks/clinicalqa")  # five options: chance 0.2 lies on the demo's axis
+    # five options: chance 0.2 lies on the axis of the rule models' board (the random baseline's interval)
+    page.goto(f"{site}/tasks/clinicalqa?model_type=rule")
     assert "the dashed line is chance (0.200)" in page.locator("table.board caption").inner_text()
     assert page.locator("table.board svg.ci-bar line[stroke-dasharray]").count() == page.locator("table.board svg.ci-bar").count()
     page.goto(f"{site}/tasks/vitaldb-ioh")  # AUROC 0.5 is left of an axis starting near 0.75
@@ -225,3 +226,46 @@ def test_the_compare_form_compares_two_results_of_one_task(page, site: str) -> N
     assert response.status == 400 and page.locator("#compare-mismatch").is_visible()
     assert page.locator("#pick-a").input_value() == board[0]["run_id"]
     shot(page, "compare-mismatch")
+
+
+def test_interval_bars_are_at_least_40_px_at_1280_px(browser, site: str) -> None:
+    """Issue #40: the demo's interval bars were about 9 px wide; every interval drawn is 40 px or more
+    (a row the focused axis cannot hold is an arrow at its edge, its numbers in the table)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        for slug in ("clinicalqa", "vitaldb-ioh"):
+            page.goto(f"{site}/tasks/{slug}")
+            widths = page.evaluate("""() => [...document.querySelectorAll('table.board svg.ci-bar')].map((svg) => {
+              const band = svg.querySelector('line[stroke-width="6"]');
+              return band ? band.getBoundingClientRect().width : null;
+            })""")
+            drawn = [w for w in widths if w is not None]
+            assert drawn and all(w >= 40 for w in drawn), (slug, widths)
+            shot(page, f"bars-1280-{slug}")
+    finally:
+        context.close()
+
+
+def test_the_release_submissions_and_not_found_pages(page, site: str) -> None:
+    """Issue #40: the citation URL answered 404, there was no submissions page, and a browser got JSON
+    for an unknown path."""
+    release = httpx.get(f"{site}/v1/releases").json()["releases"][0]
+    page.goto(release["url"])
+    assert release["id"] in page.locator("h1").inner_text()
+    assert page.locator("#bibtex").is_visible() and release["url"] in page.locator("#bibtex").inner_text()
+    links = page.locator("table.board a.result-link")
+    assert links.count() >= 2
+    links.first.click()
+    page.wait_for_url(f"**?release={release['id']}")
+    assert page.locator("#as-of a").first.get_attribute("href") == f"/releases/{release['id']}"
+    assert page.locator("#signature").is_visible()
+    shot(page, "release-result")
+    page.goto(f"{site}/")
+    page.click("header.site a[href='/submissions']")
+    page.wait_for_url("**/submissions")
+    assert page.locator("h1").inner_text() == "Submissions"
+    response = page.goto(f"{site}/no/such/page")
+    assert response.status == 404 and response.headers["content-type"].startswith("text/html")
+    assert page.locator("h1").inner_text() == "Not found"
+    shot(page, "not-found")

@@ -118,11 +118,18 @@ def test_the_sensor_launches_the_runs_and_follows_them_to_evaluated(data: Path) 
         job = defs.resolve_job_def(request.job_name)
         run = job.execute_in_process(partition_key=request.partition_key, tags=request.tags, instance=instance)
         assert run.success
+        # running from the moment its run started, not from the next tick (issue #40)
+        assert state(data, sub_id).state == "running" and run.run_id in state(data, sub_id).state_reason
+        tick(instance)
+        assert state(data, sub_id).state == "running"  # evaluated only once published: its run link answers then
+        assert defs.resolve_job_def("publish").execute_in_process(instance=instance).success
         tick(instance)
     sub = state(data, sub_id)
     assert sub.state == "evaluated", sub.state_reason
     assert [h.state for h in sub.history][-3:] == ["queued", "running", "evaluated"]
     assert run.run_id in sub.history[-2].reason and len(sub.run_ids) == 1
+    with TestClient(create_app(data)) as client:
+        assert client.get(f"/v1/results/{sub.run_ids[0]}").status_code == 200
 
 
 def test_a_run_that_dies_fails_its_submission_through_run_monitoring(data: Path) -> None:

@@ -6,6 +6,7 @@ and approved; ``--workers 2`` sees a revocation on its next request in every pro
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import httpx
@@ -50,6 +51,10 @@ def test_token_submit_status_approve_revoke(data: Path, tmp_path: Path) -> None:
         sent = run_medbench("submit", str(spec), "--task", "clinicalqa@0", *api, data=data, env={"MEDBENCH_TOKEN": secret})
         sub_id = re.search(r"^submission ([0-9a-f]{12}): awaiting_approval$", sent.stdout, re.M).group(1)
         assert secret not in sent.stdout + sent.stderr
+        printed = re.search(r"^follow it: medbench (.*)$", sent.stdout, re.M).group(1)  # runs as printed (issue #40)
+        assert run_medbench(*shlex.split(printed), data=data).stdout.startswith(f"submission {sub_id}: "), printed
+        unknown = run_medbench("submissions", "approve", "0123456789ab", "--reason", "x", data=data, check=False)
+        assert unknown.returncode == 1 and str(data) in unknown.stderr and "MEDBENCH_DATA" in unknown.stderr
         spec_branch = tmp_path / "branch.toml"
         spec_branch.write_text(SPEC.replace('"0123456789abcdef0123456789abcdef01234567"', '"main"'))
         invalid = run_medbench("submit", str(spec_branch), "--task", "clinicalqa@0", *api, data=data, check=False,

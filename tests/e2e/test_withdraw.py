@@ -43,6 +43,9 @@ def test_withdraw_publishes_and_materialize_leaves_it_alone(tmp_path):
     assert again.returncode == 1 and again.stderr.count("\n") == 1 and "already withdrawn" in again.stderr
     unknown = run_medbench("withdraw", "0123456789ab", "--reason", "x", data=root, check=False)
     assert unknown.returncode == 1 and "no result 0123456789ab" in unknown.stderr
+    assert str(root) in unknown.stderr and "MEDBENCH_DATA=DIR" in unknown.stderr  # where it looked (issue #40)
+    for refused in (again, unknown):  # nothing about the key before a refusal (issue #40)
+        assert "signing with" not in refused.stdout + refused.stderr, refused.stdout
 
     proc = run_medbench("materialize", "--demo", "--task", "clinicalqa@0", "--force", data=root)
     line = next(ln for ln in proc.stdout.splitlines() if run_id in ln and " withdrawn " in ln)

@@ -210,24 +210,29 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
-          "target": "float?"}
+          "target": "float?", "replicates_kept": "int?"}
+WITHHELD = [{"name": "str", "reason": "str"}]  # CONTRACT.md "Numbers"
+DETECTABLE = "dict?"  # {metric, value, power, alpha, basis}, or null with fewer than two results to pair
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
        "contamination_status": "str", "contamination_basis": "str",
        "rank_low": "int", "rank_high": "int", "tied_with_leader": "bool", "marginal_rank_low": "int",
-       "marginal_rank_high": "int"}
-SUMMARY = {k: v for k, v in ROW.items()
-           if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high")}
+       "marginal_rank_high": "int", "withheld": WITHHELD}
+SUMMARY = {**{k: v for k, v in ROW.items()
+              if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high",
+                           "withheld")},
+           "status": "str"}  # CONTRACT.md "Status everywhere"
 RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
     "versions": {"task_spec_hash": "str", "model_spec_hash": "str", "dataset_snapshot": "str", "parser": "str?",
-                 "code_revision": "str", "libraries": "dict"},
+                 "code_revision": "str", "libraries": "dict", "plugins": "list"},
     "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str"},
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
-    "signature": {"key_id": "str", "value": "str", "signed": "str"},  # CONTRACT.md "Signatures"
+    "signature": {"key_id": "str", "value": "str", "signed": "str", "signed_at": "str?"},  # CONTRACT.md "Signatures"
+    "withheld": WITHHELD,
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}
@@ -240,7 +245,7 @@ ERROR = {"error": "str", "message": "str"}
 # fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
-    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample"},
+    "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample", "figures"},
     "dataset": {"description", "snapshot_id"},
     "task": {"ref", "title"},
     "task_detail": {"ref", "title", "description"},
@@ -264,6 +269,7 @@ _CHECKS = {
     "bool": lambda v: isinstance(v, bool),
     "date": _is_date,
     "dict": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
     "any": lambda v: v is not None,
 }
 

@@ -34,7 +34,7 @@ from support.api_data import RUN_IDS, catalog, run_id
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import MetricValue, ModelRef, ResultRecord
+from warehouse.records import MetricValue, ModelRef, ResultRecord, Withheld
 
 BASELINE = "neglastmap-ioh0"  # medbench/neg-last-map: the task spec's baseline_model
 OTHER = "logreg-ioh0"
@@ -50,12 +50,12 @@ MODEL_DATES = {
 
 
 # a participant flow as a build writes it (``WindowsSummary.participant_flow``), for the task's page
-FLOW = {"snapshot_cases": 80, "exclusions": [{"reason": "no Solar8000/ART_MBP track", "cases": 6},
-                                             {"reason": "age below 18 or missing", "cases": 3}],
-        "cohort_cases": 71, "cohort_subjects": 60, "candidate_windows": 9000,
-        "dropped_windows": [{"reason": "too few valid input bins", "windows": 100}], "windows": 8900,
-        "cases_with_windows": 70, "subjects_with_windows": 59,
-        "splits": {"test": {"windows": 96, "positives": 32, "prevalence": 0.3333, "cases": 12, "subjects": 12}}}
+FLOW = [{"label": "cases in the snapshot", "count": 80, "unit": "cases", "level": 0, "note": ""},
+        {"label": "excluded: no Solar8000/ART_MBP track", "count": 6, "unit": "cases", "level": 1, "note": ""},
+        {"label": "excluded: age below 18 or missing", "count": 3, "unit": "cases", "level": 1, "note": ""},
+        {"label": "cohort", "count": 71, "unit": "cases", "level": 0, "note": "60 subjects"},
+        {"label": "windows", "count": 8900, "unit": "windows", "level": 0, "note": "from 70 cases of 59 subjects"},
+        {"label": "test", "count": 96, "unit": "windows", "level": 1, "note": "12 subjects, prevalence 0.333"}]
 
 
 def windows(positive_subjects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,7 +109,7 @@ def scored(data: DataDir, r: ResultRecord, separation: float, noise: int,
                             attributes(table.column("subjectid").to_numpy()))
     return msgspec.structs.replace(
         r, metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n, extras=summary.extras_json(),
-        subgroups=summary.subgroups,
+        subgroups=summary.subgroups, withheld=[Withheld(n, why) for n, why in summary.withheld],
         predictions_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 
 

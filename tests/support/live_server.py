@@ -16,11 +16,12 @@ from bench._servers import LOOPBACK, Running, free_port, running
 
 
 @contextlib.contextmanager
-def medbench_serve(data_root: Path, log_path: Path, *args: str, ready_path: str = "/healthz") -> Iterator[Running]:
+def medbench_serve(data_root: Path, log_path: Path, *args: str, ready_path: str = "/healthz",
+                   env: dict[str, str] | None = None) -> Iterator[Running]:
     """``medbench serve`` over ``data_root`` with extra arguments, on a free loopback port; links use
-    the origin requests come to."""
+    the origin requests come to. ``env``: more of the server's environment (a plug-in's PYTHONPATH)."""
     port = free_port()
-    env = {"MEDBENCH_DATA": str(data_root), "MEDBENCH_PUBLIC_URL": ""}
+    env = {"MEDBENCH_DATA": str(data_root), "MEDBENCH_PUBLIC_URL": "", **(env or {})}
     command = [sys.executable, "-m", "pipelines.cli.main", "serve", "--host", LOOPBACK, "--port", str(port), *args]
     with running(command, port, ready_path, log_path, env=env) as server:
         yield server

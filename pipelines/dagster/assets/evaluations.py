@@ -102,6 +102,9 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
             yield from evaluate_range(context, medbench, config, family, family_hash, instances.key, verdicts)
             return
         data = medbench.data()
+        from pipelines.dagster.submission_flow import mark_running
+
+        mark_running(context.run.tags, context.run_id, data, context.log.info)  # a submission's run: running now
         ev = _plan(context.partition_key, medbench)
         reused = engine.existing_result(data, ev.run_id) is not None and not config.recompute
         if reused:
@@ -152,7 +155,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
     parses = kind_of(family.kind).parses_replies  # a parse rate exists only where replies are parsed into answers
 
     def metrics_outcomes(partition_key: str, medbench: MedbenchResource) -> list[CheckOutcome]:
-        return [_parse_rate(partition_key, medbench)] if parses else []
+        return ([_parse_rate(partition_key, medbench)] if parses else []) + [_publishable(partition_key, medbench)]
 
     # What each asset's checks say about a partition: the check steps call these, and a ranged run
     # calls them for the partitions it records without running the check steps (ranged.py).
@@ -171,7 +174,29 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
             "expected to warn here: the demo's medbench/tiny-llama (random weights) parses 0% of its replies, "
             "and its verdict quotes its spec's description saying so.",
             by_partition(metrics_outcomes), parts))
+    checks.append(outcome_check(
+        metrics, "metrics_publishable",
+        "Every metric the task reports was published as a number: none was withheld as undefined (no value, "
+        "e.g. one class only) or degenerate (a bootstrap interval of zero width, or defined in fewer than half "
+        "the replicates). A failure names each withheld metric and why; the result and its leaderboard row "
+        "list them under `withheld` (docs/statistics.md, \"Withheld metrics\").",
+        by_partition(metrics_outcomes), parts))
     return predictions, metrics, checks
+
+
+def _publishable(partition_key: str, medbench: MedbenchResource) -> CheckOutcome:
+    """From the stored result.json: fails, naming them, when the validity gate withheld metrics."""
+    ev = _plan(partition_key, medbench)
+    data = medbench.data()
+    record = engine.existing_result(data, ev.run_id)
+    if record is None:
+        if reason := ev.backend.not_runnable_reason(ev.model, data):
+            return skipped_outcome("metrics_publishable", partition_key, ev.model.slug, ev.run_id, reason)
+        return CheckOutcome("metrics_publishable", False, f"no result.json for run {ev.run_id}",
+                            {"run_id": ev.run_id}, "warn")
+    verdict = "; ".join(f"{w.name} withheld: {w.reason}" for w in record.withheld)
+    return CheckOutcome("metrics_publishable", not record.withheld, verdict,
+                        {"run_id": ev.run_id, "withheld": [w.name for w in record.withheld]}, "warn")
 
 
 def _parse_rate(partition_key: str, medbench: MedbenchResource) -> CheckOutcome:

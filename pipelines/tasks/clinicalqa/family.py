@@ -22,6 +22,7 @@ from pipelines.backends.replay import read_replay
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.specs import TaskSpec
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
+from pipelines.stats.validity import gate
 from pipelines.tasks.base import (
     CheckOutcome, Instances, Log, ReplayScore, ScoreSummary, TaskFamily, TextChoice, predicted_once,
 )
@@ -134,8 +135,9 @@ class ClinicalQA(TaskFamily):
                                   parse_status=scored.status_counts,
                                   unparsed_sample=[UnparsedOutput(**u) for u in scored.unparsed_sample])
         correct = predictions.column("correct").to_numpy(zero_copy_only=False).astype(bool)
-        return ScoreSummary(metrics=[tuple(m) for m in scored.metrics], n=scored.n, parse_rate=scored.parse_rate,
-                            extras=extras, breakdowns=breakdowns(correct, fields))
+        metrics, withheld = gate([tuple(m) for m in scored.metrics], task.bootstrap.replicates)
+        return ScoreSummary(metrics=metrics, n=scored.n, parse_rate=scored.parse_rate,
+                            extras=extras, breakdowns=breakdowns(correct, fields), withheld=withheld)
 
     def prediction_checks(self, task: TaskSpec, predictions: pa.Table, expected: set[str]) -> list[CheckOutcome]:
         return [predicted_once(predictions, expected)]

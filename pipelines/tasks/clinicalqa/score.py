@@ -184,8 +184,11 @@ def summarise_choice(
     correct = np.asarray(table.column("correct").to_pylist(), dtype=bool)
     statuses = table.column("parse_status").to_pylist()
     parsed = np.asarray([s == "ok" for s in statuses], dtype=bool)
+    # accuracy_upper: the accuracy had every unparsed reply been right, a bound on how much the parser
+    # could move the score (docs/statistics.md, "Parse bounds"); accuracy itself is its lower end
     metrics = [proportion("accuracy", correct, bootstrap, intervals),
-               proportion("parse_rate", parsed, bootstrap, intervals)]
+               proportion("parse_rate", parsed, bootstrap, intervals),
+               proportion("accuracy_upper", correct | ~parsed, bootstrap, intervals)]
     by_category: list[CategoryScore] = []
     category_array = np.asarray(categories, dtype=object)
     for category in sorted(set(categories)):

@@ -25,11 +25,12 @@ from pipelines.core.evaluation import Evaluation
 from pipelines.core.specs import TaskSpec
 from pipelines.kinds.score import Score
 from pipelines.stats.calibration import Recalibration
+from pipelines.stats.decision import alarm_threshold
 from pipelines.tasks.base import (
     CheckOutcome, FitAndScore, Instances, Log, ScoreSummary, TaskFamily, predicted_once, scores_finite,
 )
 from pipelines.tasks.vitaldb_ioh.grid import check_settings
-from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, read_windows
+from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, flow_steps, read_windows
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
@@ -65,20 +66,36 @@ def test_attributes(instances: Path, predictions: pa.Table) -> dict[str, list]:
     return {"sex": [sex[k] for k in rows], "age": [age[k] for k in rows]}
 
 
-def probabilities(partition_key: str, val_labels: np.ndarray):
+def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=()):
     """The ``FitAndScore.finish`` of this family: a scorer whose score is no probability (a rule) is
-    mapped to one by a logistic recalibration fitted on the validation split only, stored in the
-    predictions' metadata (``reporting.probability_metadata``) and recorded in the result's config."""
+    mapped to one by a logistic recalibration fitted on the validation split only; a probabilistic
+    scorer gets the same recalibration of logit p, for the recalibrated twins of its calibration
+    metrics; and each alarm rate's score threshold is chosen on the validation windows. All of it is
+    stored in the predictions' metadata (``reporting.probability_metadata``) and the result's config."""
 
     def finish(val_scores: np.ndarray, probabilistic: bool, log: Log) -> tuple[dict[bytes, bytes], dict[str, Any]]:
-        recalibration = None
+        recalibration = validation = None
+        if not len(val_scores):  # no validation scores (an official package answers test windows only)
+            if not probabilistic:
+                raise ValueError(f"{partition_key}: scores that are not probabilities need validation scores "
+                                 "to be recalibrated")
+            config = {"probabilities": {"probabilistic": True, "recalibration": None}}
+            return probability_metadata(True, None), config
         if not probabilistic:
             recalibration = Recalibration.fit(val_scores, val_labels)
             log(f"{partition_key}: logistic recalibration on {recalibration.n} validation windows: "
                 f"a = {recalibration.a:.4g}, b = {recalibration.b:.4g}")
+        else:
+            p = np.clip(np.asarray(val_scores, dtype=np.float64), 1e-12, 1 - 1e-12)
+            validation = Recalibration.fit(np.log(p / (1 - p)), val_labels)
+            log(f"{partition_key}: recalibration of logit p on {validation.n} validation windows: "
+                f"intercept {validation.a:.4g}, slope {validation.b:.4g}")
+        thresholds = {float(r): alarm_threshold(val_scores, float(r)) for r in alarm_rates}
         config = {"probabilities": {"probabilistic": probabilistic,
-                                    "recalibration": recalibration.as_dict() if recalibration else None}}
-        return probability_metadata(probabilistic, recalibration), config
+                                    "recalibration": recalibration.as_dict() if recalibration else None,
+                                    "validation_recalibration": validation.as_dict() if validation else None,
+                                    "alarm_thresholds": {f"{r:g}": t for r, t in thresholds.items()}}}
+        return probability_metadata(probabilistic, recalibration, validation, thresholds), config
 
     return finish
 
@@ -163,7 +180,8 @@ class VitalDbIoh(TaskFamily):
             train=(train_x, train_meta["label"].to_numpy()), validation=(val_x, val_meta["label"].to_numpy()),
             test=test_x, step_seconds=ev.task.settings.bin_seconds, table=table, seed=seed,
             config={"fit_seed": seed, "fit_seed_from": seed_from},
-            finish=probabilities(ev.partition_key, val_meta["label"].to_numpy()),
+            finish=probabilities(ev.partition_key, val_meta["label"].to_numpy(),
+                                 ev.task.settings.reporting.alarm_rates),
         )
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:
@@ -179,10 +197,11 @@ class VitalDbIoh(TaskFamily):
                  "map": [None if np.isnan(v) else round(float(v), 4) for v in row]}
                 for iid, row in zip(meta["instance_id"].to_list(), inputs)]
 
-    def participant_flow(self, task: TaskSpec, instances: Path) -> dict[str, Any] | None:
-        """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not built)."""
+    def participant_flow(self, task: TaskSpec, instances: Path) -> list[dict[str, Any]] | None:
+        """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not
+        built), as labelled counts (``instances.flow_steps``)."""
         path = flow_path(instances)
-        return msgspec.json.decode(path.read_bytes()) if path.exists() else None
+        return flow_steps(msgspec.json.decode(path.read_bytes())) if path.exists() else None
 
     def baseline_model(self, task: TaskSpec) -> str | None:
         """The model whose result every result of ``task`` is compared with at publish time."""

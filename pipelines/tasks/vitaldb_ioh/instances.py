@@ -72,6 +72,25 @@ class WindowsSummary:
         }
 
 
+def flow_steps(flow: dict) -> list[dict]:
+    """The flow file's counts as the published participant flow: labelled counts in order
+    (``pipelines.core.figures.FlowStep``), exclusions and splits one level in."""
+    steps = [{"label": "cases in the snapshot", "count": flow["snapshot_cases"], "unit": "cases", "level": 0}]
+    steps += [{"label": f"excluded: {e['reason']}", "count": e["cases"], "unit": "cases", "level": 1}
+              for e in flow.get("exclusions", [])]
+    steps.append({"label": "cohort", "count": flow["cohort_cases"], "unit": "cases", "level": 0,
+                  "note": f"{flow['cohort_subjects']} subjects"})
+    steps.append({"label": "candidate windows", "count": flow["candidate_windows"], "unit": "windows", "level": 0})
+    steps += [{"label": f"dropped: {d['reason']}", "count": d["windows"], "unit": "windows", "level": 1}
+              for d in flow.get("dropped_windows", [])]
+    steps.append({"label": "windows", "count": flow["windows"], "unit": "windows", "level": 0,
+                  "note": f"from {flow['cases_with_windows']} cases of {flow['subjects_with_windows']} subjects"})
+    steps += [{"label": name, "count": s["windows"], "unit": "windows", "level": 1,
+               "note": f"{s['subjects']} subjects, prevalence {s['prevalence']:.3f}"}
+              for name, s in flow.get("splits", {}).items()]
+    return steps
+
+
 def flow_path(instances: Path) -> Path:
     """The participant flow written beside the windows file (published with the task)."""
     return Path(instances).with_name(Path(instances).stem + ".flow.json")

@@ -9,7 +9,9 @@ the predictions it applies to, in the Parquet file's key-value metadata under
 refit it), and in the result's ``config.probabilities``.
 
 Subgroups use the same bootstrap replicates as everything else (the columns of their own subjects
-in the replicate counts), and a subgroup with fewer than ``MIN_SUBJECTS`` subjects says so.
+in the replicate counts), all of a subgroup's intervals the same subset of them (those holding both
+classes in it), and a subgroup with fewer than ``MIN_SUBJECTS`` subjects says so; below the task's
+``[intervals] min_clusters`` it publishes counts only (docs/statistics.md, "Intervals with few subjects").
 """
 
 from __future__ import annotations
@@ -21,17 +23,44 @@ import pyarrow as pa
 
 from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs
 from pipelines.stats.calibration import Recalibration
-from pipelines.stats.clinical import MetricRow, clinical_report, percentile_interval
+from pipelines.stats.clinical import MetricRow, clinical_report
+from pipelines.stats.intervals import level, percentile_interval
 
 PROBABILITIES_KEY = b"medbench.probabilities"
 MIN_SUBJECTS = 30
 RECALIBRATED = "; probabilities by logistic recalibration fitted on the validation split"
 
 
-def probability_metadata(probabilistic: bool, recalibration: Recalibration | None) -> dict[bytes, bytes]:
-    body = {"probabilistic": probabilistic,
-            "recalibration": recalibration.as_dict() if recalibration is not None else None}
+def probability_metadata(probabilistic: bool, recalibration: Recalibration | None,
+                         validation_recalibration: Recalibration | None = None,
+                         alarm_thresholds: dict[float, float] | None = None) -> dict[bytes, bytes]:
+    """The metadata; ``validation_recalibration`` (a probabilistic scorer's map of logit p, fitted on
+    validation) and ``alarm_thresholds`` ({rate: score threshold} on validation) only when given."""
+    body: dict = {"probabilistic": probabilistic,
+                  "recalibration": recalibration.as_dict() if recalibration is not None else None}
+    if validation_recalibration is not None:
+        body["validation_recalibration"] = {**validation_recalibration.as_dict(), "of": "logit(p)"}
+    if alarm_thresholds is not None:
+        body["alarm_thresholds"] = {f"{r:g}": float(t) for r, t in alarm_thresholds.items()}
     return {PROBABILITIES_KEY: json.dumps(body, sort_keys=True).encode()}
+
+
+def validation_fits(predictions: pa.Table) -> tuple[np.ndarray | None, dict[float, float] | None]:
+    """(the test probabilities after the logistic recalibration fitted on validation, {alarm rate:
+    threshold chosen on validation}), each None for predictions made before they were recorded.
+
+    A rule's probabilities already are its validation recalibration; a probabilistic scorer's are
+    mapped by sigmoid(a + b logit p) fitted on its validation windows, so both are compared after the
+    same recalibration (docs/statistics.md, "Fair calibration")."""
+    body = json.loads((predictions.schema.metadata or {}).get(PROBABILITIES_KEY, b"{}"))
+    thresholds = body.get("alarm_thresholds")
+    fixed = {float(r): float(t) for r, t in thresholds.items()} if thresholds is not None else None
+    if body.get("recalibration"):
+        return Recalibration.from_dict(body["recalibration"]).apply(predictions.column("score").to_numpy()), fixed
+    if body.get("validation_recalibration"):
+        p = np.clip(predictions.column("score").to_numpy().astype(np.float64), 1e-12, 1 - 1e-12)
+        return Recalibration.from_dict(body["validation_recalibration"]).apply(np.log(p / (1 - p))), fixed
+    return None, fixed
 
 
 def probabilities_of(predictions: pa.Table) -> tuple[np.ndarray, Recalibration | None]:
@@ -64,10 +93,16 @@ def age_band(age: float, edges) -> str | None:
 
 
 def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndarray],
-                  thresholds=()) -> dict[str, list[dict]]:
-    """{field: [{group, n, n_subjects, metrics: [MetricRow], caveat}]} over each field's non-null groups.
+                  thresholds=(), expanded: bool = False, min_clusters: int = 0,
+                  decision_p=None) -> dict[str, list[dict]]:
+    """{field: [{group, n, n_subjects, metrics: [MetricRow], caveat, replicates_kept, withheld_reason}]}
+    over each field's non-null groups.
 
-    ``clusters`` index 0..C-1 into ``ids`` (sorted subject ids) and the columns of ``counts``.
+    ``clusters`` index 0..C-1 into ``ids`` (sorted subject ids) and the columns of ``counts``. Every
+    interval of a subgroup comes from the same replicates: those in which the subgroup holds both
+    classes (``replicates_kept``); ``expanded`` reads them at the expanded level of its own number of
+    subjects. A subgroup with fewer than ``min_clusters`` subjects publishes counts only
+    (``metrics`` empty, ``withheld_reason`` says why).
     """
     out: dict[str, list[dict]] = {}
     for name, values in groups.items():
@@ -76,16 +111,27 @@ def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndar
             mine = np.array([v == group for v in values])
             own = np.unique(clusters[mine])
             local = np.searchsorted(own, clusters[mine])
-            sub = counts[:, own]
-            metrics = [_auroc_row(scores[mine], y[mine], local, sub)]
-            rep = clinical_report(p[mine], y[mine], local, sub, thresholds=thresholds, curves=False)
+            if len(own) < min_clusters:
+                rows.append({"group": str(group), "n": int(mine.sum()), "n_subjects": int(len(own)), "metrics": [],
+                             "caveat": None, "replicates_kept": None,
+                             "withheld_reason": f"only {len(own)} subjects, fewer than the {min_clusters} a "
+                                                "cluster-bootstrap interval needs to hold its 95%: counts only"})
+                continue
+            pos = np.bincount(local, weights=y[mine], minlength=len(own))
+            size = np.bincount(local, minlength=len(own)).astype(np.float64)
+            both = (counts[:, own] @ pos > 0) & (counts[:, own] @ (size - pos) > 0)
+            if not both.any():  # one class only: prevalence alone is defined, over every replicate
+                both = np.ones(len(counts), dtype=bool)
+            sub = counts[both][:, own]  # the same replicates for every interval of the subgroup
+            alpha = level(expanded, len(own))
+            metrics = [_auroc_row(scores[mine], y[mine], local, sub, alpha)]
+            rep = clinical_report(p[mine], y[mine], local, sub, thresholds=thresholds, curves=False, alpha=alpha,
+                                  decision_p=None if decision_p is None else decision_p[mine])
             metrics += [m for m in rep.metrics if not m.name.startswith("net_benefit_treat_all")]
             with np.errstate(invalid="ignore", divide="ignore"):
-                m = sub.astype(np.float64)
-                prev = (m @ np.bincount(local, weights=y[mine], minlength=len(own))) / (
-                    m @ np.bincount(local, minlength=len(own)))
-            metrics.append(MetricRow("prevalence", float(y[mine].mean()), *percentile_interval(prev),
-                                     uses_probabilities=False))
+                prev = (sub.astype(np.float64) @ pos) / (sub.astype(np.float64) @ size)
+            metrics.append(MetricRow("prevalence", float(y[mine].mean()), *percentile_interval(prev, alpha),
+                                     uses_probabilities=False, replicates_kept=int(np.isfinite(prev).sum())))
             caveat = None
             if len(own) < MIN_SUBJECTS:
                 caveat = (f"only {len(own)} subjects (fewer than {MIN_SUBJECTS}): its intervals are wide "
@@ -93,12 +139,15 @@ def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndar
             if y[mine].min() == y[mine].max():
                 caveat = ((caveat + "; ") if caveat else "") + "one class only: AUROC and calibration are undefined"
             rows.append({"group": str(group), "n": int(mine.sum()), "n_subjects": int(len(own)),
-                         "metrics": metrics, "caveat": caveat})
+                         "metrics": metrics, "caveat": caveat, "replicates_kept": int(both.sum()),
+                         "withheld_reason": None})
         out[name] = rows
     return out
 
 
-def _auroc_row(scores, y, clusters, counts) -> MetricRow:
+def _auroc_row(scores, y, clusters, counts, alpha: float) -> MetricRow:
     pairs = cluster_pair_counts(scores, y, clusters)
-    return MetricRow("auroc", auroc(scores, y), *percentile_interval(replicate_aurocs(pairs, counts)),
+    reps = replicate_aurocs(pairs, counts)
+    return MetricRow("auroc", auroc(scores, y), *percentile_interval(reps, alpha),
+                     replicates_kept=int(np.isfinite(reps).sum()),
                      uses_probabilities=False)

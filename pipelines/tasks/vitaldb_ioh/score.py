@@ -17,7 +17,10 @@ from pipelines.core.outcomes import ScoreSummary
 from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
 from pipelines.stats.clinical import MetricRow, clinical_report
-from pipelines.tasks.vitaldb_ioh.reporting import RECALIBRATED, age_band, probabilities_of, subgroup_rows
+from pipelines.stats.intervals import level
+from pipelines.stats.validity import gate, reason
+from pipelines.tasks.vitaldb_ioh.reporting import (RECALIBRATED, age_band, probabilities_of, subgroup_rows,
+                                                   validation_fits)
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting
 from warehouse.records import MetricValue, Subgroup
 
@@ -66,7 +69,8 @@ class IohExtras(msgspec.Struct, frozen=True):
     undefined_metrics: list[str] = []  # reported metrics with no value on these windows (e.g. PPV with no alarm)
 
 
-METHOD = "cluster-bootstrap-percentile"
+PERCENTILE = "cluster-bootstrap-percentile"
+EXPANDED = "cluster-bootstrap-expanded-percentile"
 
 
 def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: IntervalsSpec = IntervalsSpec(),
@@ -81,10 +85,13 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
     cases = predictions.column("caseid").to_numpy()
     if not np.isfinite(scores).all():
         raise ValueError("scores contain NaN or infinity: every test window must be scored")
+    expanded = intervals.cluster == "expanded-percentile"
+    plain = EXPANDED if expanded else PERCENTILE
+    alpha = level(expanded, len(np.unique(subjects)))
     boot = cluster_bootstrap(scores, labels, subjects, bootstrap.replicates, bootstrap.seed,
-                             prevalence_all_replicates=intervals.prevalence == "all-replicates")
-    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"]), METHOD)
-               for m in boot.metrics()]
+                             prevalence_all_replicates=intervals.prevalence == "all-replicates", alpha=alpha)
+    metrics = [(m["name"], float(m["value"]), float(m["ci_low"]), float(m["ci_high"]), plain, "higher", None,
+                m["replicates_kept"]) for m in boot.metrics()]
     extras = dict(
         roc=RocPoints(**roc_points(scores, labels)),
         counts=IohCounts(windows=int(len(scores)), positives=int(labels.sum()),
@@ -97,11 +104,14 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
         p, recal = probabilities_of(predictions)
         ids, clusters = np.unique(subjects, return_inverse=True)
         counts = resample_cluster_counts(len(ids), bootstrap.replicates, bootstrap.seed)  # the AUROC's draws
+        recalibrated, alarm_thresholds = validation_fits(predictions)
         rep = clinical_report(p, labels, clusters, counts, reporting.thresholds, reporting.alarm_rates,
-                              scores=scores, n_bins=reporting.calibration_bins)
-        method = METHOD + RECALIBRATED if recal is not None else METHOD
-        defined = [m for m in rep.metrics if _finite(m)]
-        metrics += [_tuple(m, method) for m in defined]
+                              scores=scores, n_bins=reporting.calibration_bins, alpha=alpha,
+                              decision_p=recalibrated, alarm_thresholds=alarm_thresholds)
+        method = plain + RECALIBRATED if recal is not None else plain
+        for m in rep.metrics:  # the undefined ones are withheld below
+            reads_recalibrated = recal is None and recalibrated is not None and _reads_decision_p(m.name)
+            metrics.append(_tuple(m, plain + RECALIBRATED_LOGIT if reads_recalibrated else method, plain))
         extras.update(calibration_curve=CalibrationCurve(**rep.calibration_curve),
                       decision_curve=DecisionCurve(**rep.decision_curve),
                       probabilities=recal.as_dict() if recal is not None else {"as_given": True},
@@ -113,20 +123,35 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
             if "age" in attributes and reporting.age_bands:
                 groups["age_band"] = np.array([age_band(a, reporting.age_bands) for a in attributes["age"]],
                                               dtype=object)
-            found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds)
-            subgroups = {name: [_subgroup(g, method) for g in rows] for name, rows in found.items()}
+            found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds,
+                                  expanded=expanded, min_clusters=intervals.min_clusters, decision_p=recalibrated)
+            subgroups = {name: [_subgroup(g, method, plain) for g in rows] for name, rows in found.items()}
+    metrics, withheld = gate(metrics, bootstrap.replicates)
     return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=IohExtras(**extras),
-                        subgroups=subgroups)
+                        subgroups=subgroups, withheld=withheld)
+
+
+RECALIBRATED_LOGIT = "; probabilities after a logistic recalibration of logit p fitted on the validation split"
+
+
+def _reads_decision_p(name: str) -> bool:
+    """The metrics computed from the recalibrated probabilities (docs/statistics.md, "Fair calibration")."""
+    return name.endswith("_recalibrated") or ("[t=" in name)
 
 
 def _finite(m: MetricRow) -> bool:
     return all(math.isfinite(v) for v in (m.value, m.ci_low, m.ci_high))
 
 
-def _tuple(m: MetricRow, method: str) -> tuple:
-    return (m.name, m.value, m.ci_low, m.ci_high, method if m.uses_probabilities else METHOD, m.direction, m.target)
+def _tuple(m: MetricRow, method: str, plain: str) -> tuple:
+    """The metric as ``MetricValue`` fields; ``plain`` is the method of a metric probabilities do not enter."""
+    return (m.name, m.value, m.ci_low, m.ci_high, method if m.uses_probabilities else plain, m.direction, m.target,
+            m.replicates_kept)
 
 
-def _subgroup(g: dict, method: str) -> Subgroup:
-    rows = [MetricValue(*_tuple(m, method)) for m in g["metrics"] if _finite(m)]
-    return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"])
+def _subgroup(g: dict, method: str, plain: str) -> Subgroup:
+    """A subgroup's publishable metrics: the undefined and degenerate ones are left out, as for the result."""
+    rows = [MetricValue(*t) for t in (_tuple(m, method, plain) for m in g["metrics"])
+            if reason(t, g["replicates_kept"]) is None]
+    return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"],
+                    replicates_kept=g["replicates_kept"], withheld_reason=g["withheld_reason"])

@@ -46,23 +46,23 @@ def test_the_result_lists_the_clinical_metrics_with_directions(client: TestClien
         assert m["ci_low"] <= m["value"] <= m["ci_high"], m
 
 
-def test_subgroups_by_sex_and_age_band_with_the_small_subgroup_caveat(client: TestClient) -> None:
+def test_subgroups_below_the_minimum_of_subjects_publish_counts_only(client: TestClient) -> None:
+    """12 test subjects: every subgroup is below vitaldb-ioh@0's ``min_clusters = 15``."""
     subgroups = client.get(f"/v1/results/{RUN_IDS[BASELINE]}").json()["subgroups"]
     assert [g["group"] for g in subgroups["sex"]] == ["F", "M"]
     assert [g["group"] for g in subgroups["age_band"]] == ["18-39", "40-64", "65+"]
     for rows in subgroups.values():
         assert sum(g["n"] for g in rows) == 96
         for g in rows:
-            assert g["n_subjects"] < 30 and "fewer than 30" in g["caveat"]
-            names = {m["name"] for m in g["metrics"]}
-            assert {"auroc", "brier", "calibration_slope", "prevalence"} <= names
+            assert g["n_subjects"] < 15 and g["metrics"] == [] and g["replicates_kept"] is None
+            assert "fewer than the 15" in g["withheld_reason"]
     page = client.get(f"/r/{RUN_IDS[BASELINE]}").text
-    assert page.count('class="notice subgroup-caveat"') == 5
+    assert page.count('class="muted subgroup-withheld"') == 5
 
 
 def test_the_page_draws_the_calibration_and_decision_curves(client: TestClient) -> None:
     page = client.get(f"/r/{RUN_IDS[OTHER]}").text
-    for pid, css in (("calibration-curve", "calibration"), ("decision-curve", "decision")):
+    for pid, css in (("calibration-curve", "figure calibration-curve"), ("decision-curve", "figure decision-curve")):
         figure = re.search(rf'<figure class="picture" id="{pid}">(.*?)</figure>', page, re.S)
         assert figure is not None, f"no {pid} on the result page"
         assert f'<svg class="{css}"' in figure.group(1) and "<polyline" in figure.group(1)
@@ -74,6 +74,6 @@ def test_the_task_lists_its_participant_flow(client: TestClient) -> None:
     body = client.get("/v1/tasks/vitaldb-ioh").json()
     assert body["participant_flow"] == FLOW
     page = client.get("/tasks/vitaldb-ioh").text
-    assert 'id="participant-flow"' in page and "80 cases in the snapshot" in page
+    assert 'id="participant-flow"' in page and "cases in the snapshot: 80 cases" in page
     assert "excluded: age below 18 or missing: 3 cases" in page
     assert client.get("/v1/tasks/clinicalqa").json()["participant_flow"] is None

@@ -44,8 +44,9 @@ def client(tmp_path_factory) -> Iterator[TestClient]:
     cat = ioh_catalog(data)
     tasks = [t if (t["slug"], t["version"]) != ("clinicalqa", 0) else
              {**t, "spec": spec_builtins(CQA), "spec_hash": spec_hash(CQA)} for t in cat.tasks]
-    # clinicalqa's metrics as the pipeline records them; OTHER far better than MAP alone (p at its floor)
-    results = [_wilson(r) if r.task == "clinicalqa@0" else scored(data, r, 8.0, 2) if r.run_id == RUN_IDS[OTHER]
+    # clinicalqa's metrics as the pipeline records them; OTHER far better than MAP alone (p at its floor),
+    # not perfectly separated (an AUROC of 1 in every replicate is not publishable: docs/statistics.md)
+    results = [_wilson(r) if r.task == "clinicalqa@0" else scored(data, r, 3.5, 2) if r.run_id == RUN_IDS[OTHER]
                else r for r in cat.results]
     publish(data, dataclasses.replace(cat, tasks=tasks, results=results,
                                       baseline_comparisons=baseline_comparison_rows(SPECS, data, results)), now=NOW)
@@ -70,7 +71,7 @@ def test_the_clinicalqa_task_page_says_wilson_from_its_spec(client: TestClient) 
 def test_the_ioh_task_page_says_cluster_bootstrap_with_its_spec_settings(client: TestClient) -> None:
     boot = SPECS.task("vitaldb-ioh@0").bootstrap
     measured = _text(client.get("/tasks/vitaldb-ioh?version=0").text.split('id="board-h"')[0])
-    assert (f"Interval of auroc cluster percentile bootstrap over {boot.unit}s, {boot.replicates} replicates, "
+    assert (f"Interval of auroc cluster expanded-percentile bootstrap (widened for few subjects) over {boot.unit}s, {boot.replicates} replicates, "
             f"seed {boot.seed}") in measured
 
 
@@ -80,7 +81,7 @@ def test_the_about_page_describes_each_task_from_its_spec(client: TestClient) ->
     cqa = _text(sections["clinicalqa@0"])
     assert "accuracy: Wilson score interval" in cqa and "percentile bootstrap" not in cqa
     assert "exact McNemar" in cqa
-    assert "cluster percentile bootstrap over subjects" in _text(sections["vitaldb-ioh@0"])
+    assert "cluster expanded-percentile bootstrap (widened for few subjects) over subjects" in _text(sections["vitaldb-ioh@0"])
     assert "Intervals are seeded percentile bootstraps" not in page
 
 

@@ -111,7 +111,8 @@ def test_predictions_table_matches_the_contract() -> None:
 def test_metrics_order_values_and_intervals() -> None:
     score = score_choice(ITEMS, OUTPUTS, SETTINGS, BOOT)
     names = [m.name for m in score.metrics]
-    assert names == ["accuracy", "parse_rate", "accuracy[Cardiology]", "accuracy[Neurology]", "accuracy[Pediatrics]"]
+    assert names == ["accuracy", "parse_rate", "accuracy_upper", "accuracy[Cardiology]", "accuracy[Neurology]",
+                     "accuracy[Pediatrics]"]
     values = {m.name: m.value for m in score.metrics}
     assert values["accuracy"] == pytest.approx(2 / 6)
     assert values["parse_rate"] == pytest.approx(3 / 6) == score.parse_rate
@@ -177,7 +178,7 @@ def test_uniform_random_on_the_demo_scores_near_one_fifth(tmp_path: Path) -> Non
     assert 0.15 < accuracy.value < 0.25
     assert accuracy.ci_low < accuracy.value < accuracy.ci_high
     assert accuracy.ci_high - accuracy.ci_low < 0.07
-    assert len(score.metrics) == 2 + len(score.by_category)
+    assert len(score.metrics) == 3 + len(score.by_category)  # accuracy, parse_rate, accuracy_upper
 
 
 # --------------------------------------------------------------------------- Wilson intervals at the edges

@@ -81,10 +81,12 @@ def _predictions(scores, labels, subjects) -> pa.Table:
 def test_the_task_scores_with_all_replicates_and_reports_the_dropped_count():
     task = load_specs().task("vitaldb-ioh@0")
     assert task.intervals.prevalence == "all-replicates"
-    s, y, subjects = lopsided()
+    # seed 1: AUROC 0.947 (seed 0 separates perfectly, an AUROC of 1 in every replicate, which the
+    # validity gate refuses to publish); plain percentile levels, to compare with numpy's
+    s, y, subjects = lopsided(seed=1)
     prevalence, aurocs, _ = brute_force(s, y, subjects, REPLICATES, SEED)
     summary = score_metrics(_predictions(s, y, subjects), BOOT,
-                            task.intervals)
+                            IntervalsSpec(prevalence=task.intervals.prevalence))
     rows = {m[0]: m for m in summary.metrics}
     assert rows["prevalence"][2:4] == pytest.approx(tuple(np.percentile(prevalence, [2.5, 97.5])), abs=1e-12)
     assert rows["auroc"][2:4] == pytest.approx(tuple(np.percentile(aurocs, [2.5, 97.5])), abs=1e-12)

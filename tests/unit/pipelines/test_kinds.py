@@ -137,3 +137,18 @@ def test_the_kind_protocol_imports_nothing_of_the_project() -> None:
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"__future__", "collections", "dataclasses", "pathlib", "typing", "numpy", "pyarrow", "msgspec"}
+
+
+def test_a_plugin_kind_under_a_builtin_name_is_an_error_naming_both(monkeypatch) -> None:
+    """Kinds live in a Registry: a second ``score`` (from an installed distribution) does not silently lose."""
+    from importlib.metadata import EntryPoint
+
+    import pipelines.kinds as kinds_module
+
+    clash = EntryPoint(name="score", value="somewhere.kinds:OtherScore", group="medbench.kinds")
+    monkeypatch.setattr(kinds_module, "entry_points", lambda group: [clash] if group == "medbench.kinds" else [])
+    monkeypatch.setattr(kinds_module, "_registry", None)
+    with pytest.raises(ValueError, match=r"task kind 'score' is registered twice: by pipelines\.kinds\.score\.Score "
+                                         r"and by entry point 'somewhere\.kinds:OtherScore'"):
+        kinds_module.kind("score")
+    monkeypatch.setattr(kinds_module, "_registry", None)

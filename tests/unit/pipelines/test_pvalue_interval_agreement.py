@@ -87,3 +87,13 @@ def test_a_p_at_the_floor_is_flagged_and_an_exact_test_has_none() -> None:
 def test_identical_differences_give_p_one() -> None:
     t = percentile_test(np.zeros(300))
     assert (t.ci_low, t.ci_high, t.p_value, t.p_at_floor) == (0.0, 0.0, 1.0, False)
+
+
+def test_with_39_kept_replicates_or_fewer_a_p_below_005_is_still_a_bound() -> None:
+    """The floor 2/(R+1) is >= 0.05 for R <= 39: an interval above 0 gets p just below 0.05, flagged
+    as a bound (before, it read as an exact p = 0.04999 with p_at_floor false)."""
+    for r in (10, 39):
+        t = percentile_test(np.linspace(0.01, 0.1, r))
+        assert t.ci_low > 0 and t.p_value < 0.05 and t.p_at_floor is True
+    t = percentile_test(np.linspace(0.01, 0.1, 40))  # floor 2/41 < 0.05: an ordinary floor
+    assert t.p_at_floor is True and t.p_value == 2 / 41

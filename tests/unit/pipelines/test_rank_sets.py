@@ -59,7 +59,7 @@ def _brute_force_sets(theta, reps, alpha=0.05):
     se = {(j, k): np.std(reps[:, j] - reps[:, k], ddof=1) for j, k in itertools.permutations(range(m), 2)}
     stats = [max(abs((r[j] - r[k]) - (theta[j] - theta[k])) / se[j, k]
                  for j, k in itertools.permutations(range(m), 2) if se[j, k] > 0) for r in reps]
-    c = float(np.quantile(stats, 1 - alpha, method="higher"))
+    c = float(np.quantile(stats, 1 - alpha))  # R type 7, as csranks
     better = lambda j, k: se[j, k] > 0 and (theta[j] - theta[k]) - c * se[j, k] > 0
     low = [1 + sum(better(k, j) for k in range(m) if k != j) for j in range(m)]
     high = [m - sum(better(j, k) for k in range(m) if k != j) for j in range(m)]

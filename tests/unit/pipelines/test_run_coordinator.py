@@ -76,3 +76,13 @@ def test_a_backfill_range_of_one_partition_takes_its_pool_and_a_wider_range_none
     assert one.tags[POOL_TAG] == "cpu"  # that run evaluates its partition itself
     wide = _submit(instance, {start: "vitaldb-ioh@0|medbench/hgb-window", end: "vitaldb-ioh@0|medbench/neg-last-map"})
     assert POOL_TAG not in wide.tags  # a ranged run queues its work as runs tagged with their own pools
+
+
+def test_the_community_modal_is_off_by_its_own_setting(instance) -> None:
+    """Issue #40: Dagster's "Join the community" modal covered `medbench ui` on a first visit; the
+    instance setting ``nux: enabled: false`` turns it off (here and in the deploy/ instances)."""
+    import yaml
+
+    assert instance.nux_enabled is False
+    for config in (REPO / "deploy" / "dagster.yaml", REPO / "deploy" / "k8s" / "dagster.yaml"):
+        assert yaml.safe_load(config.read_text())["nux"] == {"enabled": False}, config

@@ -152,3 +152,15 @@ def test_on_real_data_the_plan_skips_them_and_the_catalog_leaves_them_out(tmp_pa
     listed = {m["slug"] for m in build_catalog(SPECS, real).models}
     assert "medbench/random" in listed and not listed & set(SIMULATED)
     assert set(SIMULATED) <= {m["slug"] for m in build_catalog(SPECS, demo).models}
+
+
+def test_the_dry_run_on_a_new_directory_plans_what_demo_runs(tmp_path: Path) -> None:
+    """Issue #40: on a directory without ``KIND`` yet, ``--dry-run --demo`` said the simulated panel
+    would be skipped ("demo only") while the demo then ran it; the plan reads ``--demo``."""
+    from pipelines.dagster.plan import plan_selection
+
+    new = DataDir(tmp_path / "new")
+    pairs = [(TASK, m) for m in SIMULATED.values()]
+    assert {p.status for p in plan_selection(SPECS, new, pairs, force=False, demo=True)} == {"run"}
+    assert {p.status for p in plan_selection(SPECS, new, pairs, force=False, demo=False)} == {"skip"}
+    assert new.kind() is None and not new.root.exists()  # nothing claimed, nothing written

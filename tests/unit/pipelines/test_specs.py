@@ -137,7 +137,8 @@ def test_task_and_model_resolution():
 SPEC_DEFAULTS: dict[str, dict[str, object]] = {
     "PriceSpec": {"key": ""},
     "TaskSpec": {"intervals": {}},
-    "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates"},
+    "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates", "cluster": "percentile",
+                      "min_clusters": 0},
     "IohSettings": {"fit_seed": "task", "baseline_model": "", "reporting": {}},
     "IohReporting": {"thresholds": [], "alarm_rates": [], "age_bands": [], "calibration_bins": 10},
     "ModelSpec": {"release_date": None, "knowledge_cutoff": None, "training_data": []},

@@ -40,3 +40,44 @@ def test_the_file_answers_after_the_data_directory_moves(tmp_path: Path, monkeyp
     finally:
         con.close()
     assert os.getcwd() == str(cwd) and DataDir(moved).release_log.exists()
+
+
+def _record(run_id: str, task: str):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(run_id=run_id, task=task)
+
+
+def test_a_kind_without_label_gets_its_own_typed_table_and_joins_the_view(tmp_path: Path) -> None:
+    """A plug-in kind (regression: no ``label`` column) publishes into ``predictions_regression`` with
+    its own types, and the ``predictions`` view unions it with the built-ins' tables (issue 38)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from warehouse.portable import DEFAULT_KIND_COLUMNS, create_prediction_tables
+
+    data = DataDir(tmp_path / "data")
+    reg_schema = pa.schema([("instance_id", pa.string()), ("predicted", pa.float64()), ("observed", pa.float64()),
+                            ("patient_id", pa.string())])
+    choice_schema = pa.schema([("instance_id", pa.string()), ("prediction", pa.string()), ("label", pa.string()),
+                               ("correct", pa.bool_())])
+    files = {"aaaaaaaaaaaa": ("pots@0", pa.table({"instance_id": ["1", "2"], "predicted": [4.1, 3.9],
+                                                  "observed": [4.0, 3.8], "patient_id": ["p1", "p2"]},
+                                                 schema=reg_schema)),
+             "bbbbbbbbbbbb": ("qa@0", pa.table({"instance_id": ["x"], "prediction": ["A"], "label": ["A"],
+                                                "correct": [True]}, schema=choice_schema))}
+    for run_id, (_, table) in files.items():
+        path = data.predictions_path(run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+    tasks = [{"slug": "pots", "version": 0, "kind": "regression"}, {"slug": "qa", "version": 0, "kind": "choice"}]
+    columns = {**DEFAULT_KIND_COLUMNS, "regression": {"observed": "DOUBLE", "predicted": "DOUBLE"}}
+    con = duckdb.connect()
+    create_prediction_tables(con, data, [_record(r, t) for r, (t, _) in files.items()], tasks,
+                             [reg_schema, choice_schema], columns)
+    assert con.execute("SELECT run_id, typeof(observed), observed FROM predictions_regression ORDER BY instance_id"
+                       ).fetchall() == [("aaaaaaaaaaaa", "DOUBLE", 4.0), ("aaaaaaaaaaaa", "DOUBLE", 3.8)]
+    assert con.execute("SELECT count(*) FROM predictions_score").fetchone() == (0,)  # built-ins always there
+    assert con.execute("SELECT typeof(label) FROM predictions_score").fetchall() == []
+    view = con.execute("SELECT run_id, label, observed FROM predictions ORDER BY run_id, instance_id").fetchall()
+    assert view == [("aaaaaaaaaaaa", None, 4.0), ("aaaaaaaaaaaa", None, 3.8), ("bbbbbbbbbbbb", "A", None)]

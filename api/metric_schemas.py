@@ -1,0 +1,57 @@
+"""The bodies that carry a published number with its uncertainty: a metric and its interval, a
+subgroup's and a breakdown group's metrics, a metric withheld as undefined or degenerate, and a
+task's smallest detectable difference (docs/statistics.md). Re-exported by ``api.schemas``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+
+class Metric(msgspec.Struct):
+    name: str
+    value: float
+    ci_low: float
+    ci_high: float
+    method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile | cluster-bootstrap-expanded-percentile
+    direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
+    target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
+    replicates_kept: int | None = None  # bootstrap replicates behind the interval (None: not a bootstrap's)
+
+
+class Withheld(msgspec.Struct):
+    """A metric left out of ``metrics`` because it is undefined or degenerate (never published as a number)."""
+
+    name: str
+    reason: str
+
+
+class Subgroup(msgspec.Struct):
+    """A result's metrics on one subgroup of its test items (e.g. sex F), with their own intervals."""
+
+    group: str
+    n: int
+    n_subjects: int
+    metrics: list[Metric]
+    caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
+    replicates_kept: int | None = None  # replicates every interval of the subgroup was computed from
+    withheld_reason: str | None = None  # metrics is [] because the subgroup has too few subjects
+
+
+class Breakdown(msgspec.Struct):
+    """The primary metric on one group of items; a per-group 95% interval, not a simultaneous one."""
+
+    group: str
+    n: int
+    metric: Metric
+
+
+class DetectableDifference(msgspec.Struct):
+    """The smallest difference in ``metric`` a paired comparison at the task's n detects (docs/statistics.md)."""
+
+    metric: str
+    value: float
+    power: float  # 0.8
+    alpha: float  # 0.05, two-sided
+    basis: str  # how it was computed, in words (the discordant rate or the SD it came from)
