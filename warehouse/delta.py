@@ -26,7 +26,7 @@ so a publish killed at any step leaves the previous version served.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,7 +34,7 @@ import duckdb
 import msgspec
 
 from warehouse.layout import DataDir
-from warehouse.portable import _RUN_ID, PREDICTION_TABLES, _quoted, insert_releases
+from warehouse.portable import _RUN_ID, DEFAULT_KIND_COLUMNS, _columns, _quoted, insert_releases, table_name
 from warehouse.records import ResultRecord
 from warehouse.releases import ReleaseRecord
 from warehouse.schema import BaselineComparisonRow, LeaderboardRankRow, Row, column_names, insert_rows, select_sql
@@ -117,25 +117,38 @@ def replace_results(con: duckdb.DuckDBPyConnection, changed: Sequence[str], rows
 
 
 def add_predictions(con: duckdb.DuckDBPyConnection, data: DataDir, new: Sequence[ResultRecord],
-                    tasks: Sequence[dict[str, Any]]) -> None:
-    """Copy the new runs' predictions into their kind's table, by column name. ``NotIncremental``
-    where a full build would make other columns: a table still empty (its columns came from the
-    schemas), or a file with a column or type the table does not have."""
+                    tasks: Sequence[dict[str, Any]], kind_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """Copy the new runs' predictions into their kind's table, ``predictions_<kind>``, by column name,
+    cast as ``warehouse.portable.create_prediction_tables`` casts them. ``NotIncremental`` where a
+    full build would make other tables or columns (and so another ``predictions`` view): a kind
+    without its table, a table still empty (its columns came from the schemas), a file with a column
+    or type the table does not have."""
+    typed = {k: dict(v) for k, v in (kind_columns or DEFAULT_KIND_COLUMNS).items()}
+    for t in tasks:
+        typed.setdefault(t.get("kind", "choice"), {})
+    held = {n for (n,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                                      "AND starts_with(table_name, 'predictions_')").fetchall()}
+    if held != {table_name(k) for k in typed}:
+        raise NotIncremental("the kinds' predictions tables changed")
     kind_of = {f"{t['slug']}@{t['version']}": t.get("kind", "choice") for t in tasks}
-    files: dict[str, list[str]] = {kind: [] for kind in PREDICTION_TABLES}
+    files: dict[str, list[str]] = {k: [] for k in typed}
     for r in new:
         path = data.predictions_path(r.run_id)
-        if path.exists():
-            files["score" if kind_of.get(r.task) == "score" else "choice"].append(str(path))
-    for kind, (table, label_type) in PREDICTION_TABLES.items():
+        if path.exists() and r.task in kind_of:
+            files[kind_of[r.task]].append(str(path))
+    for kind, declared in typed.items():
         if not files[kind]:
             continue
-        select = (f"SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename) REPLACE (CAST(label AS {label_type}) AS label) "
-                  f"FROM read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)")
-        have = {name: typ for name, typ, *_ in con.execute(f"DESCRIBE {table}").fetchall()}
+        table = table_name(kind)
+        source = f"read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)"
+        present = _columns(con, f"SELECT * FROM {source}")
+        casts = [f"CAST({c} AS {t}) AS {c}" for c, t in declared.items() if c in present]
+        select = (f"SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename)"
+                  f"{f' REPLACE ({chr(44).join(casts)})' if casts else ''} FROM {source}")
         if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
             raise NotIncremental(f"{table} is empty")
-        if any(have.get(name) != typ for name, typ, *_ in con.execute(f"DESCRIBE {select}").fetchall()):
+        have = _columns(con, table)
+        if any(have.get(name) != typ for name, typ in _columns(con, select).items()):
             raise NotIncremental(f"a new predictions file does not fit {table}'s columns")
         con.execute(f"INSERT INTO {table} BY NAME {select}")
 

@@ -287,7 +287,7 @@ def _build_incremental(path: Path, data: DataDir, catalog: Catalog, version: str
     try:
         changed, new = delta.changed_results(con, catalog.results, superseded, catalog.withdrawn, catalog.signatures)
         by_id = {r.run_id: r for r in catalog.results}
-        delta.add_predictions(con, data, [by_id[run_id] for run_id in new], catalog.tasks)
+        delta.add_predictions(con, data, [by_id[run_id] for run_id in new], catalog.tasks, catalog.kind_columns)
         delta.replace_specs(con, {
             MetaRow: meta_rows(catalog, version, content_hash, now),
             DatasetRow: [dataset_row(d) for d in catalog.datasets],
