@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 
 from pipelines.backends.availability import check_backend, resolve_api_key_env, resolve_base_url
 from pipelines.backends.pools import pool_of
-from pipelines.backends.redact import has_userinfo, public_settings
+from pipelines.backends.redact import has_userinfo, public_settings, redact_url
 from pipelines.backends.replay import ReplayGenerator
 from pipelines.backends.replay_pin import pin_replay
 from pipelines.backends.rule import UniformChoiceGenerator
@@ -31,7 +31,7 @@ from pipelines.backends.settings import (
 )
 from pipelines.backends.window_scorers import make_window_scorer
 from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
-from pipelines.core.specs import ModelSpec, SpecError
+from pipelines.core.specs import ModelSpec, SpecError, query_or_fragment
 from warehouse.layout import DataDir
 
 __all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS", "DEMO_ONLY"]
@@ -167,6 +167,9 @@ class OpenAIBackend(_LanguageModel):
         if has_userinfo(spec.settings.base_url or ""):
             raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
                             "them and name the key's environment variable in `settings.api_key_env`")
+        if (extra := query_or_fragment(spec.settings.base_url or "")) is not None:
+            raise SpecError(f"{path}: key `settings.base_url`: {redact_url(spec.settings.base_url)} has {extra}; "
+                            "requests go to {base_url}/chat/completions, so give the server's path only")
         s = spec.settings
         if s.endpoint is not None:
             from pipelines.backends.endpoints import EndpointError, check_name
