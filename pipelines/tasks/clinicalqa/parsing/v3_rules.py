@@ -18,8 +18,9 @@ that it cannot turn an option that is merely discussed into an answer:
   is ambiguous.
 
 Every rule keeps v2's bounds: a conditional or a report (``if the patient were a child``, ``일부
-교재에서는``) voids the statement (``v2_rules.hedge_of``), a hedged one (``might``, ``수도 있다``, a
-question) commits to nothing, and a statement naming several options is ambiguous.
+교재에서는``) voids the statement (``v3_scan.statement_hedge``), a hedged one (``might``, ``수도 있다``, a
+question) commits to nothing, and a statement naming several options is ambiguous. The token and
+hedge rules are v3's own copy of v2's (``parsing.v3_scan``), never the frozen v2 modules.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER, token_pattern
-from pipelines.tasks.clinicalqa.parsing.v2_rules import Token, hedge_of, normalise_text, sentence_before, sentence_rest, token_at
+from pipelines.tasks.clinicalqa.parsing.v3_scan import Token, normalise_text, sentence_rest, statement_hedge, token_at
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def _committed(body: str, lead: int, token: Token, options: tuple[str, ...], res
         prior = token_at(before, m.start(), options)
         if prior is not None and _LISTED_BEFORE.fullmatch(before, prior.end):
             return Statement(lead, None)  # "B와 D를 선택합니다": several answers
-    if hedge_of(sentence_before(body, lead), sentence_rest(body, rest_from)) != "plain":
+    if statement_hedge(body, lead, rest_from) != "plain":
         return None  # a conditional, a report, or a hedge: no commitment
     return Statement(lead, token.value)
 
@@ -287,7 +288,7 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
         others = [k for k, t in texts.items() if k != letter and t and t in normalise_text(sentence_rest(body, filler.end()))]
         if others:
             continue  # "metformin, not insulin" or "metformin or insulin": not one answer
-        if hedge_of(sentence_before(body, marker.start()), sentence_rest(body, filler.end())) == "plain":
+        if statement_hedge(body, marker.start(), filler.end()) == "plain":
             out.append(Statement(marker.start(), letter))
     return out
 
