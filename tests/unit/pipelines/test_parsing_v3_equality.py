@@ -28,7 +28,7 @@ from support.paths import REPO
 from pipelines.tasks.clinicalqa.parsing.v3 import parse_answer_v3
 from pipelines.tasks.clinicalqa.parsing.v3_scan import line_head, normalise_text
 
-PARSER_TESTS = sorted(p for p in (REPO / "tests" / "unit" / "pipelines").glob("test_pars*.py") if "equality" not in p.name)
+PARSER_TESTS = sorted(p for p in (REPO / "tests" / "unit" / "pipelines").glob("test_parsing*.py") if "equality" not in p.name)
 TEST_TEXTS = {"A": "Ampicillin", "B": "Metformin", "C": "경구 항생제", "D": "수술", "E": "경과 관찰"}
 
 
