@@ -34,11 +34,11 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
 )
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
-    statement_hedge,
     normalise_text,
-    sentence_before,
     sentence_rest,
+    statement_hedge,
     token_at,
+    tokens_followed_by,
 )
 
 _NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
@@ -203,13 +203,10 @@ def _boxed_statements(text: str, options: tuple[str, ...], texts: Mapping[str, s
 
 def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
     out = []
-    pattern = token_pattern(options)
-    pos = 0
-    while (m := pattern.search(text, pos)) is not None:
-        pos = m.start() + 1
-        if m.start() > 0 and text[m.start() - 1].isalnum() and not ("가" <= text[m.start() - 1] <= "힣"):
+    for start in tokens_followed_by(text, options, (_POSTFIX_KOREAN, POSTFIX_ENGLISH), every_start=True):
+        if start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"):
             continue  # inside a word or number
-        token = token_at(text, m.start(), options, option_texts=texts)
+        token = token_at(text, start, options, option_texts=texts)
         if token is None:
             continue
         tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import HANGUL_AFTER_DIGIT, HANGUL_AFTER_LETTER, HEDGE, token_pattern
@@ -296,3 +297,45 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     if void.within(before_start, position) or void.within(rest_from, min(rest_from + _CLAUSE_REACH, rest_end)):
         return hedge_of(text[before_start:position], text[rest_from:rest_end])
     return "soft" if hedge.within(rest_from, rest_end) and HEDGE.search(text[rest_from:rest_end]) else "plain"
+
+
+def _inline(pattern: re.Pattern[str]) -> str:
+    return f"(?i:{pattern.pattern})" if pattern.flags & re.IGNORECASE else f"(?:{pattern.pattern})"
+
+
+@lru_cache(maxsize=32)
+def _followed(options: tuple[str, ...], tails: tuple[re.Pattern[str], ...], every_start: bool) -> re.Pattern[str]:
+    token = f"(?>{token_pattern(options).pattern})"  # atomic: the token exactly as token_pattern matches it
+    tail = "|".join(_inline(t) for t in tails)
+    if every_start:
+        return re.compile(f"(?={token}(?:{tail}))")
+    return re.compile(f"{token}(?:(?={tail})(?P<followed>))?")
+
+
+def tokens_followed_by(text: str, options: tuple[str, ...], tails: tuple[re.Pattern[str], ...],
+                       every_start: bool = False) -> list[int]:
+    """Where the answer tokens that one of ``tails`` matches right after start, found in one scan.
+
+    ``every_start``: every position where ``token_pattern`` matches (``search`` from each start + 1),
+    else the tokens of ``token_pattern(options).finditer(text)``. A rule that reads only such tokens
+    builds a ``Token`` (the costly part) for them alone, instead of for every letter of the reply.
+    """
+    pattern = _followed(options, tails, every_start)
+    if every_start:
+        return [m.start() for m in pattern.finditer(text)]
+    return [m.start() for m in pattern.finditer(text) if m.group("followed") is not None]
+
+
+_BOUNDARIES: dict[tuple[str, str], list[int]] = {}
+
+
+def last_of(text: str, chars: str, pos: int) -> int:
+    """``max(text.rfind(c, 0, pos) for c in chars)``, from an index of ``chars`` built once per text."""
+    key = (chars, text)
+    found = _BOUNDARIES.get(key)
+    if found is None:
+        if len(_BOUNDARIES) >= 16:
+            _BOUNDARIES.clear()
+        found = _BOUNDARIES[key] = [i for i, c in enumerate(text) if c in chars]
+    i = bisect_left(found, pos)
+    return found[i - 1] if i else -1
