@@ -253,10 +253,13 @@ def json_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str
 _TEXT_SUFFIX = r"(?:입니다|이다|이에요|예요|임|이며|이고|이라|으로|로|이|가|은|는|을|를|와|과)?"
 _TEXT_END = re.compile(r"[ \t]*(?:\*\*)?[ \t]*(?:$|\n|[.!。,;:)(]|[ \t]+(?:because|since|as|which|given)\b)", re.IGNORECASE)
 # A line that is only an answer lead-in: "정답은 다음과 같습니다.", "The answer is:", "### 정답", "**Final answer**".
+# Possessive runs: each is followed by something that cannot start with what it takes, or by a run
+# that takes the same characters, so the language is the old one; the old pattern backtracked
+# cubically on a line like "정답" + 2,000 blanks + "x" (18 s).
 _LEAD_IN_LINE = re.compile(
-    r"[ \t#>*_]*(?:(?:the|my)[ \t]+)?(?:(?:final|correct|best)[ \t]+)?(?:최종[ \t]*)?"
-    r"(?:정답|답|답변|결론|answer|conclusion)(?:은|는|이|으로는)?[ \t]*(?:is[ \t]*|would[ \t]+be[ \t]*)?"
-    r"(?:(?:다음과|아래와)[ \t]*같(?:습니다|다|음)|as[ \t]+follows)?[ \t.:：]*(?:\*\*|__)?[ \t]*",
+    r"[ \t#>*_]*+(?:(?:the|my)[ \t]++)?(?:(?:final|correct|best)[ \t]++)?(?:최종[ \t]*+)?"
+    r"(?:정답|답|답변|결론|answer|conclusion)(?:은|는|이|으로는)?[ \t]*+(?:is[ \t]*+|would[ \t]++be[ \t]*+)?"
+    r"(?:(?:다음과|아래와)[ \t]*+같(?:습니다|다|음)|as[ \t]++follows)?[ \t.:：]*+(?:\*\*|__)?[ \t]*+",
     re.IGNORECASE,
 )
 _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
