@@ -86,6 +86,7 @@ def normalise_text(text: str) -> str:
 # normalise(a + b) starts with normalise(a) whenever the cut's left half is not blank.
 _CUT_OR_LINE_END = re.compile("[\nA-Za-z0-9\uac00-\ud7a3\u4e00-\u9fff]")
 _HEAD_MARGIN = 64  # characters read beyond what the longest option text needs, before doubling
+_LONG = 4096  # characters: a reply this long is read with bounded steps and indexes, a shorter one directly
 
 
 def _folded(text: str) -> str:
@@ -102,6 +103,9 @@ def line_head(text: str, start: int, need: int) -> str:
     first one after the read part is at most the next answer token away, so the reads of successive
     tokens overlap by a bounded amount.
     """
+    if len(text) < _LONG:  # an ordinary reply: the whole line costs less than reading it in steps
+        newline = text.find("\n", start)
+        return normalise_text(text[start : newline if newline >= 0 else len(text)])
     step = max(need, 1) + _HEAD_MARGIN
     while True:
         stop = start + step
@@ -293,6 +297,8 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     stop = rest_from + 5 * _CLAUSE_REACH
     m = _SENTENCE_END.search(text, rest_from, stop)
     rest_end = min(m.start() if m else stop, len(text))
+    if len(text) < _LONG:  # an ordinary reply: building the indexes would cost more than it saves
+        return hedge_of(text[before_start:position], text[rest_from:rest_end])
     void, hedge = _indexes(text)
     if void.within(before_start, position) or void.within(rest_from, min(rest_from + _CLAUSE_REACH, rest_end)):
         return hedge_of(text[before_start:position], text[rest_from:rest_end])
@@ -331,11 +337,13 @@ _BOUNDARIES: dict[tuple[str, str], list[int]] = {}
 
 def last_of(text: str, chars: str, pos: int) -> int:
     """``max(text.rfind(c, 0, pos) for c in chars)``, from an index of ``chars`` built once per text."""
+    if len(text) < _LONG:
+        return max(text.rfind(c, 0, pos) for c in chars)
     key = (chars, text)
     found = _BOUNDARIES.get(key)
     if found is None:
         if len(_BOUNDARIES) >= 16:
             _BOUNDARIES.clear()
-        found = _BOUNDARIES[key] = [i for i, c in enumerate(text) if c in chars]
+        found = _BOUNDARIES[key] = [m.start() for m in re.finditer(f"[{re.escape(chars)}]", text)]
     i = bisect_left(found, pos)
     return found[i - 1] if i else -1
