@@ -78,12 +78,23 @@ def test_adversarial_replies_parse_the_same(seed: int) -> None:
     assert not diff, f"{len(diff)} of {len(cases)} differ, e.g. " + "; ".join(diff[:3])
 
 
+def test_long_adversarial_replies_parse_the_same() -> None:
+    """Replies over ``v3_scan._LONG`` are read with bounded steps and indexes: compared here (the old v3
+    takes seconds on each of the attack's)."""
+    cases = [(text, ("A", "B", "C", "D", "E"), texts) for size in (4_500, 6_000)
+             for _, text in adversarial(5, size, seed=size) for texts in (None, OPTION_TEXTS)]
+    diff = differences(cases)
+    assert not diff, f"{len(diff)} of {len(cases)} differ, e.g. " + "; ".join(diff[:3])
+
+
 def test_line_head_agrees_with_the_whole_line() -> None:
     """What ``startswith`` of an option text sees is the same in the bounded read as in the whole line."""
     rng = random.Random(7)
     pieces = ("A", "b ", "경구 항생제", "수술", " ", "  ", ".", "-", "ﬁ", "①", "Ａ", "ß", "e\u0301", "\u1100\u1161", "İ", "\n", "*" * 90)
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 80)))
+        if rng.random() < 0.5:  # a long reply: read in bounded steps
+            text = "x" * 4_100 + "\n" + text + rng.choice(["", "\n", " A" * 30])
         start = rng.randint(0, len(text))
         need = rng.randint(0, 12)
         end = text.find("\n", start)
