@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from support.parser_inputs import attack_korean
+from support.parser_inputs import attack_a, attack_korean, backtracking_shapes
 
 from pipelines.tasks.clinicalqa.parse_batch import ParsingFailed, parse_batch
 from pipelines.tasks.clinicalqa.parsing.versions import parse_answer
@@ -37,7 +37,7 @@ def test_a_batch_over_its_time_limit_fails_the_run_with_one_line(monkeypatch: py
 
 def test_a_batch_over_its_memory_cap_fails_with_one_line() -> None:
     with pytest.raises(ParsingFailed) as info:
-        parse_batch(["A " * 50_000] * 3, ("A", "B", "C", "D", "E"), "v3", memory_mib=1)
+        parse_batch(["A " * 1_000_000] * 2, ("A", "B", "C", "D", "E"), "v3", memory_mib=1)  # 2 MB each
     message = str(info.value)
     assert "ran out of its 1 MiB" in message and "\n" not in message
 
@@ -60,3 +60,12 @@ def test_a_bad_limit_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDBENCH_PARSE_TIMEOUT_S", "soon")
     with pytest.raises(ScoringError, match="MEDBENCH_PARSE_TIMEOUT_S='soon' is not a number"):
         predictions_table(items(1), {"0": "정답: B"}, parser="v3")
+
+
+def test_v3_parses_the_attack_and_the_backtracking_shapes_well_within_the_limit() -> None:
+    """The old v3 took 22 s on the second attack reply and 18 to 196 s on 2,000 blanks of these shapes."""
+    replies = [attack_a(16_000), attack_korean(16_000), *backtracking_shapes(16_000)]
+    texts = [dict(zip("ABCDE", TEXTS))] * len(replies)
+    start = time.monotonic()
+    parsed = parse_batch(replies, tuple("ABCDE"), "v3", texts, timeout_s=60)
+    assert len(parsed) == len(replies) and time.monotonic() - start < 60

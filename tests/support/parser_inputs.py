@@ -67,6 +67,14 @@ def blank_runs(size: int, rng: random.Random) -> str:
     return mixed(size, rng, (fill * 200, fill * 37, "A", "C.", "정답:", "따라서 ", "Option ", "\n", "x"))
 
 
+def backtracking_shapes(blanks: int) -> list[str]:
+    """Replies on which a pattern of the old v3 backtracked cubically: a marker, a long blank run, then
+    something else (2,000 blanks took 18 to 196 s)."""
+    run = " " * blanks
+    return ["\n" + run + "x A입니다.", "정답" + run + "x", "Option C is correct" + run + "x", "정답" + "\t" * blanks + "x",
+            "Option C is correct" + "\t" * blanks + "x"]
+
+
 FAMILIES = {
     "attack_a": lambda size, rng: attack_a(size),
     "attack_korean": lambda size, rng: attack_korean(size),

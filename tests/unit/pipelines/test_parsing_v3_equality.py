@@ -21,7 +21,7 @@ import ast
 import random
 
 import pytest
-from support.parser_inputs import OPTION_TEXTS, adversarial, demo_replies, mixed
+from support.parser_inputs import OPTION_TEXTS, adversarial, backtracking_shapes, demo_replies, mixed
 from support.parser_v3_oracle import parse_answer_v3 as oracle
 from support.paths import REPO
 
@@ -71,6 +71,7 @@ def test_adversarial_replies_parse_the_same(seed: int) -> None:
     for size in (60, 400, 1500):
         for _, text in adversarial(15, size, seed=seed + size):
             cases += [(text, ("A", "B", "C", "D", "E"), None), (text, ("A", "B", "C", "D", "E"), OPTION_TEXTS)]
+    cases += [(text, ("A", "B", "C", "D", "E"), texts) for text in backtracking_shapes(120) for texts in (None, OPTION_TEXTS)]
     rng = random.Random(seed)
     for _ in range(60):  # short mixes meet every rule's edge (a token at the very start or end, ...)
         cases.append((mixed(rng.randint(1, 80), rng), tuple("ABCD"[: rng.randint(2, 4)]), rng.choice([None, OPTION_TEXTS])))
