@@ -1,4 +1,8 @@
-"""Answer parser v3 for choice tasks: v2, plus the answer styles v2 read as "no answer", plus self-corrections.
+"""TEST ORACLE, frozen: parsing/v3.py as it was before issue 35 (it called the frozen v2), never imported by
+the product. tests/unit/pipelines/test_parsing_v3_equality.py and bench/parse_adversarial compare the
+rewritten v3 with it; never edit it. Its original docstring follows.
+
+Answer parser v3 for choice tasks: v2, plus the answer styles v2 read as "no answer", plus self-corrections.
 
 v2 (``parsing.v2``) scored published results, so it is frozen like v1 and v3 builds on its public
 entry point instead of copying it: v3 reads a reply exactly as v2 does whenever v2 found an answer,

@@ -1,4 +1,8 @@
-"""The answer forms parser v3 adds to v2; ``parsing.v3`` decides when they are consulted.
+"""TEST ORACLE, frozen: parsing/v3_rules.py as it was before issue 35 (it called the frozen v2), never imported by
+the product. tests/unit/pipelines/test_parsing_v3_equality.py and bench/parse_adversarial compare the
+rewritten v3 with it; never edit it. Its original docstring follows.
+
+The answer forms parser v3 adds to v2; ``parsing.v3`` decides when they are consulted.
 
 Each rule is one answer style that v2 read as "no answer" on real replies, written narrowly enough
 that it cannot turn an option that is merely discussed into an answer:
