@@ -1,6 +1,6 @@
 """Benchmark: answer parser v3 (rewritten) against the v3 it replaced, on the attack's replies and the demo's.
 
-The v3 it replaced called the frozen v2 and was worse than quadratic on long replies (issue 35):
+The v3 it replaced called the frozen v2 and was worse than quadratic on long replies (docs/adding-a-task.md):
 ``"A " * 8000`` took 7.9 s and 16 KB of ``"정답: A 아니라 B "`` 22 s. The alternative timed here, in the
 same run, is that v3 exactly: the frozen copy kept as the test oracle (``tests/support/parser_v3_oracle.py``,
 never part of the product). Three measurements, each printing both parsers' times and the ratio:

@@ -234,7 +234,7 @@ def hub_snapshot(repo_id: str, revision: str) -> str:
 
     For a submitted model: its ``settings.model`` is a Hub id, but ``models/tiny-llama-seed0`` is also
     a relative path, and ``from_pretrained`` loads a folder of that name under the worker's current
-    directory first, dropping the pinned revision (issue 35; docs/submitting.md). The snapshot's
+    directory first, dropping the pinned revision (docs/submitting.md). The snapshot's
     absolute path in the cache is what the backend loads instead.
     """
     from huggingface_hub import snapshot_download
