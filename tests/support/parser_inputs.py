@@ -68,11 +68,11 @@ def blank_runs(size: int, rng: random.Random) -> str:
 
 
 def backtracking_shapes(blanks: int) -> list[str]:
-    """Replies on which a pattern of the old v3 backtracked cubically: a marker, a long blank run, then
-    something else (2,000 blanks took 18 to 196 s)."""
+    """Replies on which a pattern of the old v3 backtracked cubically: a marker, a long blank or bracket
+    run, then something else (2,000 blanks took 18 to 196 s, 4,000 brackets 266 s)."""
     run = " " * blanks
     return ["\n" + run + "x A입니다.", "정답" + run + "x", "Option C is correct" + run + "x", "정답" + "\t" * blanks + "x",
-            "Option C is correct" + "\t" * blanks + "x"]
+            "Option C is correct" + "\t" * blanks + "x", "정답: A" + "(" * blanks, "A" + "(" * blanks + "x"]
 
 
 FAMILIES = {

@@ -39,10 +39,9 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
     ParseResult,
     is_empty,
     normalise_reply,
-    token_pattern,
 )
 from pipelines.tasks.clinicalqa.parsing.v3_base import read_statements
-from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text
+from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text, token_pattern
 from pipelines.tasks.clinicalqa.parsing.v3_rules import (
     NONE_OF_THE_OPTIONS,
     Statement,

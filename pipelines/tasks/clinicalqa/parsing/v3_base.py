@@ -30,7 +30,6 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
     ParseResult,
     is_empty,
     normalise_reply,
-    token_pattern,
 )
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
@@ -38,6 +37,7 @@ from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     sentence_rest,
     statement_hedge,
     token_at,
+    token_pattern,
     tokens_followed_by,
 )
 

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER, token_pattern
+from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
     last_of,
@@ -37,6 +37,7 @@ from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     sentence_rest,
     statement_hedge,
     token_at,
+    token_pattern,
     tokens_followed_by,
 )
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Mapping
 
-from pipelines.tasks.clinicalqa.parsing.tokens import HANGUL_AFTER_DIGIT, HANGUL_AFTER_LETTER, HEDGE, token_pattern
+from pipelines.tasks.clinicalqa.parsing import tokens
+from pipelines.tasks.clinicalqa.parsing.tokens import HANGUL_AFTER_DIGIT, HANGUL_AFTER_LETTER, HEDGE
 
 Hedge = Literal["plain", "soft", "void"]
 
@@ -34,6 +35,22 @@ class Token:
     labelled: bool = False  # bracketed, bold, or followed by a label mark: "(C)", "C.", "C:"
     text_match: bool = False  # the text after it is this option's text (option texts given)
     conflict: str | None = None  # another option whose text follows it: letter and text disagree
+
+
+@lru_cache(maxsize=16)
+def token_pattern(options: tuple[str, ...]) -> re.Pattern[str]:
+    """``tokens.token_pattern`` with possessive bracket runs: the same matches, with the same groups.
+
+    A bracket run is followed by ``**``/``__`` or a letter, which it cannot take, so stopping it
+    early never helps a match; the shared pattern still tried every split of a run between its two
+    halves, cubic in all on ``"(" * 4000`` (266 s).
+    """
+    shared = tokens.token_pattern(options).pattern
+    own = shared.replace("]*(?:\\*\\*|__)?[", "]*+(?:\\*\\*|__)?[").replace("]*)(?P<value>", "]*+)(?P<value>")
+    own = own[: -len("]*)")] + "]*+)" if own.endswith("]*)") else own
+    if own.count("]*+") != 4:  # both halves of the opening run and of the closing run
+        raise RuntimeError(f"parsing.tokens.token_pattern changed shape; v3_scan.token_pattern needs updating: {shared}")
+    return re.compile(own)
 
 
 _NUMBER_CONTINUES = re.compile(r"[.,]\d")  # "1.5", "2,000"
