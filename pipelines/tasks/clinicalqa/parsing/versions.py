@@ -3,9 +3,15 @@
 A result names the parser version that scored it (a task spec's ``[choice] parser``), and every
 caller that parses a reply goes through :func:`parse_answer` here (``score.predictions_table``,
 which scoring a run, ``medbench score`` and replayed outputs all use), so a version string means
-the same parser everywhere. A new version is one new module (importing ``tokens``, and at most an
-earlier version's public entry point, never v1) plus one entry in ``PARSERS``; an old entry is never
+the same parser everywhere. A new version is one new module (importing ``tokens`` and, at most, the
+public names of the live version it builds on) plus one entry in ``PARSERS``; an old entry is never
 changed, because a task version that selects it must re-score to the results it published.
+
+A live version never calls a frozen one (v1, v2): it reimplements what it takes from it in its own
+modules, so that its cost and its fixes are its own. v3 reimplements v2's reading (``v3_base`` on the
+scanner ``v3_scan``), in time near linear in a reply's length, with answers proven identical to the
+v3 that called v2 (tests/unit/pipelines/test_parsing_v3_equality.py). Callers parse a batch in one
+child process under a memory cap and a time limit (``parse_batch``).
 """
 
 from __future__ import annotations
