@@ -5,14 +5,15 @@ caller that parses a reply goes through :func:`parse_answer` here (``score.predi
 which scoring a run, ``medbench score`` and replayed outputs all use), so a version string means
 the same parser everywhere. A new version is one new module (importing ``tokens``, and at most an
 earlier version's public entry point, never v1) plus one entry in ``PARSERS``; an old entry is never
-changed, because a task version that selects it must re-score to the results it published.
+changed, because a task version that selects it must re-score to the results it published. v4 imports no earlier version at all: it reimplements v3's
+reading in its own modules (``v4_*``), so that it stays near linear whatever v2 and v3 cost.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from pipelines.tasks.clinicalqa.parsing import v1, v2, v3
+from pipelines.tasks.clinicalqa.parsing import v1, v2, v3, v4
 from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
 
 # A parser reads ``(text, options)``; those in TAKES_OPTION_TEXTS also ``option_texts``.
@@ -22,9 +23,10 @@ PARSERS: dict[str, Parser] = {
     v1.PARSER_VERSION: v1.parse_answer_v1,
     v2.PARSER_VERSION: v2.parse_answer_v2,
     v3.PARSER_VERSION: v3.parse_answer_v3,
+    v4.PARSER_VERSION: v4.parse_answer_v4,
 }
 # The versions that also take the items' option texts (``parse(text, options, option_texts)``).
-TAKES_OPTION_TEXTS: set[str] = {v2.PARSER_VERSION, v3.PARSER_VERSION}
+TAKES_OPTION_TEXTS: set[str] = {v2.PARSER_VERSION, v3.PARSER_VERSION, v4.PARSER_VERSION}
 # The version of a score whose caller names none (``predictions_table``'s default): the first.
 DEFAULT_VERSION = v1.PARSER_VERSION
 
