@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import HEDGE, PREFIX_MARKER
-from pipelines.tasks.clinicalqa.parsing.v4_tokens import hedge_of, sentence_before, sentence_rest, token_at
+from pipelines.tasks.clinicalqa.parsing.v4_tokens import hedge_of, sentence_before, sentence_rest, token_at, token_matches
 from pipelines.tasks.clinicalqa.parsing.v4_v3rules import option_by_text
 
 
@@ -205,8 +205,12 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
                 letter = None  # "the most likely is B or C"
             if _plain(body, lead.start(), stop):
                 out.append(Found(lead.start(), letter))
-    for start in _SENTENCE_START.finditer(body):
-        token = token_at(body, start.end(), options, option_texts=texts)
+    starts = [m.end() for m in _SENTENCE_START.finditer(body)]  # "B is the most likely diagnosis."
+    starts += [m.start() for m in token_matches(body, options, _KO_POSTFIX.pattern)]  # "..., C가 가장 적절합니다."
+    for start in sorted(set(starts)):
+        if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
+            continue
+        token = token_at(body, start, options, option_texts=texts)
         if token is None or token.conflict is not None or body[token.start : token.end].strip("()[]* ").isdigit():
             continue
         tail = _EN_POSTFIX.match(body, token.end) or _KO_POSTFIX.match(body, token.end)
