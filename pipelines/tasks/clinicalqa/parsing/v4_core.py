@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from functools import partial
+from typing import Callable, Mapping, Sequence
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
     DEFAULT_OPTIONS,
@@ -41,6 +42,7 @@ from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     sentence_rest,
     token_at,
     token_matches,
+    token_source,
 )
 
 
@@ -102,6 +104,9 @@ class Lines:
 
     def start_of(self, pos: int) -> int:
         return self._starts[bisect_right(self._starts, pos) - 1]
+
+
+_Candidate = tuple[int, bool, "Callable[[], _Statement | None]"]  # position, opens its line, how to read it
 
 
 @dataclass(frozen=True)
@@ -173,70 +178,75 @@ def _written_as_digit(text: str, token: Token) -> bool:
     return "번" not in raw and any(c.isdigit() for c in raw)
 
 
-def _prefix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
+    """Each answer marker: its position, whether it starts its line (after markup), and how to read it."""
     out = []
     lines = Lines(text)
     for marker in PREFIX_MARKER.finditer(text):
-        filler = FILLER.match(text, marker.end())
-        gap = filler.group()
-        if _BULLET_AFTER_BREAK.search(gap):
-            continue
         line_start = lines.start_of(marker.start())
         anchored = _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
-        response_header = "답변" in marker.group()  # "답변:" also heads a whole reasoning reply
-        pos = filler.end()
-        negated = _EN_NOT.match(text, pos)
-        if negated:
-            excluded = token_at(text, negated.end(), options)
-            contrast = _EN_CONTRAST.match(text, excluded.end) if excluded else None
-            token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
-        else:
-            plain_lower = any(c in gap for c in ":=")
-            token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
-        if token is None:
-            continue
-        alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
-        if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
-            continue
-        numbered = _written_as_digit(text, token) and (
-            _LABEL_AFTER.match(text, token.end) is not None
-            or (text[token.end - 1] == ")" and _SPACE_THEN_WORD.match(text, token.end) is not None)
-        )
-        if response_header and numbered and not token.text_match:
-            continue  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
-        statement = _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
-        if statement is not None:
-            out.append(statement)
+        out.append((marker.start(), anchored, partial(_prefix_one, text, marker, anchored, options, texts)))
     return out
 
 
-def _boxed_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple[str, ...],
+                texts: Mapping[str, str] | None) -> _Statement | None:
+    filler = FILLER.match(text, marker.end())
+    gap = filler.group()
+    if _BULLET_AFTER_BREAK.search(gap):
+        return None
+    response_header = "답변" in marker.group()  # "답변:" also heads a whole reasoning reply
+    pos = filler.end()
+    negated = _EN_NOT.match(text, pos)
+    if negated:
+        excluded = token_at(text, negated.end(), options)
+        contrast = _EN_CONTRAST.match(text, excluded.end) if excluded else None
+        token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
+    else:
+        plain_lower = any(c in gap for c in ":=")
+        token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
+    if token is None:
+        return None
+    alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
+    if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
+        return None
+    numbered = _written_as_digit(text, token) and (
+        _LABEL_AFTER.match(text, token.end) is not None
+        or (text[token.end - 1] == ")" and _SPACE_THEN_WORD.match(text, token.end) is not None)
+    )
+    if response_header and numbered and not token.text_match:
+        return None  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
+    return _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
+
+
+def _boxed_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
     """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
-    out = []
-    for box in _BOXED.finditer(text):
-        token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
-        if token is not None and _CLOSING_BRACE.match(text, token.end):
-            statement = _statement_from(text, token, box.start(), options, texts)
-            if statement is not None:
-                out.append(statement)
-    return out
+    return [(box.start(), False, partial(_boxed_one, text, box, options, texts)) for box in _BOXED.finditer(text)]
 
 
-def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
-    out = []
-    for start in gated_starts(text, options, _POSTFIX_GATE):
-        if start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"):
-            continue  # inside a word or number
-        token = token_at(text, start, options, option_texts=texts)
-        if token is None:
-            continue
-        tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
-        if tail is None:
-            continue
-        statement = _statement_from(text, token, token.start, options, texts)
-        if statement is not None:
-            out.append(statement)
-    return out
+def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
+    if token is not None and _CLOSING_BRACE.match(text, token.end):
+        return _statement_from(text, token, box.start(), options, texts)
+    return None
+
+
+def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
+    return [
+        (start, False, partial(_postfix_one, text, start, options, texts))
+        for start in gated_starts(text, options, _POSTFIX_GATE)
+        if not (start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"))  # inside a word
+    ]
+
+
+def _postfix_one(text: str, start: int, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    token = token_at(text, start, options, option_texts=texts)
+    if token is None:
+        return None
+    tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
+    if tail is None:
+        return None
+    return _statement_from(text, token, token.start, options, texts)
 
 
 def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> bool:
@@ -279,37 +289,40 @@ def _line_end(text: str, pos: int) -> int:
     return len(text) if end < 0 else end
 
 
-def _label_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
     """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct."""
-    out = []
-    for start, line_start in _label_starts(text):
-        if gate(options, LABELLED).match(text, start) is None:
-            continue  # no bracketed, bold or label-marked token starts here
-        token = token_at(text, start, options, after_marker=True, option_texts=texts)
-        if token is None or not token.labelled:
+    labelled = gate(options, LABELLED)
+    return [
+        (start, False, partial(_label_one, text, start, line_start, options, texts))
+        for start, line_start in _label_starts(text)
+        if labelled.match(text, start) is not None  # a bracketed, bold or label-marked token starts here
+    ]
+
+
+def _label_one(text: str, start: int, line_start: bool, options: tuple[str, ...],
+               texts: Mapping[str, str] | None) -> _Statement | None:
+    token = token_at(text, start, options, after_marker=True, option_texts=texts)
+    if token is None or not token.labelled:
+        return None
+    raw = text[token.start : token.end]
+    if re.fullmatch(r"\d", raw.strip()):
+        return None  # "1." opens a numbered reasoning step, not an option label
+    line_end = _line_end(text, token.end)
+    if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
+        line_end = item_end.start()  # an inline item ends at the next comma
+    label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
+    for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
+        english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
+            tail.group("en_sep") or tail.start() == label_end
+        )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
+        if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
             continue
-        raw = text[token.start : token.end]
-        if re.fullmatch(r"\d", raw.strip()):
-            continue  # "1." opens a numbered reasoning step, not an option label
-        line_end = _line_end(text, token.end)
-        if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
-            line_end = item_end.start()  # an inline item ends at the next comma
-        label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
-        for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
-            english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
-                tail.group("en_sep") or tail.start() == label_end
-            )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
-            if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
-                continue
-            if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
-                text, label_end, tail.start(), options
-            ):
-                break
-            statement = _statement_from(text, token, token.start, options, texts, rest_from=tail.end())
-            if statement is not None:
-                out.append(statement)
-            break
-    return out
+        if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
+            text, label_end, tail.start(), options
+        ):
+            return None
+        return _statement_from(text, token, token.start, options, texts, rest_from=tail.end())
+    return None
 
 
 def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult | None:
@@ -329,18 +342,67 @@ def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] |
     return None
 
 
-def _final(statements: list[_Statement]) -> ParseResult:
-    plain = [s for s in statements if not s.hedged]
-    anchored = [s for s in plain if s.anchored]
-    if anchored:
-        final = anchored[-1]
-        reopened = any(
-            s.prediction is None and final.prediction in s.alternatives for s in plain if s.position > final.position
-        )
-        if reopened:
-            return ParseResult(None, "ambiguous")
-    else:
-        final = plain[-1] if plain else statements[-1]
+class _Reading:
+    """The statements of a reply, read lazily: a position's statement is worked out only when the
+    final-statement rule needs it, so a reply of thousands of statements costs a handful of them
+    (the last line-anchored one, and the last one) plus one scan for what could reopen it."""
+
+    def __init__(self, text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> None:
+        self.text, self.options, self.texts = text, options, texts
+        self.readers: dict[int, list[Callable[[], _Statement | None]]] = {}
+        self.eligible: list[int] = []  # positions of a marker that opens its line
+        for find in (_prefix_candidates, _postfix_candidates, _label_candidates, _boxed_candidates):
+            for position, anchored, read in find(text, options, texts):
+                self.readers.setdefault(position, []).append(read)
+                if anchored:
+                    self.eligible.append(position)
+        self.positions = sorted(self.readers)
+        self._read: dict[int, _Statement | None] = {}
+
+    def at(self, position: int) -> _Statement | None:
+        """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
+        if position not in self._read:
+            self._read[position] = next((s for read in self.readers[position] if (s := read()) is not None), None)
+        return self._read[position]
+
+    def may_reopen(self, after: int) -> bool:
+        """Could a statement after ``after`` name several options (a list, a bracketed second letter,
+        a letter followed by another option's text)? One scan; False means none can."""
+        second = token_source(self.options)
+        listed = gate(self.options, rf"(?:{_CONJUNCTION.pattern})(?:{second})|[ \t]*[(\[](?:{second})")
+        if listed.search(self.text, after) is not None:
+            return True
+        if self.texts:
+            rest = normalise_text(self.text[after:])
+            return any(t and t in rest for t in self.texts.values())
+        return False
+
+    def final(self) -> ParseResult | None:
+        """v2's final-statement rule, or None when the reply holds no statement.
+
+        The last line-anchored plain statement wins unless a later statement names it among several
+        options; without one, the last plain statement; without that, the last statement."""
+        for position in sorted(set(self.eligible), reverse=True):
+            s = self.at(position)
+            if s is not None and s.anchored and not s.hedged:
+                later = [p for p in self.positions if p > s.position] if self.may_reopen(s.position + 1) else []
+                reopened = any(
+                    (t := self.at(p)) is not None and not t.hedged and t.prediction is None and s.prediction in t.alternatives
+                    for p in later
+                )
+                return ParseResult(None, "ambiguous") if reopened else _result(s)
+        last = None
+        for position in reversed(self.positions):
+            s = self.at(position)
+            if s is None:
+                continue
+            last = last or s
+            if not s.hedged:
+                return _result(s)
+        return None if last is None else _result(last)
+
+
+def _result(final: _Statement) -> ParseResult:
     if final.prediction is None or (final.hedged and final.hedge_alternatives):
         return ParseResult(None, "ambiguous")
     return ParseResult(final.prediction, "ok")
@@ -361,11 +423,8 @@ def read_base(
     opts = tuple(options)
     texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
     body = normalise_reply(text)
-    found: dict[int, _Statement] = {}
-    for find in (_prefix_statements, _postfix_statements, _label_statements, _boxed_statements):
-        for s in find(body, opts, texts):
-            found.setdefault(s.position, s)
-    if found:
-        return _final([found[p] for p in sorted(found)])
+    final = _Reading(body, opts, texts).final()
+    if final is not None:
+        return final
     bare = _bare_option(body, opts, texts)
     return bare if bare is not None else ParseResult(None, "no_answer")

@@ -205,15 +205,18 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
                 letter = None  # "the most likely is B or C"
             if _plain(body, lead.start(), stop):
                 out.append(Found(lead.start(), letter))
-    starts = [m.end() for m in _SENTENCE_START.finditer(body)]  # "B is the most likely diagnosis."
-    starts += [m.start() for m in token_matches(body, options, _KO_POSTFIX.pattern)]  # "..., C가 가장 적절합니다."
-    for start in sorted(set(starts)):
+    sentence_starts = {m.end() for m in _SENTENCE_START.finditer(body)}
+    for m in token_matches(body, options, f"{_EN_POSTFIX.pattern}|{_KO_POSTFIX.pattern}"):
+        start = m.start()
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
+            continue
+        # "B is the most likely diagnosis." opens its sentence; "..., C가 가장 적절합니다." may stand anywhere
+        tail = (_EN_POSTFIX.match(body, m.end()) if start in sentence_starts else None) or _KO_POSTFIX.match(body, m.end())
+        if tail is None:
             continue
         token = token_at(body, start, options, option_texts=texts)
         if token is None or token.conflict is not None or body[token.start : token.end].strip("()[]* ").isdigit():
             continue
-        tail = _EN_POSTFIX.match(body, token.end) or _KO_POSTFIX.match(body, token.end)
         if tail is not None and _plain(body, token.start, tail.end()):
             out.append(Found(token.start, token.value))
     return out

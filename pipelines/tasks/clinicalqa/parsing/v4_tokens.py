@@ -6,7 +6,7 @@ text, conditionals and reported speech, v1's soft hedges) with the same vocabula
 where v2 did work proportional to the whole reply for every token:
 
 - a label's text is compared with the options' texts over a bounded window after it (the longest
-  option text, four times over, plus 256 characters), not the whole rest of its line;
+  option text, four times over, plus 64 characters), not the whole rest of its line;
 - nothing slices the reply from a position to its end (``text[end:]``): patterns match in place;
 - :func:`gated_starts` finds, in one regular-expression scan, only the tokens followed by what a
   rule needs after them (an answer word, a copula), so that a reply made of thousands of bare
@@ -79,16 +79,19 @@ _EPITHETS = frozenset(
 )
 
 
+_NON_WORD = re.compile(r"[\W_]+")
+
+
 def normalise_text(text: str) -> str:
     """Case- and punctuation-blind form of an option text, for comparing it with a reply."""
-    return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
 def _text_agreement(text: str, end: int, value: str, option_texts: Mapping[str, str] | None) -> tuple[bool, str | None]:
     """Does the rest of the line after a label name this option's text, or another's?"""
     if not option_texts:
         return False, None
-    window = end + 256 + 4 * max((len(t) for t in option_texts.values()), default=0)
+    window = end + 64 + 4 * max((len(t) for t in option_texts.values()), default=0)
     line_end = text.find("\n", end, window)
     seg = normalise_text(text[end : line_end if line_end >= 0 else window])
     if not seg:
