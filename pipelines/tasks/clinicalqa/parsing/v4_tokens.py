@@ -266,21 +266,23 @@ _LOOKAHEAD = 256  # characters a gate may look past the end of its range
 
 
 def token_matches(
-    text: str, options: tuple[str, ...], after: str, start: int = 0, end: int | None = None
+    text: str, options: tuple[str, ...], after: str, start: int = 0, end: int | None = None,
+    also: list[int] | None = None,
 ) -> list[re.Match[str]]:
     """The matches of the shared token pattern that ``finditer(text, start, end)`` gives, restricted
     to those that ``gate(options, after)`` admits, found in one scan of the text.
 
     The candidates a gate admits are a superset of those a rule accepts (each rule still checks
     its token with :func:`token_at`); like ``finditer``, a match never starts inside the previous
-    one, so an opening bracket's token is not read again from its letter.
+    one, so an opening bracket's token is not read again from its letter. ``also``: more positions
+    to try, found by another scan.
     """
     end = len(text) if end is None else end
     pattern = token_pattern(options)
     out: list[re.Match[str]] = []
     consumed = start
-    for g in gate(options, after).finditer(text, start, min(len(text), end + _LOOKAHEAD)):
-        p = g.start()
+    found = [g.start() for g in gate(options, after).finditer(text, start, min(len(text), end + _LOOKAHEAD))]
+    for p in sorted(set(found + also)) if also else found:
         if p >= end:
             break
         if p < consumed:

@@ -146,14 +146,28 @@ _KO_MOST = re.compile(
 )
 _COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))")
 
-_SENTENCE_GATE = "|".join(p.pattern for p in (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE, _COPULA_END))
+# The tokens a committing sentence may end on: a tail other than a bare sentence end...
+_SENTENCE_GATE = "|".join(
+    [p.pattern for p in (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE)]
+    + [rf"(?:\*\*(?:{_COPULA})?|{_COPULA})(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))"]
+)
+# ...and those after a connective or an option word ("Therefore, C.", "Option C."), the only ones a
+# bare sentence end completes: found by the words, so "A. A. A." costs no check per letter.
+_AFTER_CONNECTIVE = re.compile(
+    r"(?:so|thus|therefore|hence|overall|accordingly|consequently|conclusion|summary|따라서|그러므로|그래서|결론적으로"
+    r"|결론은|결국|즉|최종적으로|종합하면|option|choice|보기|선택지|[^\S \t\n])[\s,:>#\-•+]*",
+    re.IGNORECASE,
+)
+_BOLD_RUN = re.compile(r"[*_ \t]*")
 
 
 def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """Committing sentences in English and Korean (see the module docstring)."""
     out: list[Statement] = []
     bounds = Boundaries(body)
-    for m in token_matches(body, options, _SENTENCE_GATE):
+    after_words = [m.end() for m in _AFTER_CONNECTIVE.finditer(body)]
+    after_words += [_BOLD_RUN.match(body, p).end() for p in after_words]
+    for m in token_matches(body, options, _SENTENCE_GATE, also=after_words):
         start, end = m.start(), m.end()  # a token found here spans exactly the match
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
