@@ -3,7 +3,7 @@
 v4 must give v3's answer on every reply outside the classes it adds (docs/adding-a-task.md,
 ClinicalQA answer parsers), but may call neither v2's entry point (frozen, and worse than
 quadratic on long replies) nor v3's (being rewritten). This module is that reading, built on v4's
-own copies of the rules (``v4_core`` for v2's, ``v4_v3rules`` for v3's), with v3's decisions:
+own copies of the rules (``v4_core``/``v4_reading`` for v2's, ``v4_v3rules`` for v3's), with v3's decisions:
 v2's rules first; v3's own rules only where they found no answer; after an explicit
 self-correction (``다시 생각해보니``, ``on reflection``, ``wait,``) what follows it is read on its
 own and an answer committed there wins, a hedged one leaves the reply ambiguous.
@@ -15,7 +15,7 @@ import re
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import HEDGE, HEDGE_ALTERNATIVE_TAIL, ParseResult, is_empty, normalise_reply
-from pipelines.tasks.clinicalqa.parsing.v4_core import read_base
+from pipelines.tasks.clinicalqa.parsing.v4_reading import read_base
 from pipelines.tasks.clinicalqa.parsing.v4_tokens import token_at, token_matches
 from pipelines.tasks.clinicalqa.parsing.v4_v3rules import (
     NONE_OF_THE_OPTIONS,

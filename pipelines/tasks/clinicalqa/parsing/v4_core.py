@@ -3,7 +3,7 @@
 v4 never calls v2's or v3's entry point (v2 is frozen, and v3 is being rewritten): this module
 holds v2's statement rules (line-anchored answer markers, ``B가 정답``/``B is the answer``, label
 lines such as ``C: 정답``, ``\\boxed{C}``, a bare option as the whole reply, negations, lists,
-conditionals, hedges, the final-statement rule) with v2's vocabulary and decisions, so v4 reads
+conditionals, hedges; the final-statement rule is ``v4_reading``'s) with v2's vocabulary and decisions, so v4 reads
 every reply v3 read through v2 the same way. What changes is only the cost: a rule that looked at
 every letter of the reply now looks only at the letters a one-scan gate admits
 (``v4_tokens.token_matches``), label lines only on lines holding an answer word, and the start of
@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Mapping, Sequence
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
-    DEFAULT_OPTIONS,
     FILLER,
     HEDGE_ALTERNATIVE_TAIL,
     POSTFIX_ENGLISH,
     PREFIX_MARKER,
-    ParseResult,
-    is_empty,
-    normalise_reply,
-
 )
 from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     LABELLED,
@@ -37,14 +32,11 @@ from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     gate,
     gated_starts,
     hedge_of,
-    normalise_text,
     sentence_before,
     sentence_rest,
     token_at,
     token_matches,
-    token_source,
 )
-
 
 _NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
 _NEGATION_AFTER = re.compile(
@@ -106,11 +98,11 @@ class Lines:
         return self._starts[bisect_right(self._starts, pos) - 1]
 
 
-_Candidate = tuple[int, bool, "Callable[[], _Statement | None]"]  # position, opens its line, how to read it
+Candidate = tuple[int, bool, "Callable[[], Statement | None]"]  # position, opens its line, how to read it
 
 
 @dataclass(frozen=True)
-class _Statement:
+class Statement:
     position: int
     prediction: str | None  # None when ambiguous
     alternatives: frozenset[str] = frozenset()  # the options an ambiguous statement names
@@ -119,8 +111,8 @@ class _Statement:
     anchored: bool = False
 
 
-def _ambiguous(position: int, names: set[str], anchored: bool) -> _Statement:
-    return _Statement(position, None, alternatives=frozenset(names), anchored=anchored)
+def _ambiguous(position: int, names: set[str], anchored: bool) -> Statement:
+    return Statement(position, None, alternatives=frozenset(names), anchored=anchored)
 
 
 def _statement_from(
@@ -131,7 +123,7 @@ def _statement_from(
     texts: Mapping[str, str] | None,
     anchored: bool = False,
     rest_from: int | None = None,
-) -> _Statement | None:
+) -> Statement | None:
     """Build a statement from its first answer token: negation, conjunction, disagreement, hedging."""
     if _NEGATION_AFTER.match(text, token.end):
         contrast = _CONTRAST.match(text, token.end)
@@ -169,7 +161,7 @@ def _statement_from(
             if other is not None and other.value != token.value and HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
                 alternatives = True
                 break
-    return _Statement(position, token.value, hedged=hedge == "soft", hedge_alternatives=alternatives, anchored=anchored)
+    return Statement(position, token.value, hedged=hedge == "soft", hedge_alternatives=alternatives, anchored=anchored)
 
 
 def _written_as_digit(text: str, token: Token) -> bool:
@@ -178,7 +170,7 @@ def _written_as_digit(text: str, token: Token) -> bool:
     return "번" not in raw and any(c.isdigit() for c in raw)
 
 
-def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
+def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
     """Each answer marker: its position, whether it starts its line (after markup), and how to read it."""
     out = []
     lines = Lines(text)
@@ -190,7 +182,7 @@ def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, 
 
 
 def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple[str, ...],
-                texts: Mapping[str, str] | None) -> _Statement | None:
+                texts: Mapping[str, str] | None) -> Statement | None:
     filler = FILLER.match(text, marker.end())
     gap = filler.group()
     if _BULLET_AFTER_BREAK.search(gap):
@@ -219,19 +211,19 @@ def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple
     return _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
 
 
-def _boxed_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
+def _boxed_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
     """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
     return [(box.start(), False, partial(_boxed_one, text, box, options, texts)) for box in _BOXED.finditer(text)]
 
 
-def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: Mapping[str, str] | None) -> Statement | None:
     token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
     if token is not None and _CLOSING_BRACE.match(text, token.end):
         return _statement_from(text, token, box.start(), options, texts)
     return None
 
 
-def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
+def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
     return [
         (start, False, partial(_postfix_one, text, start, options, texts))
         for start in gated_starts(text, options, _POSTFIX_GATE)
@@ -239,7 +231,7 @@ def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str,
     ]
 
 
-def _postfix_one(text: str, start: int, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+def _postfix_one(text: str, start: int, options: tuple[str, ...], texts: Mapping[str, str] | None) -> Statement | None:
     token = token_at(text, start, options, option_texts=texts)
     if token is None:
         return None
@@ -289,7 +281,7 @@ def _line_end(text: str, pos: int) -> int:
     return len(text) if end < 0 else end
 
 
-def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Candidate]:
+def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
     """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct."""
     labelled = gate(options, LABELLED)
     return [
@@ -300,7 +292,7 @@ def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, s
 
 
 def _label_one(text: str, start: int, line_start: bool, options: tuple[str, ...],
-               texts: Mapping[str, str] | None) -> _Statement | None:
+               texts: Mapping[str, str] | None) -> Statement | None:
     token = token_at(text, start, options, after_marker=True, option_texts=texts)
     if token is None or not token.labelled:
         return None
@@ -325,106 +317,6 @@ def _label_one(text: str, start: int, line_start: bool, options: tuple[str, ...]
     return None
 
 
-def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult | None:
-    """The whole reply is one option (``C``, ``(C)``, ``3번``), or, with option texts, one label and its text."""
-    stripped = text.strip()
-    token = token_at(stripped, 0, options, plain_lower=True, option_texts=texts)
-    if token is None:
-        return None
-    if re.fullmatch(r"\s*[.。!]?\s*", stripped[token.end :]):
-        return ParseResult(token.value, "ok")
-    if "\n" in stripped:
-        return None
-    if token.text_match:
-        return ParseResult(token.value, "ok")
-    if token.conflict is not None:
-        return ParseResult(None, "ambiguous")
-    return None
-
-
-class _Reading:
-    """The statements of a reply, read lazily: a position's statement is worked out only when the
-    final-statement rule needs it, so a reply of thousands of statements costs a handful of them
-    (the last line-anchored one, and the last one) plus one scan for what could reopen it."""
-
-    def __init__(self, text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> None:
-        self.text, self.options, self.texts = text, options, texts
-        self.readers: dict[int, list[Callable[[], _Statement | None]]] = {}
-        self.eligible: list[int] = []  # positions of a marker that opens its line
-        for find in (_prefix_candidates, _postfix_candidates, _label_candidates, _boxed_candidates):
-            for position, anchored, read in find(text, options, texts):
-                self.readers.setdefault(position, []).append(read)
-                if anchored:
-                    self.eligible.append(position)
-        self.positions = sorted(self.readers)
-        self._read: dict[int, _Statement | None] = {}
-
-    def at(self, position: int) -> _Statement | None:
-        """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
-        if position not in self._read:
-            self._read[position] = next((s for read in self.readers[position] if (s := read()) is not None), None)
-        return self._read[position]
-
-    def may_reopen(self, after: int) -> bool:
-        """Could a statement after ``after`` name several options (a list, a bracketed second letter,
-        a letter followed by another option's text)? One scan; False means none can."""
-        second = token_source(self.options)
-        listed = gate(self.options, rf"(?:{_CONJUNCTION.pattern})(?:{second})|[ \t]*[(\[](?:{second})")
-        if listed.search(self.text, after) is not None:
-            return True
-        if self.texts:
-            rest = normalise_text(self.text[after:])
-            return any(t and t in rest for t in self.texts.values())
-        return False
-
-    def final(self) -> ParseResult | None:
-        """v2's final-statement rule, or None when the reply holds no statement.
-
-        The last line-anchored plain statement wins unless a later statement names it among several
-        options; without one, the last plain statement; without that, the last statement."""
-        for position in sorted(set(self.eligible), reverse=True):
-            s = self.at(position)
-            if s is not None and s.anchored and not s.hedged:
-                later = [p for p in self.positions if p > s.position] if self.may_reopen(s.position + 1) else []
-                reopened = any(
-                    (t := self.at(p)) is not None and not t.hedged and t.prediction is None and s.prediction in t.alternatives
-                    for p in later
-                )
-                return ParseResult(None, "ambiguous") if reopened else _result(s)
-        last = None
-        for position in reversed(self.positions):
-            s = self.at(position)
-            if s is None:
-                continue
-            last = last or s
-            if not s.hedged:
-                return _result(s)
-        return None if last is None else _result(last)
-
-
-def _result(final: _Statement) -> ParseResult:
-    if final.prediction is None or (final.hedged and final.hedge_alternatives):
-        return ParseResult(None, "ambiguous")
-    return ParseResult(final.prediction, "ok")
-
-
-def read_base(
-    text: str | None,
-    options: Sequence[str] = DEFAULT_OPTIONS,
-    option_texts: Mapping[str, str] | None = None,
-) -> ParseResult:
-    """What v2's rules read in ``text`` (raw: normalised here, as v2 normalised what it was given).
-
-    ``option_texts`` maps option letters to their texts (``{"B": "Metformin"}``); without it no
-    label followed by text counts except right after an answer marker.
-    """
-    if is_empty(text):
-        return ParseResult(None, "empty")
-    opts = tuple(options)
-    texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
-    body = normalise_reply(text)
-    final = _Reading(body, opts, texts).final()
-    if final is not None:
-        return final
-    bare = _bare_option(body, opts, texts)
-    return bare if bare is not None else ParseResult(None, "no_answer")
+# The finders of v2's statements, in the order that decides between two at one position.
+FINDERS = (_prefix_candidates, _postfix_candidates, _label_candidates, _boxed_candidates)
+CONJUNCTION = _CONJUNCTION

@@ -16,7 +16,8 @@ ClinicalQA answer parsers):
   mark (``△``, ``?``), give none.
 - **Rejected, then a final letter** (:func:`rejected_then_final`): a letter in a sentence that goes
   on to reject it (``The answer is A, but that is wrong``, ``정답은 A라고 생각했지만 틀렸다``), then
-  another letter alone on the last line: the last one is the answer.
+  another letter alone on the last line: the last one is the answer. The rejecting sentence is
+  looked for in the 4,000 characters before that line.
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ _REJECTION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?。\n]")
+_REJECTION_REACH = 4000  # characters before the last line where the rejected letter's sentence is looked for
 
 
 def rejected_then_final(body: str, options: tuple[str, ...], rejected: str | None) -> str | None:
@@ -142,7 +144,8 @@ def rejected_then_final(body: str, options: tuple[str, ...], rejected: str | Non
     before = body[: last.start()].rstrip()
     if not before or _LONE_LINE.match(before[before.rfind("\n") + 1 :]):
         return None  # a list of letters, not a final answer
-    for rejection in reversed(list(_REJECTION.finditer(before))):  # the latest rejecting sentence decides
+    window = max(0, len(before) - _REJECTION_REACH)
+    for rejection in reversed(list(_REJECTION.finditer(before, window))):  # the latest rejecting sentence decides
         start = max(max(before.rfind(c, max(0, rejection.start() - 200), rejection.start()) for c in ".!?。\n") + 1,
                     rejection.start() - 200)
         named = [m.group() for m in re.finditer(r"(?<![A-Za-z])[A-Z](?![A-Za-z0-9])", before[start : rejection.start()])]
