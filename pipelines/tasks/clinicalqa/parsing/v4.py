@@ -25,7 +25,7 @@ import unicodedata
 from typing import Mapping, Sequence
 
 from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS, ParseResult, is_empty, normalise_reply
-from pipelines.tasks.clinicalqa.parsing.v4_base import read_like_v3
+from pipelines.tasks.clinicalqa.parsing.v4_base import NONE_KEYS, read_like_v3
 from pipelines.tasks.clinicalqa.parsing.v4_forms import (
     bracketed_last_line,
     cjk_statements,
@@ -33,7 +33,7 @@ from pipelines.tasks.clinicalqa.parsing.v4_forms import (
     sentence_statements,
 )
 from pipelines.tasks.clinicalqa.parsing.v4_layout import rejected_then_final, renamed, table_verdict
-from pipelines.tasks.clinicalqa.parsing.v4_tokens import normalise_text
+from pipelines.tasks.clinicalqa.parsing.v4_tokens import normalise_text, scan
 from pipelines.tasks.clinicalqa.parsing.v4_v3rules import NONE_OF_THE_OPTIONS
 
 PARSER_VERSION = "v4"
@@ -72,7 +72,7 @@ def parse_answer_v4(
     texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
     base = read_like_v3(text, opts, option_texts, texts)
     body = normalise_reply(text)
-    none_fits = base.status == "no_answer" and NONE_OF_THE_OPTIONS.search(body) is not None
+    none_fits = base.status == "no_answer" and bool(scan(NONE_OF_THE_OPTIONS, body, NONE_KEYS))
     if base.status in ("ok", "no_answer") and not none_fits:
         final = rejected_then_final(body, opts, base.prediction)
         if final is not None:

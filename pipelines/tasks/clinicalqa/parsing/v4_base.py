@@ -16,7 +16,7 @@ from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import HEDGE, HEDGE_ALTERNATIVE_TAIL, ParseResult, is_empty, normalise_reply
 from pipelines.tasks.clinicalqa.parsing.v4_reading import read_base
-from pipelines.tasks.clinicalqa.parsing.v4_tokens import token_at, token_matches
+from pipelines.tasks.clinicalqa.parsing.v4_tokens import scan, token_at, token_matches
 from pipelines.tasks.clinicalqa.parsing.v4_v3rules import (
     NONE_OF_THE_OPTIONS,
     Statement,
@@ -37,13 +37,17 @@ SELF_CORRECTION = re.compile(
     re.IGNORECASE,
 )
 
+# Words one of which every "none of the options" statement holds (lower-cased).
+NONE_KEYS = ("none", "no", "all", "없", "모두")
+# Words every self-correction contains (lower-cased), so a reply without any is not scanned for one.
+_CORRECTION_KEYS = ("다시", "정정", "수정", "답", "잘못", "reflection", "second", "correction", "made", "wrong", "wait", "let")
 _RULES = (json_statements, sentence_statements, option_text_statements, lead_in_statements)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。\n])")
 
 
 def _own_rules(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult:
     """What v3's own rules read where v2's read nothing."""
-    if NONE_OF_THE_OPTIONS.search(body):
+    if scan(NONE_OF_THE_OPTIONS, body, NONE_KEYS):
         return ParseResult(None, "no_answer")
     found: dict[int, Statement] = {}
     for rule in _RULES:
@@ -84,7 +88,7 @@ def read_like_v3(
 ) -> ParseResult:
     """v3's reading of a non-empty ``text``; ``texts`` are ``option_texts`` normalised (``normalise_text``)."""
     body = normalise_reply(text)
-    corrections = list(SELF_CORRECTION.finditer(body))
+    corrections = scan(SELF_CORRECTION, body, _CORRECTION_KEYS)
     if corrections:
         after = body[corrections[-1].end() :]
         if not is_empty(after):

@@ -36,6 +36,8 @@ from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     sentence_rest,
     token_at,
     token_matches,
+    PREFIX_MARKER_KEYS,
+    scan,
 )
 
 _NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
@@ -85,6 +87,7 @@ _SPACES = re.compile(r"[ \t]*")
 _SPACE_THEN_WORD = re.compile(r"[ \t]+[^\s(]")
 _CLOSING_BRACE = re.compile(r"\s*\}")
 _TAIL_WORD = re.compile(r"정답|답|correct", re.IGNORECASE)
+_ANSWER_WORD = re.compile(r"답|answer", re.IGNORECASE)  # every postfix tail holds one
 _POSTFIX_GATE = f"{_POSTFIX_KOREAN.pattern}|{POSTFIX_ENGLISH.pattern}"
 
 
@@ -174,7 +177,7 @@ def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, 
     """Each answer marker: its position, whether it starts its line (after markup), and how to read it."""
     out = []
     lines = Lines(text)
-    for marker in PREFIX_MARKER.finditer(text):
+    for marker in scan(PREFIX_MARKER, text, PREFIX_MARKER_KEYS):
         line_start = lines.start_of(marker.start())
         anchored = _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
         out.append((marker.start(), anchored, partial(_prefix_one, text, marker, anchored, options, texts)))
@@ -213,7 +216,7 @@ def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple
 
 def _boxed_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
     """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
-    return [(box.start(), False, partial(_boxed_one, text, box, options, texts)) for box in _BOXED.finditer(text)]
+    return [(box.start(), False, partial(_boxed_one, text, box, options, texts)) for box in scan(_BOXED, text, ("boxed",))]
 
 
 def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: Mapping[str, str] | None) -> Statement | None:
@@ -226,7 +229,7 @@ def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: M
 def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
     return [
         (start, False, partial(_postfix_one, text, start, options, texts))
-        for start in gated_starts(text, options, _POSTFIX_GATE)
+        for start in (gated_starts(text, options, _POSTFIX_GATE) if scan(_ANSWER_WORD, text, ("답", "answer")) else [])
         if not (start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"))  # inside a word
     ]
 

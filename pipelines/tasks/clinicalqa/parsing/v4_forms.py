@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import HEDGE, PREFIX_MARKER
-from pipelines.tasks.clinicalqa.parsing.v4_tokens import hedge_of, sentence_before, sentence_rest, token_at, token_matches
+from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
+    PREFIX_MARKER_KEYS,
+    hedge_of,
+    scan,
+    sentence_before,
+    sentence_rest,
+    token_at,
+    token_matches,
+)
 from pipelines.tasks.clinicalqa.parsing.v4_v3rules import option_by_text
 
 
@@ -110,13 +118,13 @@ _CJK_POSTFIX = re.compile(
 def cjk_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Found]:
     """``答案是B``, ``故选C``, ``正解はCです``, ``最可能的诊断是B``, ``C是正确答案``, ``Cが正解です``."""
     out = []
-    for marker in _CJK_MARKER.finditer(body):
+    for marker in scan(_CJK_MARKER, body, ("答案", "选", "選", "正解", "答え", "解答", "回答", "最")):
         found = _cjk_statement(body, marker.start(), marker.end(), options)
         if found is None and (letter := text_at(body, marker.end(), texts)):
             found = Found(marker.start(), letter)
         if found is not None:
             out.append(found)
-    for tail in _CJK_POSTFIX.finditer(body):
+    for tail in scan(_CJK_POSTFIX, body, ("正确", "正確", "最佳", "答案", "最合", "正解", "最も", "答え")):
         for back in (1, 2, 3):  # "C是", "【C】是", "**C**は"
             pos = tail.start() - back
             token = _letter_token(body, pos, options) if pos >= 0 else None
@@ -162,6 +170,13 @@ _SENTENCE_START = re.compile(
 )
 
 
+_LEAD_KEYS = {  # words one of which every match holds
+    _EN_LEAD.pattern: ("most", "best", "correct", "right", "final"),
+    _KO_LEAD.pattern: ("가장",),
+    PREFIX_MARKER.pattern: PREFIX_MARKER_KEYS,
+}
+
+
 def _plain(body: str, lead: int, rest_from: int) -> bool:
     """No conditional, report or hedge reaches the statement (v2's rules, and the English/Korean hedges)."""
     return hedge_of(sentence_before(body, lead), sentence_rest(body, rest_from)) == "plain"
@@ -190,7 +205,7 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
     """``The most likely diagnosis is B.``, ``B is the most likely diagnosis.``, ``C가 가장 적절합니다.``."""
     out = []
     for lead_re, end in ((_EN_LEAD, _EN_END), (_KO_LEAD, _KO_END), (PREFIX_MARKER, _KO_END)):
-        for lead in lead_re.finditer(body):
+        for lead in scan(lead_re, body, _LEAD_KEYS[lead_re.pattern]):
             pos = lead.end()
             if lead_re is PREFIX_MARKER:  # "정답은 경구 항생제(C)입니다": only words with a bracketed letter
                 pos = re.compile(r"[ \t:=]*").match(body, pos).end()
@@ -206,7 +221,8 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
             if _plain(body, lead.start(), stop):
                 out.append(Found(lead.start(), letter))
     sentence_starts = {m.end() for m in _SENTENCE_START.finditer(body)}
-    for m in token_matches(body, options, f"{_EN_POSTFIX.pattern}|{_KO_POSTFIX.pattern}"):
+    for m in token_matches(body, options, f"{_EN_POSTFIX.pattern}|{_KO_POSTFIX.pattern}",
+                           keys=("most", "best", "correct", "right", "가장", "답")):
         start = m.start()
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue

@@ -267,7 +267,7 @@ _LOOKAHEAD = 256  # characters a gate may look past the end of its range
 
 def token_matches(
     text: str, options: tuple[str, ...], after: str, start: int = 0, end: int | None = None,
-    also: list[int] | None = None,
+    also: list[int] | None = None, keys: tuple[str, ...] | None = None,
 ) -> list[re.Match[str]]:
     """The matches of the shared token pattern that ``finditer(text, start, end)`` gives, restricted
     to those that ``gate(options, after)`` admits, found in one scan of the text.
@@ -275,13 +275,18 @@ def token_matches(
     The candidates a gate admits are a superset of those a rule accepts (each rule still checks
     its token with :func:`token_at`); like ``finditer``, a match never starts inside the previous
     one, so an opening bracket's token is not read again from its letter. ``also``: more positions
-    to try, found by another scan.
+    to try, found by another scan; ``keys``: words one of which every ``after`` holds (lower-cased),
+    so that a text holding none is not scanned.
     """
     end = len(text) if end is None else end
     pattern = token_pattern(options)
     out: list[re.Match[str]] = []
     consumed = start
-    found = [g.start() for g in gate(options, after).finditer(text, start, min(len(text), end + _LOOKAHEAD))]
+    lowered = text.lower() if keys else ""
+    if keys and not any(k in lowered for k in keys):
+        found = []  # none of the words every tail holds: the gate would admit nothing
+    else:
+        found = [g.start() for g in gate(options, after).finditer(text, start, min(len(text), end + _LOOKAHEAD))]
     for p in sorted(set(found + also)) if also else found:
         if p >= end:
             break
@@ -293,6 +298,20 @@ def token_matches(
         consumed = m.end()
         out.append(m)
     return out
+
+
+def scan(pattern: re.Pattern[str], text: str, keys: tuple[str, ...]) -> list[re.Match[str]]:
+    """``pattern.finditer(text)``, skipped when ``text`` holds none of ``keys`` (lower-cased): words
+    one of which every match contains. A pattern of many alternatives costs about a microsecond
+    a character to scan; a substring test costs almost nothing, and most replies lack the words."""
+    lowered = text.lower()
+    if not any(k in lowered for k in keys):
+        return []
+    return list(pattern.finditer(text))
+
+
+# Words every match of the shared answer marker contains (정답, 해답, 답변, 답; answer; correct option).
+PREFIX_MARKER_KEYS = ("답", "answer", "option", "choice")
 
 
 def gated_starts(text: str, options: tuple[str, ...], after: str) -> list[int]:

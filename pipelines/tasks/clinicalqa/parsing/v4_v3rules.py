@@ -27,6 +27,8 @@ from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     sentence_rest,
     token_at,
     token_matches,
+    PREFIX_MARKER_KEYS,
+    scan,
 )
 
 
@@ -147,10 +149,13 @@ _KO_MOST = re.compile(
 _COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))")
 
 # The tokens a committing sentence may end on: a tail other than a bare sentence end...
+_CHOOSE_KEYS = ("choose", "go", "pick", "select", "opt", "going", "choice", "selection")
 _SENTENCE_GATE = "|".join(
     [p.pattern for p in (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE)]
     + [rf"(?:\*\*(?:{_COPULA})?|{_COPULA})(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))"]
 )
+_SENTENCE_KEYS = ("correct", "right", "best", "appropriate", "가장", "답", "선택", "택", "고르", "고릅", "골라", "골랐",
+                  "고름", "입니다", "이다", "예요", "이에요", "임", "이죠", "**")  # one is in every such tail
 # ...and those after a connective or an option word ("Therefore, C.", "Option C."), the only ones a
 # bare sentence end completes: found by the words, so "A. A. A." costs no check per letter.
 _AFTER_CONNECTIVE = re.compile(
@@ -167,7 +172,7 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
     bounds = Boundaries(body)
     after_words = [m.end() for m in _AFTER_CONNECTIVE.finditer(body)]
     after_words += [_BOLD_RUN.match(body, p).end() for p in after_words]
-    for m in token_matches(body, options, _SENTENCE_GATE, also=after_words):
+    for m in token_matches(body, options, _SENTENCE_GATE, also=after_words, keys=_SENTENCE_KEYS):
         start, end = m.start(), m.end()  # a token found here spans exactly the match
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
@@ -192,7 +197,7 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
         if statement is not None:
             out.append(statement)
     for finder in (_EN_CHOOSE, _KO_MOST):
-        for m in finder.finditer(body):
+        for m in scan(finder, body, _CHOOSE_KEYS if finder is _EN_CHOOSE else ("가장",)):
             pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if finder is _EN_CHOOSE else m.end()
             token = _token_after_lead(body, pos, options, texts)
             if token is None:
@@ -246,7 +251,7 @@ def _value_statement(
 def json_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``{"answer": "B"}``, ``'final_answer': 'B. Metformin'``, ``"정답": ["C"]``, fenced or bare."""
     out = []
-    for key in _JSON_KEY.finditer(body):
+    for key in scan(_JSON_KEY, body, ("answer", "정답")):
         if (string := _JSON_STRING.match(body, key.end())) is not None:
             values = [string.group("v")]
         elif (listed := _JSON_LIST.match(body, key.end())) is not None:
@@ -305,7 +310,7 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
     if not texts:
         return []
     out = []
-    for marker in PREFIX_MARKER.finditer(body):
+    for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue
@@ -329,6 +334,8 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
 def lead_in_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """The first line after ``정답은 다음과 같습니다.`` or ``### 정답``: a bold option line or an option's text."""
     out = []
+    if not any(k in body.lower() for k in ("답", "결론", "answer", "conclusion")):
+        return out  # every lead-in line holds one of these words
     lines = body.split("\n")
     offsets = [0]
     for line in lines[:-1]:
