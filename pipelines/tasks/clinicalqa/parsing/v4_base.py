@@ -23,7 +23,7 @@ from pipelines.tasks.clinicalqa.parsing.v4_v3rules import (
     json_statements,
     lead_in_statements,
     option_text_statements,
-    sentence_statements,
+    sentence_candidates,
 )
 
 # An explicit self-correction: the writer withdraws what came before it (v3's vocabulary).
@@ -41,21 +41,35 @@ SELF_CORRECTION = re.compile(
 NONE_KEYS = ("none", "no", "all", "없", "모두")
 # Words every self-correction contains (lower-cased), so a reply without any is not scanned for one.
 _CORRECTION_KEYS = ("다시", "정정", "수정", "답", "잘못", "reflection", "second", "correction", "made", "wrong", "wait", "let")
-_RULES = (json_statements, sentence_statements, option_text_statements, lead_in_statements)
+_EAGER_RULES = (json_statements, option_text_statements, lead_in_statements)  # marker-led: few statements
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。\n])")
 
 
 def _own_rules(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult:
-    """What v3's own rules read where v2's read nothing."""
+    """What v3's own rules read where v2's read nothing: their last statement (by position).
+
+    v3 read every statement of its rules (JSON, committing sentences, option texts, lead-ins; at
+    one position the first rule's) and kept the last. The marker-led rules yield few statements and
+    are read whole; committing sentences, which a reply can repeat thousands of times, are read
+    from the last candidate back, only down to the last statement of the other rules.
+    """
     if scan(NONE_OF_THE_OPTIONS, body, NONE_KEYS):
         return ParseResult(None, "no_answer")
-    found: dict[int, Statement] = {}
-    for rule in _RULES:
-        for s in rule(body, options, texts):
-            found.setdefault(s.position, s)
-    if not found:
+    json_found, *others = ({s.position: s for s in reversed(rule(body, options, texts))} for rule in _EAGER_RULES)
+    eager = {**{p: s for found in reversed(others) for p, s in found.items()}, **json_found}  # json wins a tie
+    floor = max(eager, default=-1)
+    sentence = None
+    for position, read in sorted(sentence_candidates(body, options, texts), key=lambda c: -c[0]):
+        if position < floor or (sentence is not None and position < sentence.position):
+            break
+        if sentence is None and (s := read()) is not None:
+            sentence = s
+    candidates = dict(eager)
+    if sentence is not None and (sentence.position not in json_found):
+        candidates[sentence.position] = sentence  # a sentence beats an option text or a lead-in at its position
+    if not candidates:
         return ParseResult(None, "no_answer")
-    last = found[max(found)]
+    last = candidates[max(candidates)]
     return ParseResult(last.prediction, "ok") if last.prediction is not None else ParseResult(None, "ambiguous")
 
 

@@ -170,6 +170,7 @@ _SENTENCE_START = re.compile(
 )
 
 
+_MARKER_GAP = re.compile(r"[ \t:=]*")
 _LEAD_KEYS = {  # words one of which every match holds
     _EN_LEAD.pattern: ("most", "best", "correct", "right", "final"),
     _KO_LEAD.pattern: ("가장",),
@@ -208,7 +209,7 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
         for lead in scan(lead_re, body, _LEAD_KEYS[lead_re.pattern]):
             pos = lead.end()
             if lead_re is PREFIX_MARKER:  # "정답은 경구 항생제(C)입니다": only words with a bracketed letter
-                pos = re.compile(r"[ \t:=]*").match(body, pos).end()
+                pos = _MARKER_GAP.match(body, pos).end()
                 named = _NAMED_IN_BRACKETS.match(body, pos)
                 if named is None or not (_KO_END.match(body, named.end()) or _EN_END.match(body, named.end())):
                     continue

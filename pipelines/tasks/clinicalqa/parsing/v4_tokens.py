@@ -82,6 +82,7 @@ _EPITHETS = frozenset(
 _NON_WORD = re.compile(r"[\W_]+")
 
 
+@lru_cache(maxsize=4096)  # pure; windows of a reply that repeats itself repeat too
 def normalise_text(text: str) -> str:
     """Case- and punctuation-blind form of an option text, for comparing it with a reply."""
     return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
@@ -193,6 +194,7 @@ _CLAUSE_TURN = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # pure; a reply that repeats itself (a looping model) repeats its windows
 def hedge_of(before: str, rest: str) -> Hedge:
     """``void`` for a conditional or reported statement, ``soft`` for v1's hedges, else ``plain``.
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Mapping
+from functools import lru_cache, partial
+from typing import Callable, Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER, token_pattern
 from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
@@ -30,6 +31,9 @@ from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     PREFIX_MARKER_KEYS,
     scan,
 )
+
+
+Candidate = tuple[int, "Callable[[], Statement | None]"]  # a statement's position, and how to read it
 
 
 @dataclass(frozen=True)
@@ -166,9 +170,11 @@ _AFTER_CONNECTIVE = re.compile(
 _BOLD_RUN = re.compile(r"[*_ \t]*")
 
 
-def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
-    """Committing sentences in English and Korean (see the module docstring)."""
-    out: list[Statement] = []
+def sentence_candidates(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    """Committing sentences in English and Korean (see the module docstring), as (position, reader)
+    pairs in v3's order: a reader gives the statement, or None. Finding them is one scan; reading
+    them is left to the caller, which reads from the last one back."""
+    out: list[Candidate] = []
     bounds = Boundaries(body)
     after_words = [m.end() for m in _AFTER_CONNECTIVE.finditer(body)]
     after_words += [_BOLD_RUN.match(body, p).end() for p in after_words]
@@ -190,29 +196,34 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
             lead = start  # "E입니다.", "Therefore, C.", "C is correct."
         else:
             continue
-        token = token_at(body, start, options, option_texts=texts)
-        if token is None or token.conflict is not None or _plain_digit(body, token):
-            continue
-        statement = _committed(body, lead, token, options, tail.end())
-        if statement is not None:
-            out.append(statement)
+        out.append((lead, partial(_sentence_one, body, start, lead, tail.end(), options, texts)))
     for finder in (_EN_CHOOSE, _KO_MOST):
         for m in scan(finder, body, _CHOOSE_KEYS if finder is _EN_CHOOSE else ("가장",)):
-            pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if finder is _EN_CHOOSE else m.end()
-            token = _token_after_lead(body, pos, options, texts)
-            if token is None:
-                continue
-            conj = _CONJUNCTION.match(body, token.end)
-            if conj and token_at(body, conj.end(), options) is not None:
-                out.append(Statement(m.start(), None))  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
-                continue
-            tail = (_EN_CHOOSE_TAIL if finder is _EN_CHOOSE else _COPULA_END).match(body, token.end)
-            if tail is None:
-                continue
-            statement = _committed(body, m.start(), token, options, tail.end())
-            if statement is not None:
-                out.append(statement)
+            out.append((m.start(), partial(_chosen_one, body, m, finder is _EN_CHOOSE, options, texts)))
     return out
+
+
+def _sentence_one(body: str, start: int, lead: int, tail_end: int, options: tuple[str, ...],
+                  texts: Mapping[str, str] | None) -> Statement | None:
+    token = token_at(body, start, options, option_texts=texts)
+    if token is None or token.conflict is not None or _plain_digit(body, token):
+        return None
+    return _committed(body, lead, token, options, tail_end)
+
+
+def _chosen_one(body: str, m: re.Match[str], english: bool, options: tuple[str, ...],
+                texts: Mapping[str, str] | None) -> Statement | None:
+    pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if english else m.end()
+    token = _token_after_lead(body, pos, options, texts)
+    if token is None:
+        return None
+    conj = _CONJUNCTION.match(body, token.end)
+    if conj and token_at(body, conj.end(), options) is not None:
+        return Statement(m.start(), None)  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
+    tail = (_EN_CHOOSE_TAIL if english else _COPULA_END).match(body, token.end)
+    if tail is None:
+        return None
+    return _committed(body, m.start(), token, options, tail.end())
 
 
 def _connective_before(body: str, token_start: int, bounds: Boundaries) -> bool:
@@ -283,6 +294,13 @@ _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
 _BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
 
 
+@lru_cache(maxsize=256)
+def _text_pattern(text: str) -> re.Pattern[str]:
+    """An option's (normalised) text as written in a reply: its words with any punctuation between."""
+    words = [re.escape(w) for w in text.split()]
+    return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
+
+
 def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
     """The one option whose text ``segment`` starts with, up to a particle or a sentence end; else None.
 
@@ -294,8 +312,7 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
     for letter, text in texts.items():
         if not text:
             continue
-        words = [re.escape(w) for w in text.split()]
-        m = re.match(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, segment, re.IGNORECASE)
+        m = _text_pattern(text).match(segment)
         if m and _TEXT_END.match(segment, m.end()):
             hits.append((len(text), letter))
     if not hits:
