@@ -177,9 +177,12 @@ def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, 
     """Each answer marker: its position, whether it starts its line (after markup), and how to read it."""
     out = []
     lines = Lines(text)
+    previous_line = -1
     for marker in scan(PREFIX_MARKER, text, PREFIX_MARKER_KEYS):
         line_start = lines.start_of(marker.start())
-        anchored = _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
+        # only a line's first marker can open it: what precedes a later one holds the first
+        anchored = line_start != previous_line and _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
+        previous_line = line_start
         out.append((marker.start(), anchored, partial(_prefix_one, text, marker, anchored, options, texts)))
     return out
 

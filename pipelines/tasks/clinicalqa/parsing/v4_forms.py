@@ -163,11 +163,20 @@ _KO_POSTFIX = re.compile(
     r"[ \t]*(?:보기|선택지)?[ \t]*(?:가|이)[ \t]*(?:가장[ \t]*(?:적절|적합|옳|알맞|타당|올바르|올바|바람직|가능성이?[ \t]*높|유력)[가-힣]*"
     r"|(?:최종[ \t]*)?(?:정답|답)(?:입니다|이다|임|이에요|예요)?)(?=[ \t]*(?:[.!。]|\n|$))"
 )
-_SENTENCE_START = re.compile(
-    r"(?:^|(?<=[.!?。\n]))[ \t>*#_\-•+]*(?:(?:so|thus|therefore|hence|overall|따라서|그러므로|결론적으로|결국|즉)[ \t]*[,:]?[ \t]*)?"
-    r"(?:(?:option|choice|보기|선택지)[ \t]+)?(?=\S)",
+_SENTENCE_LEAD = re.compile(
+    r"[ \t>*#_\-•+]*(?:(?:so|thus|therefore|hence|overall|따라서|그러므로|결론적으로|결국|즉)[ \t]*[,:]?[ \t]*)?"
+    r"(?:(?:option|choice|보기|선택지)[ \t]+)?",
     re.IGNORECASE,
 )
+
+
+def _opens_sentence(body: str, pos: int) -> bool:
+    """Does a sentence start at ``pos``, after markup, a connective or an option word at most?"""
+    floor = max(0, pos - 200)
+    start = max(body.rfind(c, floor, pos) for c in ".!?。\n") + 1
+    if start == 0 and floor > 0:
+        return False  # no sentence opens with 200 characters of lead
+    return _SENTENCE_LEAD.fullmatch(body, start, pos) is not None
 
 
 _MARKER_GAP = re.compile(r"[ \t:=]*")
@@ -221,14 +230,13 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
                 letter = None  # "the most likely is B or C"
             if _plain(body, lead.start(), stop):
                 out.append(Found(lead.start(), letter))
-    sentence_starts = {m.end() for m in _SENTENCE_START.finditer(body)}
     for m in token_matches(body, options, f"{_EN_POSTFIX.pattern}|{_KO_POSTFIX.pattern}",
                            keys=("most", "best", "correct", "right", "가장", "답")):
         start = m.start()
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
         # "B is the most likely diagnosis." opens its sentence; "..., C가 가장 적절합니다." may stand anywhere
-        tail = (_EN_POSTFIX.match(body, m.end()) if start in sentence_starts else None) or _KO_POSTFIX.match(body, m.end())
+        tail = (_EN_POSTFIX.match(body, m.end()) if _opens_sentence(body, start) else None) or _KO_POSTFIX.match(body, m.end())
         if tail is None:
             continue
         token = token_at(body, start, options, option_texts=texts)

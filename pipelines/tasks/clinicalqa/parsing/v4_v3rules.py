@@ -78,10 +78,13 @@ class Boundaries:
     """The sentence boundaries of a text (``.!?。``, a line break, a colon), found once."""
 
     def __init__(self, body: str) -> None:
-        self._at = [m.start() for m in re.finditer(f"[{re.escape(_SENTENCE_BOUNDARY)}]", body)]
+        self._body = body
+        self._at: list[int] | None = None  # found at the first question: most replies never ask
 
     def sentence_start(self, pos: int) -> int:
         """Just after the last boundary before ``pos`` (0 when there is none)."""
+        if self._at is None:
+            self._at = [m.start() for m in re.finditer(f"[{re.escape(_SENTENCE_BOUNDARY)}]", self._body)]
         i = bisect_left(self._at, pos)
         return self._at[i - 1] + 1 if i else 0
 
