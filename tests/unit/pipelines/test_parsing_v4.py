@@ -14,7 +14,7 @@ import pytest
 
 from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
 from pipelines.tasks.clinicalqa.parsing.v3 import parse_answer_v3
-from pipelines.tasks.clinicalqa.parsing.v4 import PARSER_VERSION, parse_answer_v4
+from pipelines.tasks.clinicalqa.parsing.v4 import PARSER_VERSION, READ_LIMIT, parse_answer_v4
 from pipelines.tasks.clinicalqa.parsing.versions import parser_for
 
 T = {"A": "Ampicillin", "B": "Metformin", "C": "경구 항생제", "D": "수술", "E": "경과 관찰"}
@@ -152,3 +152,14 @@ def test_option_texts_are_needed_for_an_answer_by_text_only() -> None:
 
 def test_registry() -> None:
     assert PARSER_VERSION == "v4" and parser_for("v4") is parse_answer_v4
+
+
+def test_a_reply_longer_than_any_budget_is_read_from_its_head_and_tail() -> None:
+    """Past ``READ_LIMIT`` characters (after the reasoning) v4 reads the first 4,096 and the last
+    12,288: the answer a reply ends on, or opens with, still counts; one buried in between does not."""
+    filler = "환자의 병력을 검토한다.\n" * 4000  # about 56,000 characters
+    assert len(filler) > READ_LIMIT
+    assert parse_answer_v4(filler + "정답: C") == ParseResult("C", "ok")
+    assert parse_answer_v4("정답: D\n" + filler) == ParseResult("D", "ok")
+    assert parse_answer_v4(filler + "정답: B\n" + filler) == ParseResult(None, "no_answer")
+    assert parse_answer_v4("<think>" + filler + "</think>\n정답: E") == ParseResult("E", "ok")  # reasoning is not counted

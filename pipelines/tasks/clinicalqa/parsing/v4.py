@@ -15,8 +15,9 @@ rejected letter; v4 reads the last one.
 
 Cost: every rule scans the reply a bounded number of times, and per-letter work happens only where
 a one-scan gate admits the letter (``v4_tokens.token_matches``), so a 16 KB reply of bare letters or
-of repeated statements parses in milliseconds (``bench/parse_v4.py``). See docs/adding-a-task.md
-(ClinicalQA answer parsers).
+of repeated statements parses in milliseconds (``bench/parse_v4.py``); a reply longer than any
+generation budget gives is read from its first 4,096 and last 12,288 characters (``READ_LIMIT``).
+See docs/adding-a-task.md (ClinicalQA answer parsers).
 """
 
 from __future__ import annotations
@@ -57,6 +58,25 @@ def _new_styles(body: str, opts: tuple[str, ...], texts: Mapping[str, str] | Non
     return ParseResult(None, "no_answer")
 
 
+# What v4 reads of a reply longer than any generation budget gives (after its reasoning): the
+# first 4,096 and the last 12,288 characters, cut at line breaks. Every reply a 2,048-token budget
+# produces fits whole; a longer one (an author's package may write 64 KiB) costs no more than this.
+READ_LIMIT = 16_384
+_HEAD, _TAIL = 4_096, 12_288
+
+
+def _bounded(text: str) -> tuple[str, str]:
+    """The text v4 reads and its normalised body: the reply itself, or its head and tail when too long."""
+    body = normalise_reply(text)
+    if len(body) <= READ_LIMIT:
+        return text, body
+    head, tail = body[:_HEAD], body[-_TAIL:]
+    head = head[: head.rfind("\n")] if "\n" in head else head
+    tail = tail[tail.find("\n") + 1 :] if "\n" in tail[:-1] else tail
+    kept = f"{head}\n\n{tail}"
+    return kept, normalise_reply(kept)
+
+
 def parse_answer_v4(
     text: str | None,
     options: Sequence[str] = DEFAULT_OPTIONS,
@@ -70,8 +90,8 @@ def parse_answer_v4(
         return ParseResult(None, "empty")
     opts = tuple(options)
     texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
+    text, body = _bounded(text)
     base = read_like_v3(text, opts, option_texts, texts)
-    body = normalise_reply(text)
     none_fits = base.status == "no_answer" and bool(scan(NONE_OF_THE_OPTIONS, body, NONE_KEYS))
     if base.status in ("ok", "no_answer") and not none_fits:
         final = rejected_then_final(body, opts, base.prediction)
