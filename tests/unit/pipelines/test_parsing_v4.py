@@ -155,8 +155,8 @@ def test_registry() -> None:
 
 
 def test_a_reply_longer_than_any_budget_is_read_from_its_head_and_tail() -> None:
-    """Past ``READ_LIMIT`` characters (after the reasoning) v4 reads the first 4,096 and the last
-    12,288: the answer a reply ends on, or opens with, still counts; one buried in between does not."""
+    """Past ``READ_LIMIT`` characters (after the reasoning) v4 reads the first 2,048 and the last
+    6,144: the answer a reply ends on, or opens with, still counts; one buried in between does not."""
     filler = "환자의 병력을 검토한다.\n" * 4000  # about 56,000 characters
     assert len(filler) > READ_LIMIT
     assert parse_answer_v4(filler + "정답: C") == ParseResult("C", "ok")

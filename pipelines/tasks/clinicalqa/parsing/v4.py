@@ -16,7 +16,7 @@ rejected letter; v4 reads the last one.
 Cost: every rule scans the reply a bounded number of times, and per-letter work happens only where
 a one-scan gate admits the letter (``v4_tokens.token_matches``), so a 16 KB reply of bare letters or
 of repeated statements parses in milliseconds (``bench/parse_v4.py``); a reply longer than any
-generation budget gives is read from its first 4,096 and last 12,288 characters (``READ_LIMIT``).
+generation budget gives is read from its first 2,048 and last 6,144 characters (``READ_LIMIT``).
 See docs/adding-a-task.md (ClinicalQA answer parsers).
 """
 
@@ -58,11 +58,12 @@ def _new_styles(body: str, opts: tuple[str, ...], texts: Mapping[str, str] | Non
     return ParseResult(None, "no_answer")
 
 
-# What v4 reads of a reply longer than any generation budget gives (after its reasoning): the
-# first 4,096 and the last 12,288 characters, cut at line breaks. Every reply a 2,048-token budget
-# produces fits whole; a longer one (an author's package may write 64 KiB) costs no more than this.
-READ_LIMIT = 16_384
-_HEAD, _TAIL = 4_096, 12_288
+# What v4 reads of a reply longer than READ_LIMIT characters after its reasoning: the first 2,048
+# and the last 6,144, cut at line breaks. A reply within clinicalqa@0's 2,048-token budget (Korean
+# runs to about 4,000 characters) fits whole, and the answer the prompt asks for ends the reply; a
+# longer one (an author's package may write 64 KiB) costs no more than this.
+READ_LIMIT = 8_192
+_HEAD, _TAIL = 2_048, 6_144
 
 
 def _bounded(text: str) -> tuple[str, str]:
