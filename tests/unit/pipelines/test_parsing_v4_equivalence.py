@@ -136,7 +136,8 @@ ADVERSARIAL = ["A ", "정답: A 아니라 B ", "A. ", "(A) ", "답 A ", "A\n", "
 @pytest.mark.parametrize("unit", ADVERSARIAL)
 def test_per_letter_work_grows_linearly(unit: str, monkeypatch) -> None:
     """The letters v4 looks at one by one: at most a constant number per repetition, so 16 KB costs
-    about four times 4 KB (v3 looks at every letter once per rule, each time over the rest of its line)."""
+    at most about four times 4 KB (v3 looks at every letter once per rule, each time over the rest
+    of its line); past ``READ_LIMIT`` characters v4 reads a bounded head and tail."""
     calls = [0]
     original = v4_tokens.token_at
 
