@@ -115,4 +115,15 @@ def test_versions_share_only_the_tokeniser() -> None:
     assert graph[prefix + "v3_base"] == {prefix + "tokens", prefix + "v3_scan"}
     assert graph[prefix + "v3_rules"] == {prefix + "tokens", prefix + "v3_scan"}
     assert graph[prefix + "v3_scan"] == {prefix + "tokens"}
-    assert graph[prefix + "versions"] == {prefix + "tokens", prefix + "v1", prefix + "v2", prefix + "v3"}
+    assert graph[prefix + "versions"] == {prefix + "tokens", prefix + "v1", prefix + "v2", prefix + "v3", prefix + "v4"}
+
+
+def test_v4_imports_no_earlier_version() -> None:
+    """v4 reimplements v3's reading (v2 is frozen and v3 is rewritten apart): it reaches the shared
+    tokeniser and its own modules only, never v1, v2, v3 or their rules."""
+    graph = _graph(CLINICALQA)
+    prefix = "pipelines.tasks.clinicalqa.parsing."
+    own = {m for m in graph if m.startswith(prefix + "v4")}
+    assert own >= {prefix + "v4", prefix + "v4_base", prefix + "v4_core", prefix + "v4_tokens"}
+    for module in own:
+        assert graph[module] <= own | {prefix + "tokens"}, (module, graph[module] - own)
