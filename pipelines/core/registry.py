@@ -23,7 +23,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from pipelines.core.conformance import check_conforms
+from pipelines.core.conformance import PluginError, check_conforms
 
 T = TypeVar("T")
 
@@ -182,6 +182,7 @@ def spec_folders() -> tuple[tuple[str, Path], ...]:
         target = ep.load()
         folder = Path(target() if callable(target) else target)
         if not folder.is_dir():
-            raise ValueError(f"entry point {GROUPS['specs']}:{ep.name} ({ep.value}) names {folder}, which is no folder")
+            raise PluginError(f"entry point {SPECS_GROUP}:{ep.name} ({ep.value})"
+                              f"{f' of {ep.dist.name}' if ep.dist is not None else ''} names {folder}, which is no folder")
         seen[ep.value] = (ep.dist.name if ep.dist is not None else ep.value, folder)
     return tuple(seen.values())
