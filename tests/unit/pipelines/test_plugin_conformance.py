@@ -66,7 +66,7 @@ def test_an_installed_half_written_plugin_names_its_distribution(tmp_path: Path,
     (site / "half_plugin.py").write_text(
         "from pipelines.core.protocols import TaskFamily\n\n\nclass Half(TaskFamily):\n    name = 'half'\n"
         "    kind = 'choice'\n    cluster_column = None\n    dataset = 'd'\n    settings_key = 's'\n"
-        "    settings_type = dict\n    instances_file = 'i.parquet'\n    predictions_schema = None\n"
+        "    settings_type = dict\n    instances_file = 'i.parquet'\n    predictions_schema = __import__('pyarrow').schema([])\n"
         "    instance_check_names = ()\n    prediction_check_names = ()\n")
     monkeypatch.syspath_prepend(str(site))
     families: Registry = Registry("task family", protocol=TaskFamily).load_entry_points("medbench.families")
@@ -152,6 +152,21 @@ def test_a_half_written_kind_fails_at_registration() -> None:
     shaped = _kind(paired_columns="prediction")  # a string where a tuple is required
     with pytest.raises(PluginError, match=r"attribute 'paired_columns' must be a tuple, not str"):
         Registry("task kind", protocol=Kind).add(shaped())
+    for members, problem in (({"sql_types": ["DOUBLE"]}, "'sql_types' must be a mapping, not list"),
+                             ({"schema": {"observed": "double"}}, "'schema' must be a pyarrow Schema, not dict"),
+                             ({"parses_replies": "yes"}, "'parses_replies' must be True or False, not str")):
+        with pytest.raises(PluginError, match=f"attribute {problem} "):
+            Registry("task kind", protocol=Kind).add(_kind(**members)())
+
+
+def test_a_family_schema_that_is_no_pyarrow_schema_fails_at_registration() -> None:
+    class DictSchema(WrongShape):
+        dataset = "d"
+        predictions_schema = {"prediction": "string"}
+
+    with pytest.raises(PluginError, match=r"DictSchema: attribute 'predictions_schema' must be a pyarrow Schema, "
+                                          r"not dict \(TaskFamily: ClassVar\[pa.Schema\]\)$"):
+        Plugins.empty().families.add(DictSchema())
 
 
 def _site(tmp_path: Path, group: str, target: str, module: str, code: str) -> Path:
