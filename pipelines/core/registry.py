@@ -95,9 +95,14 @@ class Registry(Generic[T]):
             with self._lock:
                 target = self._objs[name]
                 if isinstance(target, metadata.EntryPoint):
-                    loaded = _instance(target.load())
-                    self._conforms(loaded, f"distribution {target.dist.name}" if target.dist is not None
-                                   else f"entry point {target.value}")
+                    origin = f"distribution {target.dist.name}" if target.dist is not None else "an entry point"
+                    try:
+                        loaded = _instance(target.load())
+                    except (ImportError, AttributeError, TypeError) as exc:  # a misspelt target, a broken import
+                        raise PluginError(f"{origin}: {self.what} entry point {name!r} ({target.value}) cannot be "
+                                          f"loaded: {type(exc).__name__}: {exc}; fix its module or the entry "
+                                          "point (medbench --debug shows the traceback)") from exc
+                    self._conforms(loaded, origin)
                     if self.name_of(loaded) != name:
                         raise ValueError(f"{self.what} entry point {name!r} ({target.value}) loads an object "
                                          f"named {self.name_of(loaded)!r}: make them agree")

@@ -230,3 +230,22 @@ def test_the_command_prints_the_one_line_and_exits_2(tmp_path: Path) -> None:
     assert proc.stderr.strip() == ("medbench: distribution half-plugin: task family half_family.Half lacks the "
                                    "required attribute 'kind' (TaskFamily); define it")
     assert not (tmp_path / "data" / "results").exists()
+
+
+def test_an_entry_point_that_cannot_be_loaded_is_one_line_naming_it(tmp_path: Path, monkeypatch) -> None:
+    """A misspelt class in ``entry_points.txt``: the line names the distribution and the target,
+    instead of an AttributeError reported as medbench's own error."""
+    code = "from pipelines.core.protocols import Dataset\n\nclass Whole(Dataset):\n    slug = 'half'\n"
+    monkeypatch.syspath_prepend(str(_site(tmp_path, "medbench.datasets", "half = half_misspelt:Wohle",
+                                          "half_misspelt", code)))
+    from operator import attrgetter
+
+    registry: Registry = Registry("dataset", attrgetter("slug"), Dataset).load_entry_points("medbench.datasets")
+    try:
+        with pytest.raises(PluginError) as caught:
+            registry.get("half")
+    finally:
+        sys.modules.pop("half_misspelt", None)
+    assert str(caught.value).startswith("distribution half-plugin: dataset entry point 'half' (half_misspelt:Wohle) "
+                                        "cannot be loaded: AttributeError: ")
+    assert "\n" not in str(caught.value)
