@@ -20,9 +20,11 @@ LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn",
              "torch", "transformers", "vllm")
 
 
-def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None) -> str:
-    """The run id; an official run (a submitted package) adds the package's sha256, so it never
-    shares an id with medbench's own run of the same model and task (whose ids stay as they were)."""
+def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None,
+           dependencies_sha256: str | None = None) -> str:
+    """The run id; an official run (a submitted package) adds the package's sha256 and the hash of
+    its set of dependency wheels, so it never shares an id with medbench's own run of the same model
+    and task (whose ids stay as they were), and another set of dependencies is another run."""
     fields = {
         "model": model.slug,
         "model_revision": model.revision,
@@ -33,6 +35,8 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: s
     }
     if package_sha256 is not None:
         fields["package_sha256"] = package_sha256
+    if dependencies_sha256 is not None:
+        fields["dependencies_sha256"] = dependencies_sha256
     return hashlib.sha256(canonical_json(fields)).hexdigest()[:12]
 
 

@@ -78,7 +78,7 @@ def test_broken_answers_fail_with_one_line(lines, reason):
 def test_the_policy_is_recorded_and_read_back():
     policy = SandboxPolicy(pool="gpu").with_run_limits(memory_bytes=1 << 30, wall_seconds=60)
     text = policy.describe()
-    assert text.startswith("medbench-sandbox/1 ") and '"run_network":"none"' in text
+    assert text.startswith("medbench-sandbox/2 ") and '"run_network":"none"' in text and '"install_network":"none"' in text
     assert SandboxPolicy().recorded(text) == policy
     with pytest.raises(ValueError, match="sandbox policy"):
         SandboxPolicy().recorded("medbench-sandbox/0 {}")
