@@ -55,7 +55,7 @@ def test_the_worked_example_reaches_the_official_leaderboard_and_reproduces(demo
             result = c.get(f"/v1/results/{run}").json()
             assert result["provenance"]["submitted_by"] == "medbench"
             assert result["provenance"]["package_sha256"] == sha
-            assert result["provenance"]["sandbox"].startswith("medbench-sandbox/1 ")
+            assert result["provenance"]["sandbox"].startswith("medbench-sandbox/2 ")
             baseline = next(r for r in mine if r["tier"] == "baseline")["run_id"]
             assert set(c.get(f"/v1/results/{baseline}").json()["provenance"].values()) == {None}
             package = c.get(f"/artifacts/{run}/package.whl")

@@ -649,3 +649,35 @@ def test_the_seccomp_filter_denies(tmp_path, call, number):
             raise PermissionError({call!r} + ' denied')
         """)
     assert f"{call} denied" in reason
+
+
+def test_reproducing_a_result_of_the_old_policy_says_so_and_never_reruns(tmp_path, monkeypatch, capsys):
+    """A result made under medbench-sandbox/1 stays published; reproducing it here (policy 2) is no
+    reproduction: one line, exit 1, and nothing is run or installed."""
+    import argparse
+
+    import pipelines.official.reproduce as official_reproduce
+    from pipelines.cli.reproduce import _reproduce_official
+    from pipelines.official.policy import POLICY_VERSION
+
+    def never(*args, **kwargs):
+        raise AssertionError("a result of the old policy was rerun")
+
+    monkeypatch.setattr(official_reproduce, "answer", never)
+    monkeypatch.setattr(official_reproduce, "plan_official", never)
+    monkeypatch.setenv("MEDBENCH_DATA_DIR", str(tmp_path))
+    old = ('medbench-sandbox/1 {"install":{},"install_network":"none","pool":"cpu","run":{},"run_network":"none"}')
+    assert POLICY_VERSION != "medbench-sandbox/1"
+    result = {"run_id": "0123456789ab", "task": "clinicalqa@0", "model": {"slug": "medbench/random"},
+              "versions": {"dataset_snapshot": "x"}, "predictions_sha256": "0" * 64,
+              "provenance": {"package_sha256": "a" * 64, "sandbox": old, "submitted_by": "medbench"},
+              "config": {"official": {"package_file": "hostile_pkg-0.1-py3-none-any.whl"}}}
+    for as_json in (False, True):
+        code = _reproduce_official(argparse.Namespace(run_id="0123456789ab", json=as_json), result)
+        out, err = capsys.readouterr()
+        assert code == 1
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "medbench-sandbox/1" in lines[0] and POLICY_VERSION in lines[0]
+        assert "IDENTICAL" not in out + err and "DIFFERENT" not in out + err
+        if as_json:
+            assert json.loads(out)["identical"] is False
