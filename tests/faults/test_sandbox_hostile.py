@@ -586,7 +586,7 @@ def _tree_policy(mechanism: str) -> SandboxPolicy:
 
 @pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
 def test_dev_shm_is_sized(tmp_path, mechanism):
-    reason = run_hostile(tmp_path, f"""
+    reason = run_hostile(tmp_path, """
         try:
             with open('/dev/shm/hoard', 'wb') as hoard:
                 for _ in range(256):  # MiB: four times the policy's /dev/shm
