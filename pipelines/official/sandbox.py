@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.official.policy import Limits, SandboxPolicy
-from pipelines.official.seccomp import bpf_program
+from pipelines.official.seccomp import SeccompUnavailable, bpf_program
 from pipelines.official.treelimit import TreeLimit
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -191,7 +191,10 @@ def run_sandboxed(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], co
     The sandbox's pid namespace dies with bwrap's child (``--die-with-parent``), so killing the
     process group ends every process the package started, whatever sessions it made."""
     check_available()
-    seccomp_fd = _pipe_of(bpf_program())
+    try:
+        seccomp_fd = _pipe_of(bpf_program())
+    except SeccompUnavailable as missing:
+        raise SandboxUnavailable(str(missing)) from None
     try:
         args_fd = _args_pipe(bwrap_argv(policy, limits, mounts, network=network, env=env or {},
                                         seccomp_fd=seccomp_fd))

@@ -38,7 +38,7 @@ def _own_path(controller: str) -> str | None:
     """This process's cgroup path in the hierarchy holding ``controller`` ("" for v2)."""
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
-        if controllers.split(",") == [controller] or (controller == "" and controllers == ""):
+        if (controller in controllers.split(",")) if controller else controllers == "":
             return path
     return None
 
