@@ -138,14 +138,14 @@ def test_an_unreadable_pointer_falls_back(three, monkeypatch: pytest.MonkeyPatch
     """As a server running as another user sees a 0600 pointer (root ignores modes: see the setpriv
     test in test_warehouse_repair.py for the real thing)."""
     root, versions = three
-    pointer, real_open = str(DataDir(root).pointer), builtins.open
+    pointer, real_open = str(DataDir(root).pointer), os.open
 
-    def refusing_open(file, *args, **kwargs):
+    def refusing_open(file, *args, **kwargs):  # the pointer is opened by descriptor (warehouse.files.open_regular)
         if str(file) == pointer:
             raise PermissionError(13, "Permission denied", file)
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", refusing_open)
+    monkeypatch.setattr(os, "open", refusing_open)
     assert_served(root, versions[2], None, "permission denied")
 
 
