@@ -22,7 +22,6 @@ import msgspec
 
 from warehouse.tlog.audit import LogIntegrityError, LogState, audit, levels_subtree
 from warehouse.tlog.checkpoint import key_hash, split_note
-from warehouse.tlog.entries import key_id_of
 from warehouse.tlog.merkle import consistency_path, inclusion_path, leaf_hash
 from warehouse.tlog.store import LogStore
 
@@ -52,10 +51,12 @@ class LogView:
         assert cp is not None
         text, signatures = split_note(cp.note)
         key_id = signature = None
-        for key in self.state.keys_valid_at(cp.size):
+        for name_of_key, life in self.state.keys.items():  # the key under the id the log (and /v1/keys) names it
+            if not life.valid_at(cp.size):
+                continue
             for name, khash, sig in signatures:
-                if name == cp.origin and khash == key_hash(cp.origin, key):
-                    key_id, signature = key_id_of(key), base64.b64encode(sig).decode()
+                if name == cp.origin and khash == key_hash(cp.origin, life.public_key):
+                    key_id, signature = name_of_key, base64.b64encode(sig).decode()
                     break
             if key_id:
                 break
