@@ -205,3 +205,33 @@ def test_a_demo_key_has_the_same_id_in_the_log_as_in_its_signatures(tmp_path, mo
     first = parse_entry(next(store.iter_entries()))
     assert first["id"] == first["new"]["key_id"] == demo.key_id and demo.key_id.startswith("demo-")
     assert open_view(tmp_path / "data").checkpoint_body()["key_id"] == demo.key_id
+
+
+def test_log_client_commands_answer_what_the_routes_answer(logged, capsys, monkeypatch, tmp_path) -> None:
+    """``medbench log checkpoint|entries|proof|consistency`` (docs/cli.md): the checkpoint's note is
+    printed as is, so that it can be kept and given to ``medbench verify --since``."""
+    data, before, _ = logged
+    size = LogStore.of_data(data.root).size()
+    with TestClient(create_app(data.root, extra_route_handlers=())) as client:
+        _online(monkeypatch, client)
+        assert main(["log", "checkpoint"]) == 0
+        note = capsys.readouterr().out
+        assert note == LogStore.of_data(data.root).read_checkpoint()
+        kept = tmp_path / "kept.txt"
+        kept.write_text(note)
+        assert main(["log", "entries", "--start", "1", "--end", "3"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0] == f"entries 1 to 3 of a log of {size}" and len(lines) == 3
+        assert main(["log", "proof", LATE, "--json"]) == 0
+        proof = json.loads(capsys.readouterr().out)
+        assert proof["tree_size"] == size and proof["entry"].startswith('{"id":"' + LATE)
+        assert main(["log", "proof", FIRST]) == 0
+        assert f"result {FIRST}: entry " in capsys.readouterr().out
+        first = int(before.read_text().splitlines()[1])
+        assert main(["log", "consistency", "--from", str(first), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["to"] == size
+        assert main(["log", "proof", "0123456789ab"]) == 1
+        assert "run_not_found" in capsys.readouterr().err
+        assert main(["log", "entries", "--start", "5", "--end", "2"]) == 2
+        code, out = verify(capsys, LATE, "--since", str(kept))
+        assert code == 0 and f"the log extends your checkpoint of size {size}" in out, out
