@@ -152,3 +152,20 @@ def test_the_result_page_links_its_inclusion_proof(own_data, tmp_path) -> None:
         size = client.get("/v1/log/checkpoint").json()["tree_size"]
         assert f'href="/v1/results/{records[0].run_id}/proof"' in page
         assert f"Entry 1 of the log's checkpoint of {size} entries" in page
+        checkpoint = client.get("/v1/log/checkpoint").json()
+        assert f"Checkpoint <code>{checkpoint['origin']}</code> size {size}, signed with key <code>" \
+               f"{checkpoint['key_id']}</code>" in page
+
+
+def test_the_release_page_shows_its_checkpoint_and_links_its_inclusion_proof(own_data, tmp_path) -> None:
+    root, _ = own_data
+    release = read_releases(DataDir(root))[-1].id
+    with TestClient(create_app(root)) as client:
+        assert 'id="log-proof"' not in client.get(f"/releases/{release}").text  # no log yet: no section
+        log_everything(root, tmp_path / "kept.checkpoint")
+        page = client.get(f"/releases/{release}").text
+        proof = client.get(f"/v1/releases/{release}/proof").json()
+        assert f'href="/v1/releases/{release}/proof"' in page
+        assert (f"Entry {proof['leaf_index']} of the log's checkpoint of {proof['tree_size']} entries (root "
+                f'<code class="hash">{proof["checkpoint"]["root_hash"]}</code>)') in page
+        assert f"signed with key <code>{proof['checkpoint']['key_id']}</code>" in page
