@@ -169,3 +169,21 @@ def test_the_release_page_shows_its_checkpoint_and_links_its_inclusion_proof(own
         assert (f"Entry {proof['leaf_index']} of the log's checkpoint of {proof['tree_size']} entries (root "
                 f'<code class="hash">{proof["checkpoint"]["root_hash"]}</code>)') in page
         assert f"signed with key <code>{proof['checkpoint']['key_id']}</code>" in page
+
+
+def test_proofs_are_replayed_only_while_the_log_is_unchanged(own_data, tmp_path) -> None:
+    """The answer cache keeps a proof (issue 37: its p99 within 1.2x of a result's) with the log files'
+    state, and asks the app again once they change, so an edited log answers 503 at once."""
+    root, _ = own_data
+    records = catalog(DataDir(root)).results
+    log_everything(root, tmp_path / "kept.checkpoint", records)
+    path = f"/v1/results/{records[1].run_id}/proof"
+    app = create_app(root)
+    with TestClient(app) as client:
+        first = client.get(path)
+        kept = [a for a in app.service.store.current().bodies._entries.values() if getattr(a, "fresh", None)]
+        assert kept and kept[0].prepared.body == first.content  # kept, with its freshness check
+        assert client.get(path).content == first.content
+        store = LogStore.of_data(root)
+        store.entries_path.write_bytes(store.entries_path.read_bytes().replace(b'"type":"release"', b'"type":"releasE"'))
+        assert client.get(path).status_code == 503

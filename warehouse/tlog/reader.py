@@ -119,6 +119,12 @@ def _stamp(store: LogStore) -> tuple:
     return tuple(stamps)
 
 
+def log_stamp(data_root: Path | str) -> tuple:
+    """The state of the files a verified view is made from: answers made from a view are the same
+    while it is unchanged (``api.answer_cache`` replays the proof routes on it)."""
+    return _stamp(LogStore.of_data(data_root))
+
+
 def open_view(data_root: Path | str) -> LogView:
     """The verified log of a data directory; ``LogUnavailable`` when it has none or it does not verify."""
     store = LogStore.of_data(data_root)
@@ -138,4 +144,4 @@ def open_view(data_root: Path | str) -> LogView:
     return found[1]
 
 
-__all__ = ["PAGE_MAX", "LogUnavailable", "LogView", "open_view"]
+__all__ = ["PAGE_MAX", "LogUnavailable", "LogView", "log_stamp", "open_view"]
