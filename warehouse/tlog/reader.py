@@ -13,6 +13,8 @@ no file is read again to answer one.
 from __future__ import annotations
 
 import base64
+import functools
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,10 +121,24 @@ def _stamp(store: LogStore) -> tuple:
     return tuple(stamps)
 
 
+@functools.lru_cache(maxsize=64)
+def _paths_of(data_root: Path | str) -> tuple[tuple[str, str], ...]:
+    store = LogStore.of_data(data_root)
+    return tuple((p.name, str(p)) for p in (store.entries_path, store.index_path, store.checkpoint_path))
+
+
 def log_stamp(data_root: Path | str) -> tuple:
     """The state of the files a verified view is made from: answers made from a view are the same
-    while it is unchanged (``api.answer_cache`` replays the proof routes on it)."""
-    return _stamp(LogStore.of_data(data_root))
+    while it is unchanged (``api.answer_cache`` replays the proof routes on it, so it is called on
+    every replay: the store's paths are worked out once per data directory)."""
+    stamps = []
+    for name, path in _paths_of(data_root):
+        try:
+            st = os.stat(path)
+            stamps.append((name, st.st_size, st.st_mtime_ns, st.st_ino))
+        except FileNotFoundError:
+            stamps.append((name, None))
+    return tuple(stamps)
 
 
 def open_view(data_root: Path | str) -> LogView:
