@@ -231,7 +231,7 @@ RESULT = {
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
-    "signature": {"key_id": "str", "value": "str", "signed": "str"},  # CONTRACT.md "Signatures"
+    "signature": {"key_id": "str", "value": "str", "signed": "str", "signed_at": "str?"},  # CONTRACT.md "Signatures"
     "withheld": WITHHELD,
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
