@@ -196,6 +196,8 @@ def test_online_proof_key_lifetime_and_since(logged, capsys, monkeypatch, tmp_pa
         store.entries_path.write_bytes(store.entries_path.read_bytes().replace(LATE.encode(), b"0123456789ab"))
         code, out = verify(capsys, FIRST)
         assert code == 1 and "log: " in out and "edited" in out, out
+        code, out = verify(capsys, release)  # the release route itself answers log_unavailable: invalid, not 3
+        assert code == 1 and out.startswith(f"INVALID: release {release}: log: ") and "edited" in out, out
 
 
 def test_a_demo_key_has_the_same_id_in_the_log_as_in_its_signatures(tmp_path, monkeypatch) -> None:
