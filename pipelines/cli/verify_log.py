@@ -157,7 +157,7 @@ def offline(root: Path, kind: str, entry_id: str, keys: dict[str, dict[str, Any]
             signer_id: str | None, since: str | None) -> LogCheck:
     """The log checks against a data directory's ``log/`` folder."""
     from warehouse.tlog.audit import LogIntegrityError, audit
-    from warehouse.tlog.proofs import ProofError, check_proof, check_since
+    from warehouse.tlog.proofs import ProofError, check_proof, check_since, knows_key
     from warehouse.tlog.reader import LogView
     from warehouse.tlog.store import LogStore
 
@@ -180,7 +180,7 @@ def offline(root: Path, kind: str, entry_id: str, keys: dict[str, dict[str, Any]
     public = raw_keys(keys)
     try:
         checkpoint = check_proof(proof, public, expect=expect)
-        if signer_id is not None and signer_id not in state.keys:
+        if signer_id is not None and not knows_key(state.keys, signer_id):
             raise ProofError(f"key {signer_id} is not a key of the transparency log (no key rotation introduces it)")
         check.info = _info(proof, checkpoint, _checkpoint_key(checkpoint.note, checkpoint, keys))
         if since is not None:
