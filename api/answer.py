@@ -7,6 +7,7 @@ without importing one another: the dependency runs one way, service -> answer_ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from api.responses import Prepared
@@ -14,7 +15,10 @@ from api.responses import Prepared
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What a replay needs: the encoded body, and whether a GET of it counts as a reuse (lookups)."""
+    """What a replay needs: the encoded body, whether a GET of it counts as a reuse (lookups), and,
+    for an answer that depends on files besides the warehouse version (the transparency log's
+    proofs), ``fresh()``: whether it is still the answer the app would give (else it is asked again)."""
 
     prepared: Prepared
     counts_reuse: bool = False
+    fresh: Callable[[], bool] | None = None

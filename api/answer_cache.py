@@ -27,12 +27,15 @@ is refused with 400 ``bad_request``: links built from one host and a key or a pr
 built from the other is how one client would poison the answers of the next.
 
 What is kept: only answers of the routes listed in ``REPLAYED`` (lookup, leaderboard, results
-listing, one result), only a 200, and only when the response is exactly what ``respond`` makes of
+listing, one result, the inclusion proofs of results and releases), only a 200, and only when the response is exactly what ``respond`` makes of
 its body (so that a replay cannot differ from it by a header). It is kept in the ``Tables.bodies``
 of the version named by its ``X-Medbench-Warehouse`` header, and only if that is still the version
 the wrapper saw when the request came in; entries therefore live and die with one version's bounded
 cache, and a replay never mixes versions. Keys are bounded too: a long query string is never kept,
 and the origin in a key is bounded as the links' is (a long or odd Host gives the server's address).
+A proof is made from the transparency log's files, which change apart from the version: it is kept
+with their state (sizes, mtimes, inodes) taken before the app read them, and replayed only while
+they are unchanged, so that a log edited on disk answers ``log_unavailable`` at once.
 A first HEAD is asked of the app as a GET, to learn the body its headers describe,
 except on the lookup, whose GET counts a reuse (the HEAD then goes through as itself).
 
@@ -82,12 +85,25 @@ def _evaluated(body: bytes) -> bool:
     return msgspec.json.decode(body, type=_LookupStatus).status == "evaluated"
 
 
+def _fresh(service: Service, stamp: Callable[[Service], object], kept: object) -> Callable[[], bool]:
+    return lambda: stamp(service) == kept
+
+
 @dataclass(frozen=True)
 class Replayed:
     """One opted-in route: its path (a regular expression) and, for lookups, which answers count a reuse."""
 
     path: re.Pattern[str]
     counts_reuse: Callable[[bytes], bool] | None = None
+    stamp: Callable[[Service], object] | None = None  # the state of other files the answer is made from
+
+
+def _log_stamp(service: Service) -> object:
+    """The transparency log's files as the proof routes read them (``warehouse.tlog.reader.log_stamp``):
+    a replayed proof is the app's answer only while they are unchanged (an edited log answers 503)."""
+    from warehouse.tlog.reader import log_stamp
+
+    return log_stamp(service.settings.data.root)
 
 
 REPLAYED = (
@@ -95,6 +111,7 @@ REPLAYED = (
     Replayed(re.compile(r"/v1/leaderboard")),
     Replayed(re.compile(r"/v1/results")),
     Replayed(re.compile(r"/v1/results/[^/]+")),
+    Replayed(re.compile(r"/v1/(results|releases)/[^/]+/proof"), stamp=_log_stamp),
 )
 
 
@@ -208,7 +225,7 @@ class AnswerCache:
             return
         cors = await self.cors.of(*_cors_request(scope))
         answer = tables.bodies.get(key)
-        if answer is not None:
+        if answer is not None and (answer.fresh is None or answer.fresh()):
             await self._reply(scope, tables, answer, cors)(scope, receive, send)
             return
         route = self._route(scope)
@@ -218,8 +235,11 @@ class AnswerCache:
         head = scope["method"] == "HEAD"
         asked = {**scope, "method": "GET", "state": dict(scope.get("state", {}))} if head else scope  # own state
         capture = _Capture(send, forward=not head)
+        stamp = route.stamp(self.service) if route.stamp is not None else None  # before the app reads the files
         await self.app(asked, receive, capture.send)
         kept = self._keepable(asked, capture, tables.version, route, cors)
+        if kept is not None and route.stamp is not None:
+            kept = Answer(kept.prepared, kept.counts_reuse, _fresh(self.service, route.stamp, stamp))
         if kept is not None:
             tables.bodies.put(key, kept)
         if head:  # the client asked for headers only: answer from what was kept, or ask again as HEAD

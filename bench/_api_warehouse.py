@@ -138,4 +138,24 @@ def publish_synthetic(root: Path, n_models: int) -> tuple[DataDir, Catalog, str]
     data = DataDir(root)
     catalog = build_catalog(data, n_models)
     version, _ = publish(data, catalog, now=dt.datetime(2026, 12, 1, 12, tzinfo=UTC))
+    log_synthetic(data, catalog)
     return data, catalog, version
+
+
+def log_synthetic(data: DataDir, catalog: Catalog) -> None:
+    """The transparency log of the synthetic warehouse, as a publish writes it (every result and
+    release an entry, one signed checkpoint), so the proof routes can be measured
+    (docs/transparency-log.md). Signed with a throwaway key; the kept checkpoint lies beside the
+    data directory."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from warehouse.releases import read_releases
+    from warehouse.tlog.entries import record_sha256, release_entry, result_entry
+    from warehouse.tlog.publisher import append
+    from warehouse.tlog.signer import Ed25519NoteSigner
+    from warehouse.tlog.store import LogStore
+
+    entries = [result_entry(r.run_id, record_sha256(r)) for r in catalog.results]
+    entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(data)]
+    append(LogStore.of_data(data.root), entries, Ed25519NoteSigner(Ed25519PrivateKey.generate()), "medbench.bench/log",
+           data.root.parent / "bench-log.checkpoint")

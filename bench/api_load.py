@@ -17,7 +17,8 @@ after a warm-up, cycling through every model's lookup, both leaderboards and eve
 
 The same lookups and leaderboards asked ``?release=<id>`` (``lookup-release``, ``leaderboard-release``,
 issue 28: answered from the release log through a per-release view of the tables): p99 <= 1.2x the
-current answers' p99. Targets (issue 4): lookup and leaderboard >= 15x Datasette's requests/s, and lookup-cors too (issue
+current answers' p99. Every run's inclusion proof (``proof``, ``/v1/results/{id}/proof``, issue 37,
+from the synthetic warehouse's transparency log): p99 <= 1.2x the result route's. Targets (issue 4): lookup and leaderboard >= 15x Datasette's requests/s, and lookup-cors too (issue
 22); lookup >= 0.7x the trivial route; p99 <= 20 ms on our routes. The servers above run as
 ``medbench serve --read-only`` does; the lookups are measured again on a server with the submission
 routes on (plain ``medbench serve``), as a ratio in the same run (issue 29: at least 0.9x). The data is a synthetic warehouse
@@ -60,6 +61,7 @@ TARGET_VS_DATASETTE, TARGET_VS_CEILING, TARGET_P99_MS, TARGET_SOAK_GROWTH = 15.0
 TARGET_WRITES_ON = 0.90  # lookup rps with the submission routes on, relative to --read-only (issue 29)
 TARGET_AT_SIZE_P99 = 1.5  # issue 43: --results N, p99 at most 1.5x the small board's, in the same run
 TARGET_RELEASE_P99 = 1.2  # issue 28: p99 of ?release= at most 1.2x the current release's, in the same run
+TARGET_PROOF_P99 = 1.2  # issue 37: p99 of /v1/results/{id}/proof at most 1.2x /v1/results/{id}'s, in the same run
 RELEASE_ROUTES = ("lookup", "leaderboard")
 CONST_PATH = "/bench/const"
 BARE_PATH = "/bench/bare"
@@ -146,6 +148,7 @@ def request_paths(catalog: Catalog) -> Paths:
         "lookup": [f"/v1/lookup?model={model}&task={task}" for model, task in pairs],
         "leaderboard": [f"/v1/leaderboard?task={task}" for task in tasks],
         "result": [f"/v1/results/{run_id}" for run_id in run_ids],
+        "proof": [f"/v1/results/{run_id}/proof" for run_id in run_ids],
     }
     datasette = {
         "lookup": [_datasette.lookup_path(model, task) for model, task in pairs],
@@ -226,6 +229,10 @@ def report(ours: dict[str, WrkResult], theirs: dict[str, WrkResult]) -> list[str
             lines.append(f"{route + '-release':<12} {_cell(ours[f'{route}-release']):>36} | (as of a release, "
                          f"?release=) p99 {ratio:.2f}x the current {route}'s: target <= {TARGET_RELEASE_P99}x "
                          f"{_verdict(ratio <= TARGET_RELEASE_P99)}")
+    if "proof" in ours:
+        ratio = ours["proof"].p99_ms / max(ours["result"].p99_ms, 1e-9)
+        lines.append(f"{'proof':<12} {_cell(ours['proof']):>36} | (/v1/results/{{id}}/proof, the inclusion proof) p99 "
+                     f"{ratio:.2f}x the result's: target <= {TARGET_PROOF_P99}x {_verdict(ratio <= TARGET_PROOF_P99)}")
     return lines
 
 
@@ -266,6 +273,7 @@ def compare(args: argparse.Namespace, work: Path) -> None:
         for route in RELEASE_ROUTES:
             mine[f"{route}-release"] = measure(ours.base, release_paths(paths.ours[route], version), args.duration,
                                                args.warmup, work, f"ours-{route}-release")
+        mine["proof"] = measure(ours.base, paths.ours["proof"], args.duration, args.warmup, work, "ours-proof")
         mine["const"] = measure(ours.base, [CONST_PATH], args.duration, args.warmup, work, "ours-const")
         mine["bare"] = measure(ours.base, [BARE_PATH], args.duration, args.warmup, work, "ours-bare")
         reuses = reuses_line(ours, data.root)

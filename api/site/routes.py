@@ -275,8 +275,10 @@ def _handlers() -> list[HTTPRouteHandler]:
         tables = service.tables(request.scope)
         context = await anyio.to_thread.run_sync(release_views.page_context, tables, service.settings.data,
                                                  release_id, service.base_url(request.scope))
+        log = await anyio.to_thread.run_sync(views.log_inclusion, service.settings.data.root, "release",
+                                             context["release"].id)
         return _page(request, service, tables, "release.html", title=f"Release {context['release'].id}",
-                     twin=f"/v1/releases/{context['release'].id}", nav="", **context)
+                     twin=f"/v1/releases/{context['release'].id}", nav="", log=log, **context)
 
     @_page_route("/submissions")
     async def submissions(request: Request, service: NamedDependency[Service], owner: str | None = Parameter(default=None),

@@ -314,7 +314,8 @@ def about_intervals(tables: Tables) -> list[dict[str, Any]]:
 def log_inclusion(data_root: Any, kind: str, entry_id: str) -> dict[str, Any] | None:
     """Where a result (or release) stands in the transparency log, for its page: its leaf index and
     the checkpoint's size and root, or None while the log is missing, does not verify, or does not
-    hold it yet (docs/transparency-log.md). The page links to the proof route."""
+    hold it yet (docs/transparency-log.md); with the checkpoint's origin and signing key. The page
+    links to the proof route."""
     from warehouse.tlog.reader import LogUnavailable, open_view
 
     try:
@@ -324,5 +325,9 @@ def log_inclusion(data_root: Any, kind: str, entry_id: str) -> dict[str, Any] | 
     index = view.state.positions.get((kind, entry_id))
     if index is None or index >= view.size or view.state.checkpoint is None:
         return None
-    return {"leaf_index": index, "tree_size": view.size, "root_hash": view.state.checkpoint.root.hex()}
+    checkpoint = view.memo.get(("page-checkpoint",))
+    if checkpoint is None:  # the checkpoint's origin and signing key, once per verified view
+        body = view.checkpoint_body()
+        checkpoint = view.memo[("page-checkpoint",)] = {"origin": body["origin"], "key_id": body["key_id"]}
+    return {"leaf_index": index, "tree_size": view.size, "root_hash": view.state.checkpoint.root.hex(), **checkpoint}
 

@@ -5,6 +5,11 @@ what the result says (``warehouse.signing.result_mismatches``), and re-hashes th
 against the signed ``predictions_sha256``. For a release it checks the signature over the manifest,
 that the signed string is the served manifest, and that its sha256 is ``manifest_sha256``.
 
+Then the transparency log (``pipelines.cli.verify_log``): the inclusion proof of the result or
+release against a signed checkpoint, that checkpoint's key valid at its size by the log's key
+rotations, and with ``--since CHECKPOINT_FILE`` that today's log extends a checkpoint the user kept;
+an edited, truncated or duplicated log makes the verdict invalid.
+
 Where from: the server, found like every client command (``--api-url``, default
 ``$MEDBENCH_API_URL``, else the local server), or with ``--offline DIR`` a data directory's files
 alone. Against which keys: the server's ``/v1/keys`` (offline: the data directory's keys file), or
@@ -47,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trusted-keys", default=None, metavar="FILE|FINGERPRINT",
                    help="verify against keys you trust: a saved /v1/keys answer, or a key fingerprint "
                    "(SHA256:...) the signing key must have")
+    p.add_argument("--since", type=Path, default=None, metavar="CHECKPOINT_FILE",
+                   help="a checkpoint you kept (the `note` of GET /v1/log/checkpoint): also check that today's "
+                   "transparency log extends it")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.set_defaults(func=run)
 
@@ -61,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     pin = args.trusted_keys
     trusted = _trusted_keys(Path(pin)) if pin and not pin.startswith(FINGERPRINT_PREFIX) else None
     if trusted is False:
+        return USAGE
+    from pipelines.cli.verify_log import read_since
+
+    args.since_note = read_since(args.since)
+    if args.since_note is False:
         return USAGE
     if args.offline is not None:
         return _offline(args, is_release, trusted)
@@ -112,16 +125,27 @@ def _online(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict[
         try:
             keys = trusted if trusted is not None else _keys(
                 args, msgspec.to_builtins(client.keys().keys), f"the server's /v1/keys ({client.base_url})")
+            from pipelines.cli import verify_log
+
             if is_release:
                 body = client.get(f"/v1/releases/{args.id}")
-                return _report(args, "release", release_problems(body, keys), body, keys, pinned=True)
+                logged = verify_log.online(client, "release", args.id, keys, _release_expect(body), _signer(body),
+                                           args.since_note)
+                return _report(args, "release", release_problems(body, keys) + logged.problems, body, keys,
+                               pinned=True, logged=logged)
             body = client.get(f"/v1/results/{args.id}")
             problems = result_problems(body, keys)
             signed_sha = _signed_sha(body)
             if signed_sha is not None:
                 problems += _download_problems(client, args.id, signed_sha)
-            return _report(args, "result", problems, body, keys, pinned=True, withdrawn=body.get("withdrawn"))
+            logged = verify_log.online(client, "result", args.id, keys, {"type": "result", "id": args.id},
+                                       _signer(body), args.since_note)
+            return _report(args, "result", problems + logged.problems, body, keys, pinned=True,
+                           withdrawn=body.get("withdrawn"), logged=logged)
         except ClientError as exc:
+            if isinstance(exc.body, dict) and exc.body.get("error") == "log_unavailable":  # a release the log no
+                return _report(args, "release" if is_release else "result",  # longer attests: not a network fault
+                               [f"log: {exc.body.get('message')}"])
             print(f"medbench verify: {exc.message}", file=sys.stderr)
             return exc.exit_code
 
@@ -148,7 +172,9 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict
     from warehouse.layout import DataDir
     from warehouse.records import decode_record
     from warehouse.releases import read_releases
+    from pipelines.cli import verify_log
     from warehouse.signing import read_signature
+    from warehouse.tlog.proofs import record_hash_of
 
     if not args.offline.is_dir():
         print(f"medbench verify: --offline {args.offline}: no such data directory", file=sys.stderr)
@@ -162,9 +188,13 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict
         if found is None:
             return _report(args, "release", [f"no release {args.id} in {data.release_log}"])
         body = msgspec.to_builtins(found)
-        return _report(args, "release", release_problems(body, keys), body, keys, pinned)
+        logged = verify_log.offline(data.root, "release", args.id, keys, _release_expect(body), _signer(body),
+                                    args.since_note)
+        return _report(args, "release", release_problems(body, keys) + logged.problems, body, keys, pinned,
+                       logged=logged)
     try:
-        body = msgspec.to_builtins(decode_record(data.result_path(args.id).read_bytes()))
+        stored = data.result_path(args.id).read_bytes()
+        body = msgspec.to_builtins(decode_record(stored))
     except (OSError, ValueError) as exc:
         return _report(args, "result", [f"cannot read {data.result_path(args.id)}: {exc}"])
     body["signature"] = read_signature(data, args.id)
@@ -175,8 +205,20 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict
     from warehouse.withdrawals import withdrawals
 
     w = withdrawals(data).get(args.id)
-    return _report(args, "result", problems, body, keys, pinned,
-                   withdrawn={"date": str(w.date), "reason": w.reason} if w else None)
+    logged = verify_log.offline(data.root, "result", args.id, keys,
+                                {"type": "result", "id": args.id, "record_sha256": record_hash_of(stored)},
+                                _signer(body), args.since_note)
+    return _report(args, "result", problems + logged.problems, body, keys, pinned,
+                   withdrawn={"date": str(w.date), "reason": w.reason} if w else None, logged=logged)
+
+
+def _release_expect(body: dict[str, Any]) -> dict[str, str]:
+    return {"type": "release", "id": str(body.get("id")), "manifest_sha256": str(body.get("manifest_sha256"))}
+
+
+def _signer(body: dict[str, Any]) -> str | None:
+    signature = body.get("signature")
+    return signature.get("key_id") if isinstance(signature, dict) else None
 
 
 def _file_problems(path: Path, expected: str) -> list[str]:
@@ -250,7 +292,7 @@ def release_problems(body: dict[str, Any], keys: dict[str, dict[str, Any]]) -> l
 
 def _report(args: argparse.Namespace, what: str, problems: list[str], body: dict[str, Any] | None = None,
             keys: dict[str, dict[str, Any]] | None = None, pinned: bool = True,
-            withdrawn: dict[str, Any] | None = None) -> int:
+            withdrawn: dict[str, Any] | None = None, logged: Any = None) -> int:
     """Print the verdict; the exit code: 1 invalid, 4 valid under a key read from the directory
     being verified (not pinned), else 0. A legacy signature's verdict names how many fields it covers; a
     withdrawn result is still validly signed, and says so beside it (same exit code)."""
@@ -267,13 +309,16 @@ def _report(args: argparse.Namespace, what: str, problems: list[str], body: dict
         print(json.dumps({"id": args.id, "kind": what, "valid": not problems, "verdict": verdict, "problems": problems,
                           "legacy_fields": legacy, "key_id": signature.get("key_id"),
                           "fingerprint": key.get("fingerprint"), "key_source": key.get("source"), "pinned": pinned,
-                          "withdrawn": withdrawn}))
+                          "withdrawn": withdrawn, "log": logged.info if logged is not None else None,
+                          "log_absent": logged.absent if logged is not None else None}))
     elif problems:
         print(f"INVALID: {what} {args.id}: " + "; ".join(problems))
     else:
         demo = " (a demo key)" if str(signature.get("key_id", "")).startswith("demo-") else ""
         print(f"{verdict}: {what} {args.id} is signed by key {signature.get('key_id')}{demo}, fingerprint "
               f"{key.get('fingerprint')}, from {key.get('source')}" + ("; predictions re-hashed" if what == "result" else ""))
+        for line in logged.lines() if logged is not None else []:
+            print(line)
         if withdrawn:
             print(f"valid, withdrawn on {withdrawn.get('date')}: {withdrawn.get('reason')}")
         if legacy is not None:

@@ -152,3 +152,38 @@ def test_the_result_page_links_its_inclusion_proof(own_data, tmp_path) -> None:
         size = client.get("/v1/log/checkpoint").json()["tree_size"]
         assert f'href="/v1/results/{records[0].run_id}/proof"' in page
         assert f"Entry 1 of the log's checkpoint of {size} entries" in page
+        checkpoint = client.get("/v1/log/checkpoint").json()
+        assert f"Checkpoint <code>{checkpoint['origin']}</code> size {size}, signed with key <code>" \
+               f"{checkpoint['key_id']}</code>" in page
+
+
+def test_the_release_page_shows_its_checkpoint_and_links_its_inclusion_proof(own_data, tmp_path) -> None:
+    root, _ = own_data
+    release = read_releases(DataDir(root))[-1].id
+    with TestClient(create_app(root)) as client:
+        assert 'id="log-proof"' not in client.get(f"/releases/{release}").text  # no log yet: no section
+        log_everything(root, tmp_path / "kept.checkpoint")
+        page = client.get(f"/releases/{release}").text
+        proof = client.get(f"/v1/releases/{release}/proof").json()
+        assert f'href="/v1/releases/{release}/proof"' in page
+        assert (f"Entry {proof['leaf_index']} of the log's checkpoint of {proof['tree_size']} entries (root "
+                f'<code class="hash">{proof["checkpoint"]["root_hash"]}</code>)') in page
+        assert f"signed with key <code>{proof['checkpoint']['key_id']}</code>" in page
+
+
+def test_proofs_are_replayed_only_while_the_log_is_unchanged(own_data, tmp_path) -> None:
+    """The answer cache keeps a proof (issue 37: its p99 within 1.2x of a result's) with the log files'
+    state, and asks the app again once they change, so an edited log answers 503 at once."""
+    root, _ = own_data
+    records = catalog(DataDir(root)).results
+    log_everything(root, tmp_path / "kept.checkpoint", records)
+    path = f"/v1/results/{records[1].run_id}/proof"
+    app = create_app(root)
+    with TestClient(app) as client:
+        first = client.get(path)
+        kept = [a for a in app.service.store.current().bodies._entries.values() if getattr(a, "fresh", None)]
+        assert kept and kept[0].prepared.body == first.content  # kept, with its freshness check
+        assert client.get(path).content == first.content
+        store = LogStore.of_data(root)
+        store.entries_path.write_bytes(store.entries_path.read_bytes().replace(b'"type":"release"', b'"type":"releasE"'))
+        assert client.get(path).status_code == 503

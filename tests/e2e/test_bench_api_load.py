@@ -55,6 +55,8 @@ def test_smoke_run_prints_every_line(capsys: pytest.CaptureFixture[str]) -> None
     for route in ("lookup", "leaderboard"):  # issue 28: the same questions as of a release
         assert re.search(rf"^{route}-release{number} \| \(as of a release, \?release=\) p99 [\d.]+x the current "
                          rf"{route}'s: target <= 1.2x (met|NOT met)$", out, re.M), out
+    assert re.search(rf"^proof{number} \| \(/v1/results/\{{id\}}/proof, the inclusion proof\) p99 [\d.]+x the "
+                     rf"result's: target <= 1.2x (met|NOT met)$", out, re.M), out  # issue 37
     for words in ("the trivial route", "the bare ASGI answer"):
         assert re.search(rf"^lookup vs {words}: [\d.]+x; leaderboard vs {words}: [\d.]+x; "
                          rf"result vs {words}: [\d.]+x$", out, re.M), out

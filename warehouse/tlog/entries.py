@@ -50,8 +50,16 @@ def key_id_of(public_key: bytes) -> str:
     return hashlib.sha256(public_key).hexdigest()[:16]
 
 
-def key_body(public_key: bytes) -> dict[str, str]:
-    return {"key_id": key_id_of(public_key), "public_key": base64.b64encode(public_key).decode()}
+def key_body(public_key: bytes, key_id: str | None = None) -> dict[str, str]:
+    """A key as a rotation entry names it: ``key_id`` is the id the key is published under
+    (``/v1/keys``, signatures), ``key_id_of`` or, for a demo key, ``demo-`` and that."""
+    return {"key_id": key_id or key_id_of(public_key), "public_key": base64.b64encode(public_key).decode()}
+
+
+def names_key(key_id: Any, public_key: bytes) -> bool:
+    """Whether ``key_id`` is a name of ``public_key``: its ``key_id_of``, or that after ``demo-``
+    (a demo key says "demo" wherever it appears, the log included)."""
+    return key_id in (key_id_of(public_key), "demo-" + key_id_of(public_key))
 
 
 def record_sha256(record: Any) -> str:
@@ -72,24 +80,26 @@ def withdrawal_entry(run_id: str, date: str, reason: str) -> bytes:
     return _checked({"type": "withdrawal", "id": run_id, "date": date, "reason": reason})
 
 
-def rotation_message(old: bytes | None, new: bytes) -> bytes:
-    """The bytes both keys of a rotation sign."""
-    body = {"type": "key_rotation", "id": key_id_of(new), "new": key_body(new),
-            "old": key_body(old) if old is not None else None}
+def rotation_message(old: bytes | None, new: bytes, old_id: str | None = None, new_id: str | None = None) -> bytes:
+    """The bytes both keys of a rotation sign (the keys under their published ids)."""
+    new_body = key_body(new, new_id)
+    body = {"type": "key_rotation", "id": new_body["key_id"], "new": new_body,
+            "old": key_body(old, old_id) if old is not None else None}
     return ROTATION_CONTEXT + canonical_json(body)
 
 
 def rotation_entry(old: bytes | None, new: bytes, sign_old: Callable[[bytes], bytes] | None,
-                   sign_new: Callable[[bytes], bytes]) -> bytes:
+                   sign_new: Callable[[bytes], bytes], old_id: str | None = None, new_id: str | None = None) -> bytes:
     """A key_rotation entry from ``old`` (None for the log's first key) to ``new``, signed by both
-    (``sign_*(message) -> raw 64-byte Ed25519 signature``)."""
-    message = rotation_message(old, new)
+    (``sign_*(message) -> raw 64-byte Ed25519 signature``); ``*_id``: the keys' published ids."""
+    message = rotation_message(old, new, old_id, new_id)
     if (old is None) != (sign_old is None):
         raise EntryError("a rotation from a key is signed by that key; the first key's entry by the new key alone")
     signatures = {"new": base64.b64encode(sign_new(message)).decode(),
                   "old": base64.b64encode(sign_old(message)).decode() if sign_old else None}
-    body = {"type": "key_rotation", "id": key_id_of(new), "new": key_body(new),
-            "old": key_body(old) if old is not None else None, "signatures": signatures}
+    new_body = key_body(new, new_id)
+    body = {"type": "key_rotation", "id": new_body["key_id"], "new": new_body,
+            "old": key_body(old, old_id) if old is not None else None, "signatures": signatures}
     return _checked(body)
 
 
@@ -131,12 +141,12 @@ def rotation_keys(body: Mapping[str, Any]) -> tuple[bytes | None, bytes]:
 
 def _check_rotation(body: Mapping[str, Any]) -> None:
     old, new = rotation_keys(body)
-    if body["id"] != key_id_of(new):
+    if body["id"] != body["new"]["key_id"]:
         raise EntryError(f"key rotation {body['id']}: its id is not the new key's id")
     signatures = body["signatures"]
     if not isinstance(signatures, dict) or set(signatures) != {"new", "old"}:
         raise EntryError(f"key rotation {body['id']}: signatures must hold 'new' and 'old'")
-    message = rotation_message(old, new)
+    message = rotation_message(old, new, body["old"]["key_id"] if old is not None else None, body["id"])
     if not _signed(new, signatures["new"], message):
         raise EntryError(f"key rotation {body['id']}: the new key's signature does not verify")
     if old is None:
@@ -153,7 +163,7 @@ def _raw_key(key: Any) -> bytes:
         raw = base64.b64decode(str(key["public_key"]), validate=True)
     except (binascii.Error, ValueError):
         raise EntryError(f"key {key.get('key_id')}: public_key is not base64") from None
-    if len(raw) != 32 or key["key_id"] != key_id_of(raw):
+    if len(raw) != 32 or not names_key(key["key_id"], raw):
         raise EntryError(f"key {key.get('key_id')}: not a 32-byte Ed25519 key matching its key_id")
     return raw
 
@@ -173,5 +183,5 @@ def _checked(body: dict[str, Any]) -> bytes:
     return entry
 
 
-__all__ = ["ROTATION_CONTEXT", "TYPES", "EntryError", "key_body", "key_id_of", "parse_entry", "record_sha256",
+__all__ = ["ROTATION_CONTEXT", "TYPES", "EntryError", "key_body", "key_id_of", "names_key", "parse_entry", "record_sha256",
            "release_entry", "result_entry", "rotation_entry", "rotation_keys", "rotation_message", "withdrawal_entry"]

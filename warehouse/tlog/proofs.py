@@ -10,15 +10,18 @@ reader trusts (pinned fingerprints, or ``/v1/keys`` when it trusts the server), 
 - ``check_since``: a consistency proof (``GET /v1/log/consistency``) from a checkpoint the reader
   kept to the current one: nothing the older checkpoint covered was changed or removed.
 
-Each raises ``ProofError`` with one line saying what failed. Key lifetimes by position are checked
-by the log's own ``audit``; a reader pinning one key checks that key only. docs/transparency-log.md
+- ``check_key_lifetime``: the checkpoint against the log's entries up to its size (as
+  ``/v1/log/entries`` serves them): they hash to its root, and its key is one the log's rotations
+  make valid at that size (``audit`` does the same on a data directory).
+
+Each raises ``ProofError`` with one line saying what failed. A reader pinning one key checks that key only. docs/transparency-log.md
 "Checking a proof without medbench" gives the same steps with nothing but hashlib and cryptography.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -95,6 +98,49 @@ def check_since(kept_note: str, consistency: Mapping[str, Any], current: Checkpo
     return kept
 
 
+def check_key_lifetime(entries: Sequence[bytes], note: str, public_keys: Iterable[bytes],
+                       signer_id: str | None = None) -> Checkpoint:
+    """The checkpoint of ``note`` after checking it against the log's own first entries: ``entries``
+    (at least as many as its size, e.g. the pages of ``GET /v1/log/entries``) hash to its root, and
+    it is signed by one of ``public_keys`` that the log's key rotations make valid at its size (a key
+    retired before, or introduced after, signs nothing valid there). ``signer_id``, when given, must
+    be a key the log introduced (the key a result or release was signed with)."""
+    from warehouse.tlog.audit import key_lifetimes
+    from warehouse.tlog.entries import EntryError, parse_entry
+    from warehouse.tlog.merkle import root_of_leaves
+
+    try:
+        claimed = parse_checkpoint(note)
+    except CheckpointError as exc:
+        raise ProofError(f"the checkpoint is malformed ({exc})") from None
+    if len(entries) < claimed.size:
+        raise ProofError(f"the log served {len(entries)} entries, fewer than its checkpoint's {claimed.size}")
+    prefix = list(entries[:claimed.size])
+    if root_of_leaves([leaf_hash(e) for e in prefix]) != claimed.root:
+        raise ProofError(f"the log's first {claimed.size} entries do not hash to the checkpoint's root")
+    try:
+        lives, _ = key_lifetimes([parse_entry(e) for e in prefix])
+    except EntryError as exc:
+        raise ProofError(f"the log holds an invalid entry or key rotation: {exc}") from None
+    trusted = set(public_keys)
+    valid = [life.public_key for life in lives.values() if life.valid_at(claimed.size) and life.public_key in trusted]
+    try:
+        checkpoint = verify_checkpoint(note, claimed.origin, valid)[0]
+    except CheckpointError:
+        raise ProofError(f"the checkpoint of size {claimed.size} is not signed by a trusted key the log holds valid at "
+                         "that size (a key retired before it, or not yet introduced, signs nothing there)") from None
+    if signer_id is not None and not knows_key(lives, signer_id):
+        raise ProofError(f"key {signer_id} is not a key of the transparency log (no key rotation introduces it)")
+    return checkpoint
+
+
+def knows_key(lives: Mapping[str, Any], key_id: str) -> bool:
+    """Whether the log introduced the key ``key_id`` (a demo key's ``demo-`` is not part of its hash:
+    logs written before demo keys were named so in the log hold the bare id)."""
+    bare = key_id.removeprefix("demo-")
+    return key_id in lives or bare in lives or f"demo-{bare}" in lives
+
+
 def record_hash_of(record_json: bytes) -> str:
     """sha256 of a result record's canonical JSON, from its JSON bytes (what a result entry names)."""
     from warehouse.releases import canonical_json
@@ -102,4 +148,4 @@ def record_hash_of(record_json: bytes) -> str:
     return hashlib.sha256(canonical_json(msgspec.json.decode(record_json))).hexdigest()
 
 
-__all__ = ["ProofError", "check_proof", "check_since", "record_hash_of", "trusted_checkpoint"]
+__all__ = ["ProofError", "check_key_lifetime", "check_proof", "check_since", "knows_key", "record_hash_of", "trusted_checkpoint"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from warehouse.files import atomic_path
 from warehouse.tlog.audit import LogIntegrityError, LogState, audit, unique_key
 from warehouse.tlog.checkpoint import Checkpoint, sign_checkpoint
-from warehouse.tlog.entries import key_id_of, parse_entry, rotation_entry
+from warehouse.tlog.entries import parse_entry, rotation_entry
 from warehouse.tlog.signer import NoteSigner
 from warehouse.tlog.store import LogStore
 
@@ -70,6 +70,13 @@ def verify_for_append(store: LogStore, origin: str, kept_path: Path) -> LogState
     return state
 
 
+def is_active(state: LogState, signer: NoteSigner) -> bool:
+    """Whether ``signer`` holds the log's active key (compared by public key: the log names a key by
+    the id it was published under when it took over)."""
+    life = state.keys.get(state.active_key) if state.active_key is not None else None
+    return life is not None and life.public_key == signer.public_key
+
+
 def append(store: LogStore, entries: Sequence[bytes], signer: NoteSigner, origin: str, kept_path: Path) -> Checkpoint:
     """Append the entries the log lacks and sign a checkpoint with ``signer`` (written in the log and
     at ``kept_path``). An entry already in the log with the same bytes is skipped; a release,
@@ -78,12 +85,11 @@ def append(store: LogStore, entries: Sequence[bytes], signer: NoteSigner, origin
     a signer that is not the log's key must ``rotate`` first."""
     with store.locked():
         state = verify_for_append(store, origin, kept_path)
-        key_id = key_id_of(signer.public_key)
         new: list[bytes] = []
         if state.active_key is None:
-            new.append(rotation_entry(None, signer.public_key, None, signer.sign))
-        elif state.active_key != key_id:
-            raise LogIntegrityError(f"the log's key is {state.active_key}, not the signing key {key_id}: record a key "
+            new.append(rotation_entry(None, signer.public_key, None, signer.sign, new_id=signer.key_id))
+        elif not is_active(state, signer):
+            raise LogIntegrityError(f"the log's key is {state.active_key}, not the signing key {signer.key_id}: record a key "
                                     "rotation signed by both keys first (docs/transparency-log.md)")
         seen: dict[tuple, bytes] = {}
         for entry in entries:
@@ -108,10 +114,10 @@ def rotate(store: LogStore, old: NoteSigner, new: NoteSigner, origin: str, kept_
     and a checkpoint signed by ``new`` (from this size on, ``old`` signs no valid checkpoint)."""
     with store.locked():
         state = verify_for_append(store, origin, kept_path)
-        if state.active_key != key_id_of(old.public_key):
-            raise LogIntegrityError(f"the log's key is {state.active_key}, not {key_id_of(old.public_key)}: only the "
+        if not is_active(state, old):
+            raise LogIntegrityError(f"the log's key is {state.active_key}, not {old.key_id}: only the "
                                     "current key can hand over")
-        entry = rotation_entry(old.public_key, new.public_key, old.sign, new.sign)
+        entry = rotation_entry(old.public_key, new.public_key, old.sign, new.sign, state.active_key, new.key_id)
         return _commit(store, state, [entry], [new], origin, kept_path)
 
 
@@ -127,4 +133,4 @@ def _commit(store: LogStore, state: LogState, new: list[bytes], signers: list[No
     return checkpoint
 
 
-__all__ = ["KEPT_ENV", "append", "kept_checkpoint_path", "read_kept", "rotate", "verify_for_append"]
+__all__ = ["KEPT_ENV", "append", "is_active", "kept_checkpoint_path", "read_kept", "rotate", "verify_for_append"]

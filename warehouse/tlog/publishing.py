@@ -36,8 +36,8 @@ from warehouse.layout import DataDir
 from warehouse.releases import ReleaseRecord, manifest_bytes, read_releases
 from warehouse.tlog.audit import LogIntegrityError, LogState
 from warehouse.tlog.checkpoint import Checkpoint, origin_for
-from warehouse.tlog.entries import key_id_of, record_sha256, release_entry, result_entry, withdrawal_entry
-from warehouse.tlog.publisher import append, kept_checkpoint_path, read_kept, rotate, verify_for_append
+from warehouse.tlog.entries import record_sha256, release_entry, result_entry, withdrawal_entry
+from warehouse.tlog.publisher import append, is_active, kept_checkpoint_path, read_kept, rotate, verify_for_append
 from warehouse.tlog.signer import from_signing_key, load_note_signer
 from warehouse.tlog.store import LogStore
 from warehouse.withdrawals import Withdrawal, withdrawals
@@ -61,28 +61,29 @@ class LogPublication:
             self.log(f"no kept checkpoint of this data directory's transparency log at {self.kept} (first publish "
                      "from this path, or it was removed): keeping one from now on")
         state = verify_for_append(self.store, self.origin, self.kept)
-        if state.active_key is not None and state.active_key != key_id_of(self.signer.public_key):
-            self._rotate(state.active_key)
+        if state.active_key is not None and not is_active(state, self.signer):
+            self._rotate(state)
             state = verify_for_append(self.store, self.origin, self.kept)
         check_release_chain(self.data, self.store, state)
         for line in restore_withdrawals(self.data, self.store, state):
             self.log(line)
         return state
 
-    def _rotate(self, active: str) -> None:
+    def _rotate(self, state: LogState) -> None:
         """The signing key changed: the log's key hands over, both signing the rotation entry."""
+        active = state.active_key
         previous = os.environ.get(PREVIOUS_KEY_ENV)
         if not previous:
             raise LogIntegrityError(f"the transparency log's key is {active}, not this publish's signing key "
-                                    f"{key_id_of(self.signer.public_key)}: set {PREVIOUS_KEY_ENV} to the old key's "
+                                    f"{self.signer.key_id}: set {PREVIOUS_KEY_ENV} to the old key's "
                                     "PEM file for this publish, so that both keys sign the rotation "
                                     "(docs/transparency-log.md)")
         old = load_note_signer(Path(previous).expanduser())
-        if key_id_of(old.public_key) != active:
-            raise LogIntegrityError(f"{PREVIOUS_KEY_ENV}={previous} is key {key_id_of(old.public_key)}, not the "
+        if not is_active(state, old):
+            raise LogIntegrityError(f"{PREVIOUS_KEY_ENV}={previous} is key {old.key_id}, not the "
                                     f"transparency log's key {active}")
         checkpoint = rotate(self.store, old, self.signer, self.origin, self.kept)
-        self.log(f"transparency log: key {active} handed over to {key_id_of(self.signer.public_key)} at entry "
+        self.log(f"transparency log: key {active} handed over to {self.signer.key_id} at entry "
                  f"{checkpoint.size - 1}")
 
     def record(self, results: list[Any], withdrawn: dict[str, dict[str, str]]) -> Checkpoint:

@@ -13,6 +13,8 @@ no file is read again to answer one.
 from __future__ import annotations
 
 import base64
+import functools
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,6 @@ import msgspec
 
 from warehouse.tlog.audit import LogIntegrityError, LogState, audit, levels_subtree
 from warehouse.tlog.checkpoint import key_hash, split_note
-from warehouse.tlog.entries import key_id_of
 from warehouse.tlog.merkle import consistency_path, inclusion_path, leaf_hash
 from warehouse.tlog.store import LogStore
 
@@ -52,10 +53,12 @@ class LogView:
         assert cp is not None
         text, signatures = split_note(cp.note)
         key_id = signature = None
-        for key in self.state.keys_valid_at(cp.size):
+        for name_of_key, life in self.state.keys.items():  # the key under the id the log (and /v1/keys) names it
+            if not life.valid_at(cp.size):
+                continue
             for name, khash, sig in signatures:
-                if name == cp.origin and khash == key_hash(cp.origin, key):
-                    key_id, signature = key_id_of(key), base64.b64encode(sig).decode()
+                if name == cp.origin and khash == key_hash(cp.origin, life.public_key):
+                    key_id, signature = name_of_key, base64.b64encode(sig).decode()
                     break
             if key_id:
                 break
@@ -118,6 +121,26 @@ def _stamp(store: LogStore) -> tuple:
     return tuple(stamps)
 
 
+@functools.lru_cache(maxsize=64)
+def _paths_of(data_root: Path | str) -> tuple[tuple[str, str], ...]:
+    store = LogStore.of_data(data_root)
+    return tuple((p.name, str(p)) for p in (store.entries_path, store.index_path, store.checkpoint_path))
+
+
+def log_stamp(data_root: Path | str) -> tuple:
+    """The state of the files a verified view is made from: answers made from a view are the same
+    while it is unchanged (``api.answer_cache`` replays the proof routes on it, so it is called on
+    every replay: the store's paths are worked out once per data directory)."""
+    stamps = []
+    for name, path in _paths_of(data_root):
+        try:
+            st = os.stat(path)
+            stamps.append((name, st.st_size, st.st_mtime_ns, st.st_ino))
+        except FileNotFoundError:
+            stamps.append((name, None))
+    return tuple(stamps)
+
+
 def open_view(data_root: Path | str) -> LogView:
     """The verified log of a data directory; ``LogUnavailable`` when it has none or it does not verify."""
     store = LogStore.of_data(data_root)
@@ -137,4 +160,4 @@ def open_view(data_root: Path | str) -> LogView:
     return found[1]
 
 
-__all__ = ["PAGE_MAX", "LogUnavailable", "LogView", "open_view"]
+__all__ = ["PAGE_MAX", "LogUnavailable", "LogView", "log_stamp", "open_view"]

@@ -16,9 +16,12 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from warehouse.tlog.entries import key_id_of
+
 
 class NoteSigner(Protocol):
     public_key: bytes  # the 32 raw bytes of the Ed25519 public key
+    key_id: str  # the id the key is published under (``entries.names_key``: demo keys start ``demo-``)
 
     def sign(self, message: bytes) -> bytes:
         """The raw 64-byte Ed25519 signature of ``message``."""
@@ -32,6 +35,7 @@ class Ed25519NoteSigner:
         self._private = private
         self.public_key = private.public_key().public_bytes(serialization.Encoding.Raw,
                                                             serialization.PublicFormat.Raw)
+        self.key_id = key_id_of(self.public_key)
 
     def sign(self, message: bytes) -> bytes:
         return self._private.sign(message)
@@ -41,6 +45,7 @@ class _PublisherKeySigner:
     def __init__(self, key: Any):
         self._key = key
         self.public_key = bytes(key.public_key)
+        self.key_id = str(getattr(key, "key_id", None) or key_id_of(self.public_key))
 
     def sign(self, message: bytes) -> bytes:
         raw = getattr(self._key, "sign_bytes", None)  # the raw primitive, where the key object has one
@@ -52,12 +57,12 @@ def load_note_signer(path: Path) -> NoteSigner:
     (``warehouse.keys.load_key``: its ``SigningKeyError`` says what is wrong with the file)."""
     from warehouse.keys import load_key  # warehouse.keys imports the publisher; only this path needs it
 
-    return from_signing_key(load_key(path))
+    return from_signing_key(load_key(path, demo=path.stem.startswith("demo-")))
 
 
 def from_signing_key(key: Any) -> NoteSigner:
     """A NoteSigner over the publisher's ``warehouse.signing.SigningKey``: its ``public_key`` raw
-    bytes, and ``sign_bytes(message) -> signature`` where it has one, else
+    bytes, its ``key_id`` (so a demo key is ``demo-...`` in the log as in ``/v1/keys``), and ``sign_bytes(message) -> signature`` where it has one, else
     ``sign(message) -> {"value": base64 signature, ...}``."""
     return _PublisherKeySigner(key)
 
