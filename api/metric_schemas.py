@@ -18,6 +18,10 @@ class Metric(msgspec.Struct):
     direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
     replicates_kept: int | None = None  # bootstrap replicates behind the interval (None: not a bootstrap's)
+    # rubric tasks' primary metric: the interval without judge resampling (items alone); [ci_low, ci_high]
+    # is then the two-stage interval over items and judge samples. None for every other metric
+    ci_low_items_only: float | None = None
+    ci_high_items_only: float | None = None
 
 
 class Withheld(msgspec.Struct):

@@ -47,7 +47,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
                           direction=m.direction, target=m.target,  # type: ignore[arg-type]
-                          replicates_kept=m.replicates_kept)
+                          replicates_kept=m.replicates_kept, ci_low_items_only=m.ci_low_items_only,
+                          ci_high_items_only=m.ci_high_items_only)
 
 
 BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "

@@ -46,6 +46,10 @@ class MetricValue(msgspec.Struct, frozen=True):
     # bootstrap replicates the interval was computed from (the others undefined there); None for an
     # interval that is not a bootstrap's or a result written before this was recorded
     replicates_kept: int | None = None
+    # the rubric kind's primary metric: the interval without the judge's resampling (items alone);
+    # [ci_low, ci_high] is then the two-stage one (docs/statistics.md); None for every other metric
+    ci_low_items_only: float | None = None
+    ci_high_items_only: float | None = None
 
 
 class Subgroup(msgspec.Struct, frozen=True, kw_only=True):

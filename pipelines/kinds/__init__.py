@@ -3,7 +3,7 @@ engine, the Dagster checks, ``/v1/compare``, the publisher and the site ask inst
 kind's name (docs/adding-a-task.md, "A new kind").
 
 Kinds are plug-ins like families, datasets and backends: they live in a ``Registry``
-(``pipelines.core.registry``), the built-ins (``choice``, ``score``) registered directly and every
+(``pipelines.core.registry``), the built-ins (``choice``, ``score``, ``rubric``) registered directly and every
 installed distribution's entry points in the group ``medbench.kinds`` lazily (loaded on first use).
 A second kind under a taken name is an error naming both, never a silent first-wins. The registry
 is the process's one table of kinds because a kind is data about published files: the API, which
@@ -18,12 +18,13 @@ from importlib.metadata import entry_points
 from pipelines.core.kind import Kind
 from pipelines.core.registry import GROUPS, Registry
 from pipelines.kinds.choice import Choice
+from pipelines.kinds.rubric import Rubric
 from pipelines.kinds.score import Score
 
 __all__ = ["Kind", "kind", "kind_registry", "kinds"]
 
 ENTRY_POINT_GROUP = GROUPS["kinds"]
-BUILTIN: tuple[type, ...] = (Choice, Score)
+BUILTIN: tuple[type, ...] = (Choice, Score, Rubric)
 
 _lock = threading.Lock()
 _registry: Registry[Kind] | None = None
