@@ -79,6 +79,9 @@ class Catalog:
     # kind name -> its typed columns (DuckDB types by column, ``Kind.sql_types``), handed in by the
     # pipeline: one ``predictions_<kind>`` table each (``warehouse.portable``); None: the built-ins'
     kind_columns: dict[str, dict[str, str]] | None = None
+    # kind name -> its list columns unnested into one row per entry (``Kind.sql_unnest``: the rubric
+    # kind's grades); derived from the kinds, so not part of the content hash
+    kind_unnest: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # run_id -> {reason, date} of every withdrawn result (``warehouse.withdrawals``): they stay
     # published, marked withdrawn, and leave the current leaderboards and lookups
     withdrawn: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -269,7 +272,7 @@ def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_ha
         insert_rows(con, catalog.ranks)
         insert_rows(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])
         create_prediction_tables(con, data, catalog.results, catalog.tasks, catalog.prediction_schemas,
-                                 catalog.kind_columns)
+                                 catalog.kind_columns, catalog.kind_unnest)
         insert_releases(con, [*read_releases(data), record])
         con.execute("CHECKPOINT")
     finally:
