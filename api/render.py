@@ -8,6 +8,9 @@ result the same way, and apart from ``tables`` because the self-links (``url``,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+import msgspec
 
 from api import schemas
 from api.bibtex import result_bibtex
@@ -38,6 +41,10 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
         provider_model_id=ref.provider_model_id, revision=ref.revision,
         release_date=ref.release_date, knowledge_cutoff=ref.knowledge_cutoff,
     )
+
+
+def _usage_part(part: Any) -> schemas.UsagePart | None:
+    return schemas.UsagePart(**msgspec.structs.asdict(part)) if part is not None else None
 
 
 def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
@@ -152,7 +159,9 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         usage=schemas.Usage(
             prompt_tokens=r.usage.prompt_tokens, completion_tokens=r.usage.completion_tokens,
             wall_seconds=r.usage.wall_seconds, hardware=r.usage.hardware,
+            answering=_usage_part(r.usage.answering), judging=_usage_part(r.usage.judging),
         ),
+        judge=schemas.Judge(**msgspec.structs.asdict(r.judge)) if r.judge is not None else None,
         price_table_date=r.price_table_date,
         bibtex=result_bibtex(r, url, dataset.citation if dataset else None, dataset.doi if dataset else None),
         predictions_url=predictions_url(base, r.run_id),

@@ -111,11 +111,32 @@ class Versions(msgspec.Struct):
     plugins: list[PluginVersion] = []  # addition: plug-in distributions' {name, version, files_sha256}
 
 
+class UsagePart(msgspec.Struct):
+    """One part of a judged task's usage: the answering model's or the judge's, with its own cost."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    wall_seconds: float
+    cost_usd: float
+
+
 class Usage(msgspec.Struct):
     prompt_tokens: int | None
     completion_tokens: int | None
     wall_seconds: float
     hardware: str
+    # rubric tasks: the answering and the judging apart (the totals and ``cost_usd`` are their sums)
+    answering: UsagePart | None = None
+    judging: UsagePart | None = None
+
+
+class Judge(msgspec.Struct):
+    """The judge model that graded a rubric result: slug, revision, its prompt's sha256, samples per answer."""
+
+    model: str
+    revision: str
+    prompt_sha256: str
+    samples: int
 
 
 class BaselineComparison(msgspec.Struct):
@@ -190,6 +211,7 @@ class Result(msgspec.Struct, kw_only=True):
     # "Signatures"); null for a result published before signing
     signature: Signature | None
     withheld: list[Withheld]  # metrics left out of `metrics` (undefined or degenerate), and why
+    judge: Judge | None = None  # rubric tasks: the judge model that graded it (docs/api.md); null otherwise
 
 
 class Dataset(msgspec.Struct):

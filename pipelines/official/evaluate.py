@@ -60,7 +60,7 @@ def tier_for(ev: Evaluation, submitter: Submitter) -> str:
 
 def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str) -> Evaluation:
     ev = plan(specs, data, task_ref, model_slug)
-    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, plugins=ev.plugins))
+    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, plugins=ev.plugins, judge=ev.judge))
 
 
 def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:

@@ -21,10 +21,8 @@ import pyarrow.parquet as pq
 
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.protocols import NotRunnable
-from pipelines.core.registry import installed_plugins
 from pipelines.core.specs import TaskSpec
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
-from pipelines.engine.specs import load_model_spec
 from pipelines.kinds.rubric import Rubric
 from pipelines.tasks.base import CheckOutcome, Instances, Log, ScoreSummary, TaskFamily, predicted_once
 from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge, judge_prompt_sha256
@@ -81,13 +79,12 @@ def predictions_table(items: list[dict[str, Any]], answers: dict[str, str],
     return pa.table(cols, schema=PREDICTIONS_SCHEMA)
 
 
-def resolve_judge(s: RubricSettings, data: Any, plugins: Any = None) -> Judge:
-    """The task spec's judge as a model spec and its backend (the installed plug-ins' unless given)."""
-    plugins = plugins or installed_plugins()
-    spec = load_model_spec(s.judge, None, plugins)
-    if spec is None:
-        raise NotRunnable(f"the judge {s.judge!r} has no model spec (specs/models/{s.judge}.toml)")
-    backend = plugins.backends.get(spec.backend)
+def resolve_judge(ev: Evaluation, data: Any) -> Judge:
+    """The evaluation's judge (the task spec's, or the one ``plan`` was given) with its backend."""
+    s: RubricSettings = ev.task.settings
+    spec, backend = ev.judge, ev.judge_backend
+    if spec is None or backend is None:
+        raise NotRunnable(f"{ev.partition_key}: no judge was planned for this rubric task")
     if reason := backend.not_runnable_reason(spec, data):
         raise NotRunnable(f"judge {spec.slug}: {reason}")
     cap = backend.max_new_tokens(spec, s.judge_max_new_tokens)
@@ -122,6 +119,9 @@ class ClinicalQAOpen(TaskFamily):
         if "/" not in s.judge:
             raise ValueError(f"judge {s.judge!r} must be a model slug, provider/name")
 
+    def judge(self, task: TaskSpec) -> str | None:
+        return task.settings.judge
+
     def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
         return {"expected_rows": task.settings.n_items}
 
@@ -155,7 +155,7 @@ class ClinicalQAOpen(TaskFamily):
         template = s.prompt_template + "\0" + s.exam_template
         return AnswerAndJudge(
             items=items, prompt_hash=hashlib.sha256(template.encode("utf-8")).hexdigest(),
-            max_new_tokens=s.max_new_tokens, temperature=s.temperature, judge_for=lambda data: resolve_judge(s, data),
+            max_new_tokens=s.max_new_tokens, temperature=s.temperature, judge_for=lambda data: resolve_judge(ev, data),
             judge_template=s.judge_prompt_template,
             table=lambda answers, verdicts, judge: predictions_table(items, answers, verdicts, judge),
             config={"rubric_rule": s.rule},
