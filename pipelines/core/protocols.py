@@ -218,9 +218,10 @@ class TaskFamily(Protocol):
         """The model every result of ``task`` is compared with at publish time; None: no comparison."""
         return None
 
-    def judge(self, task: TaskSpec) -> str | None:
-        """The slug of the model that grades ``task``'s answers (a rubric task's judge), or None where no
-        model grades. A judged task's run ids hold the judge's spec hash, so each judge's result is its own."""
+    def judge(self, task: TaskSpec, demo: bool = False) -> str | None:
+        """The slug of the model that grades ``task``'s answers (a rubric task's judge; ``demo``: on the
+        demo data, where a task may name a simulated one), or None where no model grades. A judged
+        task's run ids hold the judge's spec hash, so each judge's result is its own."""
         return None
 
     def participant_flow(self, task: TaskSpec, instances: Path) -> list[dict[str, Any]] | None:

@@ -60,7 +60,7 @@ def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str
     family, backend = specs.family_of(task), specs.backend_of(model)
     plugins = tuple(plugin_versions([family, specs.plugins.datasets.get(task.dataset), kind_of(family.kind),
                                      backend]))
-    judge_slug = family.judge(task)
+    judge_slug = family.judge(task, data.kind() == "demo")
     if judge is not None and judge_slug is None:
         raise ValueError(f"{task.ref} is not graded by a judge model: leave out the judge")
     judge_spec = specs.model(judge or judge_slug) if judge_slug is not None else None

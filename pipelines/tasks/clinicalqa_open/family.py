@@ -119,8 +119,8 @@ class ClinicalQAOpen(TaskFamily):
         if "/" not in s.judge:
             raise ValueError(f"judge {s.judge!r} must be a model slug, provider/name")
 
-    def judge(self, task: TaskSpec) -> str | None:
-        return task.settings.judge
+    def judge(self, task: TaskSpec, demo: bool = False) -> str | None:
+        return task.settings.demo_judge if demo and task.settings.demo_judge else task.settings.judge
 
     def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
         return {"expected_rows": task.settings.n_items}

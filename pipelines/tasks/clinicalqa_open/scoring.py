@@ -43,11 +43,11 @@ class RubricExtras(msgspec.Struct, frozen=True):
 def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     if n == 0:
         return float("nan"), float("nan")
-    p = k / n
+    p = float(k) / n
     d = 1 + z * z / n
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
+    return float(max(0.0, c - h)), float(min(1.0, c + h))
 
 
 def grade_arrays(predictions: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:

@@ -24,3 +24,4 @@ class RubricSettings(_Spec):
     judge_temperature: float = 0.0
     judge_max_new_tokens: int = 1024
     min_judge_kappa: float = 0.6    # the scorecard's threshold (where reference grades exist)
+    demo_judge: str = ""            # the judge on the generated demo data (a simulated one), if another

@@ -1,0 +1,86 @@
+"""The demo of clinicalqa-open@0: a free-text panel, a simulated judge that disagrees with itself, and
+judged run ids (docs/adding-a-task.md, "The rubric kind and clinicalqa-open")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.backends.matching_judge import grade
+from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
+from pipelines.datasets.clinicalqa.simulated import replay_bytes
+from pipelines.datasets.clinicalqa.simulated_open import OUTPUTS_DIR, PANEL, simulate
+from pipelines.engine.identity import run_id
+from pipelines.stats.rubric import item_scores, judge_agreement
+from pipelines.tasks.clinicalqa_open.family import items_table
+from pipelines.tasks.clinicalqa_open.judging import judge_prompt, parse_verdicts
+from support.plugins import specs
+
+SPECS = specs()
+TASK = SPECS.task("clinicalqa-open@0")
+ROWS = demo_clinicalqa_rows()
+
+
+def test_at_least_six_answerers_in_different_styles_each_committed_and_demo_only():
+    assert len(PANEL) >= 6 and len({p.style for p in PANEL}) == len(PANEL)
+    for p in PANEL:
+        model = SPECS.model(f"medbench-sim-open/{p.name}")
+        assert model.tasks == ["clinicalqa-open@0"] and model.settings.demo_only is True
+        assert model.description.startswith("SIMULATED, not a real model")
+        assert (OUTPUTS_DIR / f"{p.name}.jsonl").read_bytes() == replay_bytes(simulate(p, ROWS))
+
+
+def _judged(style_name: str, n: int, samples: int = 3):
+    judge = SPECS.model(TASK.settings.demo_judge)
+    items = items_table(ROWS[:n], TASK.settings).to_pylist()
+    answers = {r.instance_id: r.output for r in simulate(next(p for p in PANEL if p.name == style_name), ROWS[:n])}
+    met, points = [], []
+    for item in items:
+        prompt = judge_prompt(TASK.settings.judge_prompt_template, item["prompt"], answers[item["instance_id"]],
+                              item["criteria"])
+        per = [parse_verdicts(grade(prompt, f"{item['instance_id']}#{s}", judge.settings.seed, judge.settings.flip),
+                              item["criteria"]) for s in range(samples)]
+        assert all(ok for _, ok in per)
+        met.append([[v[k][0] for v, _ in per] for k in range(len(item["criteria"]))])
+        points.append([c["points"] for c in item["criteria"]])
+    return np.array(met, dtype=bool), np.array(points)
+
+
+def test_the_simulated_judge_grades_by_content_and_its_samples_disagree_reproducibly():
+    met, points = _judged("concise", 60)
+    scores = item_scores(met, points).mean(axis=1)
+    shotgun = item_scores(*_judged("shotgun", 60)).mean(axis=1)
+    assert scores.mean() > 0.5 > shotgun.mean()  # naming every option loses the distractors' points
+    agreement = judge_agreement(met, np.ones(met.shape[:2], dtype=bool))
+    assert 0.6 < agreement < 0.95  # seeded disagreement: the board shows the judge's uncertainty
+    again, _ = _judged("concise", 60)
+    assert np.array_equal(met, again)
+
+
+def test_only_a_judged_task_puts_its_judge_in_the_run_id():
+    model = SPECS.model("medbench/random")
+    for ref in ("clinicalqa@0", "vitaldb-ioh@0"):
+        task = SPECS.task(ref)
+        assert SPECS.family_of(task).judge(task) is None and SPECS.family_of(task).judge(task, True) is None
+    family = SPECS.family_of(TASK)
+    assert family.judge(TASK) == "google/medgemma-27b-text-it"
+    assert family.judge(TASK, demo=True) == "medbench-sim-open/judge"
+    answerer = SPECS.model("medbench-sim-open/concise")
+    plain = run_id(answerer, TASK, "snap")
+    a = run_id(answerer, TASK, "snap", judge=SPECS.model("medbench-sim-open/judge"))
+    b = run_id(answerer, TASK, "snap", judge=SPECS.model("google/medgemma-27b-text-it"))
+    assert len({plain, a, b}) == 3
+    assert run_id(model, SPECS.task("clinicalqa@0"), "snap") == run_id(model, SPECS.task("clinicalqa@0"), "snap",
+                                                                           judge=None)
+
+
+def test_the_judge_spec_is_demo_only(tmp_path: Path):
+    from pipelines.backends.registry import RuleBackend
+    from warehouse.layout import DataDir
+
+    real = DataDir(tmp_path / "real")
+    real.claim("real")
+    judge = SPECS.model("medbench-sim-open/judge")
+    assert RuleBackend().not_runnable_reason(judge, real) is not None
+    assert parse_verdicts(grade("a prompt in another shape", "1#0", 1, 0.0), [{"id": "gold"}])[1] is False
