@@ -59,3 +59,21 @@ class DetectableDifference(msgspec.Struct):
     power: float  # 0.8
     alpha: float  # 0.05, two-sided
     basis: str  # how it was computed, in words (the discordant rate or the SD it came from)
+
+
+class UsagePart(msgspec.Struct):
+    """One part of a judged task's usage: the answering model's or the judge's, with its own cost."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    wall_seconds: float
+    cost_usd: float
+
+
+class Judge(msgspec.Struct):
+    """The judge model that graded a rubric result: slug, revision, its prompt's sha256, samples per answer."""
+
+    model: str
+    revision: str
+    prompt_sha256: str
+    samples: int

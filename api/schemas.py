@@ -19,7 +19,7 @@ from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
 from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
-    Breakdown, DetectableDifference, Metric, Subgroup, Withheld,
+    Breakdown, DetectableDifference, Judge, Metric, Subgroup, UsagePart, Withheld,
 )
 from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
@@ -111,15 +111,6 @@ class Versions(msgspec.Struct):
     plugins: list[PluginVersion] = []  # addition: plug-in distributions' {name, version, files_sha256}
 
 
-class UsagePart(msgspec.Struct):
-    """One part of a judged task's usage: the answering model's or the judge's, with its own cost."""
-
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    wall_seconds: float
-    cost_usd: float
-
-
 class Usage(msgspec.Struct):
     prompt_tokens: int | None
     completion_tokens: int | None
@@ -128,15 +119,6 @@ class Usage(msgspec.Struct):
     # rubric tasks: the answering and the judging apart (the totals and ``cost_usd`` are their sums)
     answering: UsagePart | None = None
     judging: UsagePart | None = None
-
-
-class Judge(msgspec.Struct):
-    """The judge model that graded a rubric result: slug, revision, its prompt's sha256, samples per answer."""
-
-    model: str
-    revision: str
-    prompt_sha256: str
-    samples: int
 
 
 class BaselineComparison(msgspec.Struct):
@@ -211,7 +193,7 @@ class Result(msgspec.Struct, kw_only=True):
     # "Signatures"); null for a result published before signing
     signature: Signature | None
     withheld: list[Withheld]  # metrics left out of `metrics` (undefined or degenerate), and why
-    judge: Judge | None = None  # rubric tasks: the judge model that graded it (docs/api.md); null otherwise
+    judge: Judge | None  # rubric tasks: the judge model that graded it (docs/api.md); null otherwise
 
 
 class Dataset(msgspec.Struct):
