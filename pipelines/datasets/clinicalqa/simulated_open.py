@@ -12,6 +12,7 @@ Rewrite them with ``python -m pipelines.datasets.clinicalqa.simulated_open``.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from dataclasses import dataclass
@@ -86,6 +87,33 @@ def simulate(profile: OpenProfile, rows: list[dict], seed: int = DEMO_SEED) -> l
     return replies
 
 
+REFERENCE = CHOICE_OUTPUTS.parents[2] / "references" / "clinicalqa-open" / "0.jsonl"
+REFERENCE_ANSWERERS = ("concise", "hedging")  # whose answers a (simulated) physician graded
+REFERENCE_ITEMS = 40
+
+
+def reference_grades(rows: list[dict], seed: int = DEMO_SEED) -> bytes:
+    """The demo's reference grades: for the first ``REFERENCE_ITEMS`` answers of each answerer of
+    ``REFERENCE_ANSWERERS``, met per criterion of the v1 rule as a careful reader decides it (the
+    gold's or a distractor's text named in the answer), keyed by the answer's sha256."""
+    import hashlib
+
+    lines = []
+    for p in PANEL:
+        if p.name not in REFERENCE_ANSWERERS:
+            continue
+        for row, reply in list(zip(rows, simulate(p, rows, seed)))[:REFERENCE_ITEMS]:
+            sha = hashlib.sha256(reply.output.encode("utf-8")).hexdigest()
+            for letter in LETTERS:
+                text = _text(row, letter)
+                if not text:
+                    continue
+                cid = "gold" if letter == row["answer"] else f"avoid-{letter}"
+                lines.append(json.dumps({"answer_sha256": sha, "instance_id": reply.instance_id, "criterion_id": cid,
+                                         "met": text in reply.output}, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
 def write_panel(folder: Path = OUTPUTS_DIR, seed: int = DEMO_SEED) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -95,6 +123,10 @@ def write_panel(folder: Path = OUTPUTS_DIR, seed: int = DEMO_SEED) -> list[Path]
         path = folder / f"{p.name}.jsonl"
         path.write_bytes(replay_bytes(simulate(p, rows, seed)))
         paths.append(path)
+    if folder == OUTPUTS_DIR:
+        REFERENCE.parent.mkdir(parents=True, exist_ok=True)
+        REFERENCE.write_bytes(reference_grades(rows, seed))
+        paths.append(REFERENCE)
     return paths
 
 

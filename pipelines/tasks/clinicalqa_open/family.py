@@ -27,6 +27,7 @@ from pipelines.kinds.rubric import Rubric
 from pipelines.tasks.base import CheckOutcome, Instances, Log, ScoreSummary, TaskFamily, predicted_once
 from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge, judge_prompt_sha256
 from pipelines.tasks.clinicalqa_open.rubric_rule import derive_criteria, rubric_sha256
+from pipelines.tasks.clinicalqa_open.scorecard import judge_scorecard, read_reference
 from pipelines.tasks.clinicalqa_open.scoring import score_rubric
 from pipelines.tasks.clinicalqa_open.settings import RubricSettings
 from warehouse.files import atomic_path
@@ -104,10 +105,12 @@ class ClinicalQAOpen(TaskFamily):
     instances_file = "items.parquet"
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("row_count_matches_spec",)
-    prediction_check_names = ("every_instance_predicted_once", "judge_replies_read")
+    prediction_check_names = ("every_instance_predicted_once", "judge_replies_read", "judge_scorecard")
     check_descriptions = {
         "row_count_matches_spec": "The instances file has as many items as the task spec's n_items.",
         "judge_replies_read": "Every grade has a verdict: no criterion left ungraded by an unreadable judge reply.",
+        "judge_scorecard": ("Where reference grades cover the answers, the judge's Cohen's kappa with them is at least "
+                            "the spec's min_judge_kappa."),
     }
 
     def check_settings(self, task: TaskSpec) -> None:
@@ -168,9 +171,15 @@ class ClinicalQAOpen(TaskFamily):
         from pipelines.tasks.clinicalqa_open.judging import UNGRADED
 
         ungraded = sum(j == UNGRADED for row in predictions.column("justification").to_pylist() for j in row)
+        s: RubricSettings = task.settings
+        card = judge_scorecard(predictions, read_reference(s.reference_grades), s.min_judge_kappa,
+                               task.bootstrap.replicates, task.bootstrap.seed)
+        scored = ({"graded criteria": card.n_criteria, "kappa": round(card.kappa, 4), "min kappa": s.min_judge_kappa}
+                  if card is not None else {"graded criteria": 0})
         return [predicted_once(predictions, expected),
                 CheckOutcome("judge_replies_read", ungraded == 0, metadata={"ungraded criteria": ungraded},
-                             severity="warn")]
+                             severity="warn"),
+                CheckOutcome("judge_scorecard", card is None or card.passed, metadata=scored)]
 
     def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
         """The prompt of each item (question and findings, no options, no rubric)."""

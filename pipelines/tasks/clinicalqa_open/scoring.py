@@ -16,6 +16,7 @@ import pyarrow as pa
 from pipelines.core.specs import TaskSpec
 from pipelines.stats.rubric import ITEMS_ONLY_METHOD, TWO_STAGE_METHOD, item_scores, judge_agreement, rubric_interval
 from pipelines.tasks.base import ScoreSummary
+from pipelines.tasks.clinicalqa_open.scorecard import JudgeScorecard, judge_scorecard, read_reference
 
 
 class CriterionRate(msgspec.Struct, frozen=True):
@@ -38,6 +39,7 @@ class RubricExtras(msgspec.Struct, frozen=True):
     by_criterion: list[CriterionRate]
     judge_samples: int
     items_only_method: str
+    scorecard: JudgeScorecard | None = None  # the judge against reference grades, where there are any
 
 
 def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -98,5 +100,13 @@ def score_rubric(task: TaskSpec, predictions: pa.Table, instances: Path) -> Scor
         rate = float(np.mean([v for v, _ in vals]))
         lo, hi = wilson(rate * len(vals), len(vals))
         rates.append(CriterionRate(tag, len(vals), rate, lo, hi, float(np.mean([u for _, u in vals]))))
-    extras = RubricExtras(by_criterion=rates, judge_samples=int(met.shape[2]), items_only_method=ITEMS_ONLY_METHOD)
+    s = task.settings
+    card = judge_scorecard(predictions, read_reference(s.reference_grades), s.min_judge_kappa,
+                           task.bootstrap.replicates, task.bootstrap.seed)
+    if card is not None:
+        metrics += [("judge_kappa", card.kappa, card.kappa_low, card.kappa_high, "bootstrap-percentile", "higher", None),
+                    ("judge_macro_f1", card.macro_f1, card.macro_f1_low, card.macro_f1_high, "bootstrap-percentile",
+                     "higher", None)]
+    extras = RubricExtras(by_criterion=rates, judge_samples=int(met.shape[2]), items_only_method=ITEMS_ONLY_METHOD,
+                          scorecard=card)
     return ScoreSummary(metrics=metrics, n=predictions.num_rows, parse_rate=None, extras=extras)

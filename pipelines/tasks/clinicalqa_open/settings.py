@@ -25,3 +25,6 @@ class RubricSettings(_Spec):
     judge_max_new_tokens: int = 1024
     min_judge_kappa: float = 0.6    # the scorecard's threshold (where reference grades exist)
     demo_judge: str = ""            # the judge on the generated demo data (a simulated one), if another
+    # physicians' met / not met per criterion of given answers (JSONL, relative to the specs folder):
+    # the judge's scorecard, where a result's answers are among them (scorecard.py); "": none
+    reference_grades: str = ""

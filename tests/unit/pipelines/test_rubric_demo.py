@@ -84,3 +84,41 @@ def test_the_judge_spec_is_demo_only(tmp_path: Path):
     judge = SPECS.model("medbench-sim-open/judge")
     assert RuleBackend().not_runnable_reason(judge, real) is not None
     assert parse_verdicts(grade("a prompt in another shape", "1#0", 1, 0.0), [{"id": "gold"}])[1] is False
+
+
+def _predictions(style_name: str, n: int):
+    from pipelines.tasks.clinicalqa_open.family import predictions_table
+
+    judge = SPECS.model(TASK.settings.demo_judge)
+    items = items_table(ROWS[:n], TASK.settings).to_pylist()
+    answers = {r.instance_id: r.output for r in simulate(next(p for p in PANEL if p.name == style_name), ROWS[:n])}
+    verdicts = {}
+    for item in items:
+        prompt = judge_prompt(TASK.settings.judge_prompt_template, item["prompt"], answers[item["instance_id"]],
+                              item["criteria"])
+        verdicts[item["instance_id"]] = [parse_verdicts(grade(prompt, f"{item['instance_id']}#{s}", judge.settings.seed,
+                                                              judge.settings.flip), item["criteria"])[0]
+                                         for s in range(3)]
+    return predictions_table(items, answers, verdicts, None)
+
+
+def test_the_judge_scorecard_against_the_demo_reference_grades_and_its_threshold():
+    from msgspec.structs import replace
+
+    from pipelines.datasets.clinicalqa.simulated_open import REFERENCE, reference_grades
+    from pipelines.tasks.clinicalqa_open.scorecard import judge_scorecard, read_reference
+
+    assert REFERENCE.read_bytes() == reference_grades(ROWS)  # committed = generated
+    reference = read_reference(TASK.settings.reference_grades)
+    graded = _predictions("hedging", 50)
+    card = judge_scorecard(graded, reference, 0.6, 300, 1)
+    assert card is not None and card.n_items == 40  # only the answers a physician graded
+    assert card.kappa_low <= card.kappa <= card.kappa_high and 0.6 < card.kappa <= 1
+    assert card.passed and not judge_scorecard(graded, reference, 0.999, 300, 1).passed
+    assert judge_scorecard(_predictions("english", 20), reference, 0.6, 300, 1) is None  # none of its answers graded
+    family = SPECS.family_of(TASK)
+    strict = replace(TASK, rubric=replace(TASK.settings, min_judge_kappa=0.999))
+    ids = set(graded.column("instance_id").to_pylist())
+    checks = {c.name: c.passed for c in family.prediction_checks(strict, graded, ids)}
+    assert checks == {"every_instance_predicted_once": True, "judge_replies_read": True, "judge_scorecard": False}
+    assert {c.name: c.passed for c in family.prediction_checks(TASK, graded, ids)}["judge_scorecard"] is True
