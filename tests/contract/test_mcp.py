@@ -101,8 +101,8 @@ async def check_session(session: ClientSession, base: str, counted_here: bool = 
         assert by_tier.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&tier={tier}").json()
         assert bool(by_tier.structured_content["rows"]) == (tier == "baseline")
     failed = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "metric": "no_such_metric"})
-    assert failed.is_error and failed.structured_content["error"] == "invalid_parameter"
-    assert "'metric'" in failed.structured_content["message"] and "parse_rate" in failed.structured_content["message"]
+    assert failed.is_error and failed.structured_content["error"] == "metric_not_found"
+    assert "'no_such_metric'" in failed.structured_content["message"] and "parse_rate" in failed.structured_content["message"]
     release = httpx.get(f"{base}/v1/releases").json()["releases"][0]["id"]  # issue 28: tools take release
     as_of = await session.call_tool("leaderboard", {"task": "clinicalqa@0", "release": release})
     assert as_of.structured_content == httpx.get(f"{base}/v1/leaderboard?task=clinicalqa@0&release={release}").json()

@@ -233,7 +233,7 @@ RESULT = {
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
-    "signature": {"key_id": "str", "value": "str", "signed": "str"},  # CONTRACT.md "Signatures"
+    "signature": {"key_id": "str", "value": "str", "signed": "str", "signed_at": "str?"},  # CONTRACT.md "Signatures"
     "withheld": WITHHELD,
     "judge": "dict?",  # rubric tasks: {model, revision, prompt_sha256, samples}
 }
