@@ -4,6 +4,7 @@ judged run ids (docs/adding-a-task.md, "The rubric kind and clinicalqa-open").""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -122,3 +123,54 @@ def test_the_judge_scorecard_against_the_demo_reference_grades_and_its_threshold
     checks = {c.name: c.passed for c in family.prediction_checks(strict, graded, ids)}
     assert checks == {"every_instance_predicted_once": True, "judge_replies_read": True, "judge_scorecard": False}
     assert {c.name: c.passed for c in family.prediction_checks(TASK, graded, ids)}["judge_scorecard"] is True
+
+
+def test_the_demo_loopback_endpoint_judges_through_the_openai_backend_and_regrading_answers_nothing(tmp_path: Path):
+    """The judge is any text backend: here the openai backend against the demo's loopback
+    OpenAI-compatible endpoint (model ``judge``); a second judge prompt regrades the stored answers
+    and the answering model (counted) is not called again."""
+    from dataclasses import replace as dc_replace
+
+    from pipelines.backends.openai_backend import OpenAIChatGenerator
+    from pipelines.core.outcomes import Usage
+    from pipelines.engine.generations import Generation
+    from pipelines.datasets.clinicalqa.simulated_server import SimulatedChatServer
+    from pipelines.tasks.clinicalqa_open.family import predictions_table
+    from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge
+    from warehouse.layout import DataDir
+
+    items = items_table(ROWS[:12], TASK.settings).to_pylist()
+    calls: list[str] = []
+
+    replies = {r.instance_id: r.output for r in simulate(next(p for p in PANEL if p.name == "concise"), ROWS[:12])}
+
+    class CountingReplay:  # the concise answerer's replies, each call counted
+        def generate(self, prompts, store, log):
+            calls.extend(p.instance_id for p in prompts)
+            store.append(Generation(p.instance_id, replies[p.instance_id]) for p in prompts)
+            return Usage(wall_seconds=0.0)
+
+    backend = SimpleNamespace(max_new_tokens=lambda m, cap: cap, published=lambda s: {},
+                              text_generator=lambda *a, **k: CountingReplay())
+    ev = SimpleNamespace(backend=backend, model=SimpleNamespace(slug="medbench-sim-open/concise", revision="r",
+                                                                backend="replay", settings={}),
+                         snapshot_id="snap", partition_key="p", task=SimpleNamespace(bootstrap={}))
+    data = DataDir(tmp_path / "data")
+    with SimulatedChatServer() as server:
+        judge = Judge(model="demo-sim/judge", revision="1", prompt_sha256="a", samples=2, temperature=0.0,
+                      max_new_tokens=512, backend="openai", backend_settings={"base_url": server.base_url},
+                      generator=lambda: OpenAIChatGenerator(server.base_url, "judge", 512, concurrency=2))
+        problem = AnswerAndJudge(items=items, prompt_hash="h", max_new_tokens=256, temperature=0.0,
+                                 judge_for=lambda d: judge, judge_template=TASK.settings.judge_prompt_template,
+                                 table=lambda a, v, j: predictions_table(items, a, v, j), config={})
+        first = problem.solve(ev, data, lambda m: None)
+        assert len(calls) == 12 and first.config["judge_replies_unread"] == 0
+        second = dc_replace(problem, judge_for=lambda d: dc_replace(judge, prompt_sha256="b")).solve(ev, data,
+                                                                                                    lambda m: None)
+    assert len(calls) == 12  # regraded: no answering call
+    assert first.config["judge_generation_key"] != second.config["judge_generation_key"]
+    scores = first.table.column("score").to_pylist()
+    answers = first.table.column("answer").to_pylist()
+    for item, score, answer in zip(items, scores, answers):  # the endpoint's judge: string matching, no flips
+        gold = next(c for c in item["criteria"] if c["id"] == "gold")["text"].rsplit(": ", 1)[-1]
+        assert (score > 0) == (gold in answer)
