@@ -30,6 +30,7 @@ from api import schemas
 from api.reporting import baseline_at_floor
 from api.rank_sets import RankMap, rank_map
 from api.status_index import status_index
+from pipelines.kinds import board_judge
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
@@ -122,6 +123,8 @@ class Tables:
     supersedes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     withdrawn_pairs: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     release: str | None = None  # the release these tables answer as of; None: the current one
+    # task ref -> the judge model whose results make its board and lookups (None: no judge grades it)
+    board_judges: Mapping[str, str | None] = field(default_factory=dict)
 
     def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
         if version is None:
@@ -191,9 +194,13 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         if t.slug not in latest or t.version > latest[t.slug].version:
             latest[t.slug] = t
 
-    current = current_results(published)
+    # a task graded by a judge model: its board and lookups are its own judge's results; the others
+    # stay published (by run id, ``?judge=``, compare)
+    judges = {t.ref: board_judge(t.kind, t.spec, catalogue.demo) for t in tasks}
+    boarded = [p for p in published if by_judge(p, judges.get(p.record.task))]
+    current = current_results(boarded)
     # one row per model and tier (and submitter): an official result stands beside medbench's own
-    standing = current_results(published, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
+    standing = current_results(boarded, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
     leaderboards = {
         ref: tuple(sorted((p for p in standing.values() if p.record.task == ref), key=leaderboard_key))
         for ref in by_task
@@ -215,6 +222,7 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         listing=listing,
         leaderboards=_freeze(leaderboards),
         current=_freeze(current),
+        board_judges=_freeze(judges),
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
         ranks=_freeze(rank_map(catalogue.ranks)),
@@ -229,6 +237,11 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
         ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
+
+
+def by_judge(p: Published, judge: str | None) -> bool:
+    """Whether ``p`` counts where ``judge`` grades (None: a task no judge grades, every result counts)."""
+    return judge is None or (p.record.judge is not None and p.record.judge.model == judge)
 
 
 def current_results(published: list[Published], key_of: Callable[[ResultRecord], tuple] | None = None

@@ -109,13 +109,14 @@ class Catalog:
 
 
 def superseded_map(results: list[ResultRecord], withdrawn: Collection[str] = ()) -> dict[str, str]:
-    """run_id -> the newest run of the same model, task version, tier and submitter, for every older run
-    (an official result, a submitter's and medbench's own baseline of the same pair all stay current).
-    A withdrawn run supersedes nothing (the run before it is current again)."""
-    def key(r: ResultRecord) -> tuple[str, str, str, str | None]:
-        return r.model.slug, r.task, r.tier, r.provenance.submitted_by
+    """run_id -> the newest run of the same model, task version, tier, submitter and judge, for every
+    older run (an official result, a submitter's and medbench's own baseline of the same pair all stay
+    current; so does each judge's result of a rubric task). A withdrawn run supersedes nothing (the
+    run before it is current again)."""
+    def key(r: ResultRecord) -> tuple[str, str, str, str | None, str | None]:
+        return r.model.slug, r.task, r.tier, r.provenance.submitted_by, r.judge.model if r.judge else None
 
-    newest: dict[tuple[str, str, str, str | None], ResultRecord] = {}
+    newest: dict[tuple[str, str, str, str | None, str | None], ResultRecord] = {}
     for r in results:
         if r.run_id in withdrawn:
             continue

@@ -13,6 +13,8 @@ holds no ``Plugins``, reads the same table the engine wrote with.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from typing import Any
 from importlib.metadata import entry_points
 
 from pipelines.core.kind import Kind
@@ -21,7 +23,7 @@ from pipelines.kinds.choice import Choice
 from pipelines.kinds.rubric import Rubric
 from pipelines.kinds.score import Score
 
-__all__ = ["Kind", "kind", "kind_registry", "kinds"]
+__all__ = ["Kind", "board_judge", "kind", "kind_registry", "kinds"]
 
 ENTRY_POINT_GROUP = GROUPS["kinds"]
 BUILTIN: tuple[type, ...] = (Choice, Score, Rubric)
@@ -58,3 +60,14 @@ def kinds() -> dict[str, Kind]:
 def kind(name: str) -> Kind:
     """The strategy of kind ``name``; an unknown name fails with the list of known ones."""
     return kind_registry().get(name)
+
+
+def board_judge(kind_name: str, spec: Mapping[str, Any], demo: bool) -> str | None:
+    """The judge model whose results make a task's leaderboard (a kind that grades with a judge
+    declares ``board_judge``; every other kind: None, all results count)."""
+    try:
+        strategy = kind(kind_name)
+    except KeyError:
+        return None
+    pick = getattr(strategy, "board_judge", None)  # optional: only kinds graded by a judge model declare it
+    return pick(spec, demo) if pick is not None else None

@@ -145,3 +145,13 @@ class Rubric:
 
     def chance(self, primary_metric: str, spec: Mapping[str, Any]) -> float | None:
         return None
+
+    def board_judge(self, spec: Mapping[str, Any], demo: bool) -> str | None:
+        """The judge whose results make the task's leaderboard and lookups: the ``judge`` of the spec's
+        settings table (``demo_judge`` on demo data, where set); results by other judges are reached
+        with ``?judge=`` and compare."""
+        for value in spec.values():
+            if isinstance(value, Mapping) and isinstance(value.get("judge"), str):
+                demo_judge = value.get("demo_judge")
+                return demo_judge if demo and isinstance(demo_judge, str) and demo_judge else value["judge"]
+        return None
