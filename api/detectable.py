@@ -41,7 +41,8 @@ def _compute(data: DataDir, tables: Tables, task: TaskEntry) -> schemas.Detectab
     paths = [data.predictions_path(p.run_id) for p in board]
     if len(paths) < 2:
         return None
-    if task.kind == "choice":
+    # the formula belongs to the primary metric: a paired proportion (McNemar) or a bootstrapped AUROC
+    if task.primary_metric == "accuracy":
         aligned, _ = read_aligned(paths, ["correct"])
         correct = np.stack([np.asarray(a["correct"], dtype=bool) for a in aligned])
         n = correct.shape[1]
@@ -50,7 +51,7 @@ def _compute(data: DataDir, tables: Tables, task: TaskEntry) -> schemas.Detectab
         basis = (f"exact McNemar test on {n} items; discordant-pair rate {psi:.3f} (the median over the "
                  f"{len(board) * (len(board) - 1) // 2} pairs of the {len(board)} current results); normal "
                  "approximation (Connor 1987) solved for the difference")
-    elif task.kind == "score" and task.primary_metric == "auroc":
+    elif task.primary_metric == "auroc":
         bootstrap = task.spec.get("bootstrap") or {}
         replicates, seed = int(bootstrap.get("replicates", 1000)), int(bootstrap.get("seed", 0))
         columns = ["score", "label", *([task.cluster_column] if task.cluster_column else [])]

@@ -32,6 +32,7 @@ from api.rank_sets import POINT_METHOD, RankEntry
 from api.responses import Prepared, prepare
 from api.status_index import status_index
 from api.tables import BodyCache, Published, Tables, by_judge, current_results, leaderboard_key
+from warehouse.files import read_regular
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
 from warehouse.records import ResultRecord, decode_record
@@ -73,7 +74,7 @@ def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, M
     if found is not None:
         return found.record, found.signature
     try:
-        return decode_record(data.result_path(run_id).read_bytes()), read_signature(data, run_id)
+        return decode_record(read_regular(data.result_path(run_id))), read_signature(data, run_id)
     except READ_ERRORS:
         return None  # its folder was moved away by hand: the release is answered without it
 

@@ -44,6 +44,8 @@ from pathlib import Path
 
 import msgspec
 
+from warehouse.files import read_regular
+
 log = logging.getLogger(__name__)
 
 STORE_NAME = "reuses.sqlite3"
@@ -89,7 +91,7 @@ def set_aside(path: Path, why: object) -> Path | None:
 def legacy_count(path: Path) -> int:
     """The count in the old JSON store, or 0 (a bad file is set aside); the file is renamed once read."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         return 0
     except OSError as exc:  # a directory, or unreadable

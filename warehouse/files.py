@@ -10,12 +10,61 @@ final name. This module is the only place that spells the rule out; everything e
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+
+class NotRegularFile(OSError):
+    """A name that should hold a file holds a FIFO, a device or a socket (``str`` says which)."""
+
+
+def file_kind(mode: int) -> str:
+    """``"a FIFO"``, ``"a device"``, ... for a ``st_mode`` that is not a regular file's."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """A descriptor of ``path`` opened with ``flags`` (read-only by default), which must be a regular
+    file (symlinks followed).
+
+    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before anything reads it: ``open`` of a FIFO
+    waits for a writer, and reading a device never ends, so a FIFO planted as ``warehouse/CURRENT``
+    hung every route of the server and the next ``medbench materialize`` (docs/operations.md). A
+    directory raises ``IsADirectoryError`` (as ``open`` does), anything else ``NotRegularFile`` (a
+    write-only open of a FIFO without a reader fails at once with ENXIO instead of waiting).
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, mode)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"is {file_kind(mode)}, not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit`` of them); see :func:`open_regular`."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        return fh.read() if limit is None else fh.read(limit)
 
 
 def temp_name(path: Path, suffix: str = ".tmp") -> Path:

@@ -30,7 +30,7 @@ import msgspec
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from warehouse.files import PUBLIC_FILE, atomic_path
+from warehouse.files import PUBLIC_FILE, atomic_path, read_regular
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog
 from warehouse.releases import Signer
@@ -62,7 +62,7 @@ def keys_path(data: DataDir) -> Path:
 def read_keys(data: DataDir) -> list[PublicKey]:
     """Every public key that ever signed for this data directory, oldest first ([] before the first)."""
     try:
-        return msgspec.json.decode(keys_path(data).read_bytes(), type=dict[str, list[PublicKey]])["keys"]
+        return msgspec.json.decode(read_regular(keys_path(data)), type=dict[str, list[PublicKey]])["keys"]
     except FileNotFoundError:
         return []
 

@@ -61,7 +61,9 @@ class DataDir:
         return self.root / "KIND"
 
     def kind(self) -> str | None:
-        return self.kind_file.read_text().strip() if self.kind_file.exists() else None
+        from warehouse.files import read_regular
+
+        return read_regular(self.kind_file).decode().strip() if self.kind_file.exists() else None
 
     def claim(self, kind: str) -> None:
         """Record the kind on first use; refuse to mix kinds afterwards."""

@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from warehouse.files import open_regular
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, metric_order_value
 
@@ -141,7 +142,7 @@ def append_release(data: DataDir, record: ReleaseRecord) -> None:
     path = data.release_log
     path.parent.mkdir(parents=True, exist_ok=True)
     line = msgspec.json.encode(record) + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)
         os.fsync(fd)
@@ -166,7 +167,11 @@ def read_releases(data: DataDir) -> tuple[ReleaseRecord, ...]:
     if cached is not None and cached[0] == key:
         return cached[1]
     records = []
-    with open(path, "rb") as fh:
+    try:
+        fd = open_regular(path)
+    except OSError:  # a FIFO or a device in its place would block or never end: no releases to show
+        return ()
+    with os.fdopen(fd, "rb") as fh:
         for line in fh:
             try:
                 records.append(msgspec.json.decode(line, type=ReleaseRecord))

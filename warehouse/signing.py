@@ -40,7 +40,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from warehouse.files import PUBLIC_FILE, atomic_path
+from warehouse.files import PUBLIC_FILE, atomic_path, read_regular
 from warehouse.layout import DataDir
 from warehouse.records import CONTAMINATION_FLAG, ResultRecord, contamination_of
 from warehouse.releases import canonical_json
@@ -178,7 +178,7 @@ def signature_path(data: DataDir, run_id: str):
 def read_signature(data: DataDir, run_id: str) -> dict[str, Any] | None:
     """The signature kept beside a result, or None when it has none (published before signing)."""
     try:
-        found = msgspec.json.decode(signature_path(data, run_id).read_bytes())
+        found = msgspec.json.decode(read_regular(signature_path(data, run_id)))
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) else None

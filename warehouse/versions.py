@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from warehouse.files import NotRegularFile, read_regular
 from warehouse.layout import DataDir
 from warehouse.schema import TABLES
 
@@ -43,12 +44,13 @@ class PointerError(ValueError):
 def read_pointer(data: DataDir) -> str | None:
     """The version ``CURRENT`` names; None when there is no pointer; PointerError when it is damaged."""
     try:
-        with open(data.pointer, "rb") as fh:
-            raw = fh.read(POINTER_LIMIT + 1)
+        raw = read_regular(data.pointer, POINTER_LIMIT + 1)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise PointerError("warehouse/CURRENT is a directory, not a file") from None
+    except NotRegularFile as exc:  # a FIFO would block the reader, a device never end: a damaged pointer
+        raise PointerError(f"warehouse/CURRENT {exc.strerror}") from None
     except PermissionError:
         raise PointerError("warehouse/CURRENT cannot be read by the server's user (permission denied)") from None
     except OSError as exc:
@@ -87,14 +89,15 @@ def probe(data: DataDir, version: str) -> str | None:
     """
     path = data.version_file(version)
     try:
-        with open(path, "rb") as fh:
-            fh.read(1)
+        read_regular(path, 1)
     except FileNotFoundError:
         return "its file is missing"
     except PermissionError:
         return "its file cannot be read by the server's user (permission denied)"
     except IsADirectoryError:
         return "its file is a directory"
+    except NotRegularFile as exc:  # DuckDB would block on a FIFO: never handed to it
+        raise Damaged(f"its file {exc.strerror}") from None
     except OSError as exc:
         return f"its file cannot be read ({exc.strerror or type(exc).__name__})"
     try:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from warehouse.files import open_regular, read_regular
 from warehouse.layout import RUN_ID_RE, DataDir, where
 
 
@@ -39,8 +40,7 @@ def withdrawals(data: DataDir) -> dict[str, Withdrawal]:
     """run_id -> its withdrawal (the first, should the log hold two: a second is refused when asked)."""
     found: dict[str, Withdrawal] = {}
     try:
-        with open(data.withdrawal_log, "rb") as fh:
-            lines = fh.readlines()
+        lines = read_regular(data.withdrawal_log).splitlines(keepends=True)
     except FileNotFoundError:
         return found
     for line in lines:
@@ -72,7 +72,7 @@ def withdraw(data: DataDir, run_id: str, reason: str, now: dt.datetime | None = 
     record = Withdrawal(run_id=run_id, reason=reason, date=now.date(), at=now.isoformat())
     path = data.withdrawal_log
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, msgspec.json.encode(record) + b"\n")
         os.fsync(fd)

@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import time
+from stat import S_ISREG
 from pathlib import Path
 
 from litestar import Request
@@ -39,6 +40,7 @@ from api.routing import read_only
 from api.service import Service
 from api.tables import Tables
 from pipelines.kinds import kinds
+from warehouse.files import file_kind, open_regular
 from warehouse.layout import RUN_ID_RE
 from warehouse.records import ResultRecord
 
@@ -50,7 +52,7 @@ RACY_NS = 2_000_000_000  # a file changed less than 2 s ago is hashed again at e
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:  # a FIFO planted here would block the hashing thread
         while chunk := fh.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -132,6 +134,8 @@ def handlers() -> list[HTTPRouteHandler]:
             # resolved, so that a symlink planted in the data directory cannot lead outside the artifacts
             path = data.predictions_path(run_id).resolve(strict=True)
             stat = os.stat(path)
+            if not S_ISREG(stat.st_mode):
+                raise artifact_unavailable(run_id, f"is {file_kind(stat.st_mode)}, not a regular file, on the server")
         except PermissionError:
             raise artifact_unavailable(run_id, "cannot be reached by the server (permission denied)") from None
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop

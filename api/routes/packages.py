@@ -9,6 +9,7 @@ is checked against the published one (cached per version and file identity) befo
 
 import asyncio
 import os
+from stat import S_ISREG
 
 from litestar import Request
 from litestar.di import NamedDependency
@@ -57,6 +58,8 @@ def handlers() -> list[HTTPRouteHandler]:
         try:
             path = data.package_path(sha, name).resolve(strict=True)
             stat = os.stat(path)
+            if not S_ISREG(stat.st_mode):  # a FIFO would block the hashing thread, a device never end
+                raise OSError("not a regular file")
         except (OSError, RuntimeError, ValueError):
             raise package_unavailable(run_id, "is missing from the server's data directory") from None
         if not path.is_relative_to(data.packages.resolve()):

@@ -29,6 +29,7 @@ from pipelines.backends.accounting import pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, missing_api_key
 from pipelines.backends.base import PromptItem, Usage
 from pipelines.backends.redact import REDACTED, has_userinfo, redact_url
+from pipelines.core.specs import query_or_fragment
 from pipelines.engine.progress import Progress
 from pipelines.engine.retry import Again, Backoff, RetriesExhausted, parse_retry_after, retry_async
 
@@ -74,6 +75,9 @@ class OpenAIChatGenerator:
         if has_userinfo(base_url):  # httpx would send it as Basic auth instead of the API key, and log it
             raise ValueError(f"settings.base_url: {redact_url(base_url)} holds credentials (user:password@); "
                              "remove them and name the key's environment variable in settings.api_key_env")
+        if (extra := query_or_fragment(base_url)) is not None:  # base_url_env's value is read only now
+            raise ValueError(f"settings.base_url: {redact_url(base_url)} has {extra}; requests go to "
+                             "{base_url}/chat/completions, so give the server's path only")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_new_tokens = max_new_tokens

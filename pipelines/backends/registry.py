@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 
 from pipelines.backends.availability import check_backend, resolve_api_key_env, resolve_base_url
 from pipelines.backends.pools import pool_of
-from pipelines.backends.redact import has_userinfo, public_settings
+from pipelines.backends.redact import has_userinfo, public_settings, redact_url
 from pipelines.backends.replay import ReplayGenerator
 from pipelines.backends.replay_pin import pin_replay
 from pipelines.backends.rule import UniformChoiceGenerator
@@ -32,7 +32,7 @@ from pipelines.backends.settings import (
 )
 from pipelines.backends.window_scorers import make_window_scorer
 from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
-from pipelines.core.specs import ModelSpec, SpecError
+from pipelines.core.specs import ModelSpec, SpecError, query_or_fragment
 from warehouse.layout import DataDir
 
 __all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS", "DEMO_ONLY"]
@@ -150,9 +150,10 @@ class TransformersBackend(_LanguageModel):
         from pipelines.backends.transformers_backend import TransformersGenerator
 
         s = model.settings
+        path, revision = model_source(model, data)
         return TransformersGenerator(
-            model_path=resolve_model_path(s.model, s, data), max_new_tokens=max_new_tokens, batch_size=s.batch_size,
-            device=s.device, dtype=s.dtype, revision=_hub_revision(model, s.model), num_threads=s.num_threads,
+            model_path=path, max_new_tokens=max_new_tokens, batch_size=s.batch_size,
+            device=s.device, dtype=s.dtype, revision=revision, num_threads=s.num_threads,
             chat_template_kwargs=s.chat_template_kwargs,
         )
 
@@ -170,9 +171,10 @@ class VllmBackend(_LanguageModel):
         from pipelines.backends.vllm_backend import VllmGenerator
 
         s = model.settings
-        return VllmGenerator(model=resolve_model_path(s.model, s, data), max_new_tokens=max_new_tokens,
-                             chunk_size=s.chunk_size, engine_kwargs=s.engine.kwargs(),
-                             revision=_hub_revision(model, s.model), chat_template_kwargs=s.chat_template_kwargs)
+        path, revision = model_source(model, data)
+        return VllmGenerator(model=path, max_new_tokens=max_new_tokens, chunk_size=s.chunk_size,
+                             engine_kwargs=s.engine.kwargs(), revision=revision,
+                             chat_template_kwargs=s.chat_template_kwargs)
 
 
 class OpenAIBackend(_LanguageModel):
@@ -183,6 +185,9 @@ class OpenAIBackend(_LanguageModel):
         if has_userinfo(spec.settings.base_url or ""):
             raise SpecError(f"{path}: key `settings.base_url` holds credentials (user:password@): remove "
                             "them and name the key's environment variable in `settings.api_key_env`")
+        if (extra := query_or_fragment(spec.settings.base_url or "")) is not None:
+            raise SpecError(f"{path}: key `settings.base_url`: {redact_url(spec.settings.base_url)} has {extra}; "
+                            "requests go to {base_url}/chat/completions, so give the server's path only")
         s = spec.settings
         if s.endpoint is not None:
             from pipelines.backends.endpoints import EndpointError, check_name
@@ -222,6 +227,35 @@ _BY_NAME = {cls.name: cls for cls in BUILTIN_BACKENDS}
 def not_runnable_reason(model: ModelSpec, data: DataDir | None = None) -> str | None:
     """Why ``model`` (of a built-in backend) cannot run here (on ``data``, when given), or None."""
     return _BY_NAME[model.backend]().not_runnable_reason(model, data)
+
+
+def model_source(model: ModelSpec, data: DataDir) -> tuple[str, str | None]:
+    """What a transformers or vllm model loads, and at which revision: for a submission, the Hub cache's
+    folder at the pinned commit, never a folder of the same name; for a maintainer's spec, a built-in
+    model, a local folder (no revision) or a Hub id at the spec's revision, as before."""
+    name = model.settings.model
+    if submitted(model, data):
+        return hub_snapshot(name, model.revision), model.revision
+    return resolve_model_path(name, model.settings, data), _hub_revision(model, name)
+
+
+def submitted(model: ModelSpec, data: DataDir) -> bool:
+    """Was ``model``'s spec written by the submissions desk (``DataDir.submitted_specs``)? Slugs are unique
+    across the checkout's specs and the submitted ones (``pipelines.engine.specs``), so the file says it."""
+    return (data.submitted_specs / "models" / f"{model.slug}.toml").is_file()
+
+
+def hub_snapshot(repo_id: str, revision: str) -> str:
+    """The Hub cache's folder of ``repo_id`` at ``revision`` (downloaded into the cache when missing).
+
+    For a submitted model: its ``settings.model`` is a Hub id, but ``models/tiny-llama-seed0`` is also
+    a relative path, and ``from_pretrained`` loads a folder of that name under the worker's current
+    directory first, dropping the pinned revision (docs/submitting.md). The snapshot's
+    absolute path in the cache is what the backend loads instead.
+    """
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo_id=repo_id, revision=revision)
 
 
 def _hub_revision(model: ModelSpec, name: str) -> str | None:

@@ -2,8 +2,8 @@
 
 Why: a spec typo or a bad outputs file used to end in a ~20-line traceback with the one useful
 line (``file: key: problem``) somewhere inside it. Errors in what a person handed us (spec files,
-replay/outputs files, the data directory's kind) are theirs to fix: one line on stderr, exit 2
-(CONTRACT.md). Anything else is ours: one line ``error: ...`` and a hint to rerun with
+replay/outputs files, an installed plug-in that does not implement its protocol, the data
+directory's kind) are theirs to fix: one line on stderr, exit 2 (CONTRACT.md). Anything else is ours: one line ``error: ...`` and a hint to rerun with
 ``--debug``, which shows the whole traceback, exit 1.
 """
 
@@ -18,12 +18,14 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     import msgspec
 
     from pipelines.backends.replay import ReplayError
+    from pipelines.core.conformance import PluginError
     from pipelines.engine.specs import SpecError
     from warehouse.keys import SigningKeyError
     from warehouse.layout import DataKindError
     from warehouse.tlog.audit import LogIntegrityError
 
-    return SpecError, ReplayError, DataKindError, SigningKeyError, LogIntegrityError, msgspec.ValidationError
+    return (SpecError, ReplayError, PluginError, DataKindError, SigningKeyError, LogIntegrityError,
+            msgspec.ValidationError)
 
 
 def _one_line(text: str) -> str:

@@ -85,11 +85,17 @@ def _reproduce_official(args: argparse.Namespace, result: dict[str, Any]) -> int
     """An official result: its kept package rerun in the recorded sandbox on the local data directory."""
     from pipelines.dagster.plugins import specs as load_specs
     from pipelines.official.package import PackageFailed
+    from pipelines.official.policy import PolicyChanged
     from pipelines.official.reproduce import reproduce_official
     from warehouse.layout import DataDir
 
     try:
         differences = reproduce_official(load_specs(), DataDir(), result, lambda line: say(args, line))
+    except PolicyChanged as changed:  # never rerun under the new policy and called a reproduction
+        print(f"medbench reproduce: run {args.run_id} not reproduced: {changed}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"run_id": args.run_id, "identical": False, "differences": [str(changed)]}))
+        return 1
     except (PackageFailed, ValueError) as exc:
         differences = [f"the package did not rerun: {exc}"]
     out = sys.stderr if args.json else sys.stdout

@@ -7,7 +7,8 @@ What is required is read from the protocol itself (``pipelines.core.protocols``,
 ``pipelines.core.kind``): a class-level annotation with no value, and a method whose body is only
 a docstring and/or ``...``. A plug-in that subclasses the protocol inherits those stubs, so a stub
 still in place counts as missing. The shape: an attribute annotated ``str`` is a string (``str |
-None``: or None), a ``tuple`` one a tuple, a ``type`` one a class; a method is callable and takes
+None``: or None), a ``tuple`` one a tuple, a ``type`` one a class, a ``pa.Schema`` one a pyarrow
+schema, a ``Mapping`` one a mapping, a ``bool`` one True or False; a method is callable and takes
 the protocol's positional arguments.
 """
 
@@ -17,7 +18,10 @@ import ast
 import functools
 import inspect
 import textwrap
+from collections.abc import Mapping
 from typing import Any
+
+import pyarrow as pa
 
 
 class PluginError(ValueError):
@@ -57,7 +61,20 @@ def _shape_error(value: Any, annotation: str) -> str | None:
         return None if isinstance(value, tuple) else f"must be a tuple, not {type(value).__name__}"
     if inner.startswith("type["):
         return None if isinstance(value, type) else f"must be a class, not {type(value).__name__}"
+    expected = _SHAPES.get(inner.partition("[")[0])
+    if expected is not None and not isinstance(value, expected[0]):
+        return f"must be {expected[1]}, not {type(value).__name__}"
     return None
+
+
+# annotation (without its parameters) -> (the type a value must be, in words): what a wrong value
+# would otherwise break far from the plug-in (a schema the engine writes Parquet with, a table of
+# SQL types the publisher reads, a flag the solver branches on)
+_SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "pa.Schema": (pa.Schema, "a pyarrow Schema"),
+    "Mapping": (Mapping, "a mapping"),
+    "bool": (bool, "True or False"),
+}
 
 
 def _positional(fn: Any) -> tuple[int, int, bool]:

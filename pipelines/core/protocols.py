@@ -274,8 +274,9 @@ class Backend(Protocol):
 
     def published(self, settings: Any, *, keep_defaults: bool = True) -> dict[str, Any]:
         """The settings as a result publishes them (``config.backend_settings``: every key, defaults
-        included; the catalog's model spec: defaults omitted), secrets removed."""
-        raise NotImplementedError(f"backend {self.name!r} declares no published settings")
+        included; the catalog's model spec: defaults omitted), secrets removed. Required: every
+        result records it, so a backend without it fails at registration, not in a run."""
+        ...
 
     def max_new_tokens(self, model: ModelSpec, cap: int) -> int:
         """The task's token cap, lowered where the model's own settings set a lower one."""

@@ -23,7 +23,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from pipelines.core.conformance import check_conforms
+from pipelines.core.conformance import PluginError, check_conforms
 
 T = TypeVar("T")
 
@@ -95,9 +95,14 @@ class Registry(Generic[T]):
             with self._lock:
                 target = self._objs[name]
                 if isinstance(target, metadata.EntryPoint):
-                    loaded = _instance(target.load())
-                    self._conforms(loaded, f"distribution {target.dist.name}" if target.dist is not None
-                                   else f"entry point {target.value}")
+                    origin = f"distribution {target.dist.name}" if target.dist is not None else "an entry point"
+                    try:
+                        loaded = _instance(target.load())
+                    except (ImportError, AttributeError, TypeError) as exc:  # a misspelt target, a broken import
+                        raise PluginError(f"{origin}: {self.what} entry point {name!r} ({target.value}) cannot be "
+                                          f"loaded: {type(exc).__name__}: {exc}; fix its module or the entry "
+                                          "point (medbench --debug shows the traceback)") from exc
+                    self._conforms(loaded, origin)
                     if self.name_of(loaded) != name:
                         raise ValueError(f"{self.what} entry point {name!r} ({target.value}) loads an object "
                                          f"named {self.name_of(loaded)!r}: make them agree")
@@ -182,6 +187,7 @@ def spec_folders() -> tuple[tuple[str, Path], ...]:
         target = ep.load()
         folder = Path(target() if callable(target) else target)
         if not folder.is_dir():
-            raise ValueError(f"entry point {GROUPS['specs']}:{ep.name} ({ep.value}) names {folder}, which is no folder")
+            raise PluginError(f"entry point {SPECS_GROUP}:{ep.name} ({ep.value})"
+                              f"{f' of {ep.dist.name}' if ep.dist is not None else ''} names {folder}, which is no folder")
         seen[ep.value] = (ep.dist.name if ep.dist is not None else ep.value, folder)
     return tuple(seen.values())

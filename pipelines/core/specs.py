@@ -30,6 +30,18 @@ class SpecError(ValueError):
     """A spec file is malformed; the message names the file and the offending key."""
 
 
+def query_or_fragment(url: str) -> str | None:
+    """What a server URL carries that must not be there: ``"a query"``, ``"a fragment"``, or None.
+
+    Requests go to ``{base_url}/chat/completions``: with ``?x=1`` or ``#f`` in ``base_url`` they went to
+    ``/v1?x=1/chat/completions`` instead (docs/adding-a-model.md), so such a URL is refused, never sent.
+    """
+    query, fragment = url.find("?"), url.find("#")
+    if query >= 0 and (fragment < 0 or query < fragment):
+        return "a query (?...)"
+    return "a fragment (#...)" if fragment >= 0 else None
+
+
 class _Spec(SpecStruct):
     """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
 

@@ -21,9 +21,11 @@ LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn",
 
 
 def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None,
-           plugins: list[dict[str, str]] | tuple = (), judge: ModelSpec | None = None) -> str:
-    """The run id; an official run (a submitted package) adds the package's sha256, so it never
-    shares an id with medbench's own run of the same model and task (whose ids stay as they were).
+           dependencies_sha256: str | None = None, plugins: list[dict[str, str]] | tuple = (),
+           judge: ModelSpec | None = None) -> str:
+    """The run id; an official run (a submitted package) adds the package's sha256 and the hash of
+    its set of dependency wheels, so it never shares an id with medbench's own run of the same model
+    and task (whose ids stay as they were), and another set of dependencies is another run.
     ``plugins`` (``pipelines.engine.plugin_identity``): the plug-in distributions' code it used,
     added only when there is any, so a changed plug-in makes new run ids and built-in ones stay.
     ``judge``: the model that grades the answers (rubric tasks only): its slug, revision and spec hash
@@ -39,6 +41,8 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: s
     }
     if package_sha256 is not None:
         fields["package_sha256"] = package_sha256
+    if dependencies_sha256 is not None:
+        fields["dependencies_sha256"] = dependencies_sha256
     if plugins:
         fields["plugins"] = list(plugins)
     if judge is not None:

@@ -28,7 +28,19 @@ PROJECT_PACKAGES = frozenset({"pipelines", "api", "warehouse"})
 
 @lru_cache(maxsize=1)
 def _distributions() -> dict[str, list[str]]:
-    return metadata.packages_distributions()
+    """Top-level package -> the distributions providing it. ``packages_distributions`` reads each
+    distribution's ``top_level.txt`` or else the ``*.py`` files its ``RECORD`` lists, which an
+    editable install by a ``.pth`` path (hatchling's, uv's) has neither of; so the packages that a
+    distribution's ``medbench.*`` entry points name are added as its own too."""
+    out = {top: list(names) for top, names in metadata.packages_distributions().items()}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        for ep in dist.entry_points:
+            if ep.group.startswith("medbench.") and name:
+                names = out.setdefault(ep.value.partition(":")[0].partition(".")[0], [])
+                if name not in names:
+                    names.append(name)
+    return out
 
 
 def _package_files(top: str) -> list[Path]:

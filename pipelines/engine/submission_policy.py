@@ -24,7 +24,7 @@ from typing import Literal
 import msgspec
 
 from pipelines.core.canonical import StrictStruct
-from pipelines.core.specs import PriceSpec, SpecError
+from pipelines.core.specs import PriceSpec, SpecError, query_or_fragment
 from pipelines.engine.spec_decoding import _explain, _parse
 from pipelines.engine.specs import specs_root
 from warehouse.layout import DataDir
@@ -133,9 +133,18 @@ def load_policy(specs: Path | str | None = None, data: DataDir | None = None) ->
     """The checkout's policy with the data directory's additions; defaults when neither file exists."""
     merged: dict = {}
     files = policy_files(specs, data)
-    for path in files:
-        merged = _merge(merged, _parse(path))
+    parsed = [(path, _parse(path)) for path in files]
+    for _, obj in parsed:
+        merged = _merge(merged, obj)
     try:
-        return msgspec.convert(merged, SubmissionPolicy, strict=True, str_keys=True)
+        policy = msgspec.convert(merged, SubmissionPolicy, strict=True, str_keys=True)
     except msgspec.ValidationError as exc:
         raise SpecError(f"{' + '.join(map(str, files))}: {_explain(exc)}") from None
+    for name, endpoint in policy.endpoints.items():
+        if endpoint.base_url and (extra := query_or_fragment(endpoint.base_url)) is not None:
+            # the file that set it last is the one to edit
+            path = next(p for p, obj in reversed(parsed)
+                        if isinstance(obj.get("endpoints", {}).get(name), dict) and "base_url" in obj["endpoints"][name])
+            raise SpecError(f"{path}: key `endpoints.{name}.base_url`: the URL has {extra}; "
+                            "requests go to {base_url}/chat/completions, so give the server's path only")
+    return policy

@@ -4,18 +4,21 @@ Why through the engine: the package only answers (raw text for choice tasks, a p
 score tasks); the family's own ``problem`` turns those answers into its predictions table exactly
 as it does a backend's (its parser; its probability metadata), and the engine's metrics step
 (``compute_metrics``) scores them with the task's metrics and intervals. So an official result is
-a normal result, with its own run id (the package's sha256 is part of it), its ``tier`` and its
-``provenance``. Rule one applies to the exact package: the same wheel on the same model, task and
-snapshot is the same run id, reused, never rerun.
+a normal result, with its own run id (the package's sha256 and the hash of its dependency wheels are
+part of it), its ``tier`` and its ``provenance``. Rule one applies to the exact package: the same
+wheel and dependency wheels on the same model, task and snapshot is the same run id, reused, never
+rerun.
 
-The wheel is kept in the data directory (``packages/<sha256>/<file>``), and the package's answers
-beside the predictions (``artifacts/<run_id>/package-answers.jsonl``), so ``medbench reproduce``
-can rerun it in the same sandbox policy and compare its answers byte for byte.
+The wheel is kept in the data directory (``packages/<sha256>/<file>``), its dependency wheels
+beside it (``packages/<sha256>/dependencies/<set sha256>/``), and the package's answers beside the
+predictions (``artifacts/<run_id>/package-answers.jsonl``), so ``medbench reproduce`` can install
+exactly those wheels, rerun it in the same sandbox policy and compare its answers byte for byte.
 """
 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -37,6 +40,7 @@ from pipelines.official.package import GROUP, check_wheel
 from pipelines.official.policy import SandboxPolicy
 from pipelines.kinds import kind as kind_of
 from pipelines.official.run import Answers, run_package
+from pipelines.official.wheels import Dependencies, download, keep
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import Provenance, ResultRecord
@@ -58,9 +62,22 @@ def tier_for(ev: Evaluation, submitter: Submitter) -> str:
     return "official" if submitter.owner == ev.model.provider else "baseline"
 
 
-def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str) -> Evaluation:
+def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str,
+                  dependencies_sha256: str) -> Evaluation:
     ev = plan(specs, data, task_ref, model_slug)
-    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, plugins=ev.plugins, judge=ev.judge))
+    return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, dependencies_sha256,
+                                    plugins=ev.plugins, judge=ev.judge))
+
+
+def kept_dependencies_dir(data: DataDir, sha256: str, package_file: str, set_sha256: str) -> Path:
+    """Where a package's dependency wheels are kept, by the package and the set's hash."""
+    return data.package_path(sha256, package_file).parent / "dependencies" / set_sha256
+
+
+def resolve_dependencies(policy: SandboxPolicy, wheel: Path, scratch: Path) -> Dependencies:
+    """The package's dependency wheels, downloaded outside the sandbox into a fresh folder under
+    ``scratch`` (the caller removes it once they are kept)."""
+    return download(policy, wheel, Path(tempfile.mkdtemp(prefix="medbench-dependencies-", dir=scratch)))
 
 
 def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
@@ -72,11 +89,12 @@ def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
     return public, context
 
 
-def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, weights: Path | None = None) -> Answers:
+def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, dependencies: Dependencies,
+           weights: Path | None = None) -> Answers:
     """Install and run the package in the sandbox on the public instances (PackageFailed on any breach)."""
     public, context = public_inputs(ev, data)
     return run_package(policy, wheel, public, context, [p["instance_id"] for p in public], ev.family.kind,
-                       weights=weights)
+                       weights=weights, dependencies=dependencies)
 
 
 def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) -> pa.Table:
@@ -96,11 +114,20 @@ def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) 
 
 def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, wheel: Path,
                       submitter: Submitter, policy: SandboxPolicy, log: Log,
-                      expected_sha256: str | None = None, weights: Path | None = None) -> ResultRecord:
+                      expected_sha256: str | None = None, weights: Path | None = None,
+                      dependencies: Dependencies | None = None) -> ResultRecord:
     """Run the package and write its result (not published: ``release`` does that); PackageFailed
-    with a one-line reason leaves nothing under ``artifacts/``."""
+    with a one-line reason leaves nothing under ``artifacts/``. ``dependencies``: the wheels
+    resolved beforehand (``resolve_dependencies``), else resolved here."""
     sha = check_wheel(wheel, expected_sha256)
-    ev = plan_official(specs, data, task_ref, model_slug, sha)
+    if dependencies is None:
+        scratch = Path(tempfile.mkdtemp(prefix="medbench-resolve-"))
+        try:
+            return evaluate_official(specs, data, task_ref, model_slug, wheel, submitter, policy, log, sha, weights,
+                                     resolve_dependencies(policy, wheel, scratch))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    ev = plan_official(specs, data, task_ref, model_slug, sha, dependencies.set_sha256)
     done = existing_result(data, ev.run_id)
     if done is not None:
         log(f"{ev.partition_key}: package {sha[:12]} was already evaluated (run {ev.run_id}); reusing it")
@@ -109,11 +136,14 @@ def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: st
     if not kept.exists():
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(wheel, kept)
-    answers = answer(ev, data, kept, policy, weights)
+    dependencies = keep(dependencies, kept_dependencies_dir(data, sha, wheel.name, dependencies.set_sha256))
+    answers = answer(ev, data, kept, policy, dependencies, weights)
     log(f"{ev.partition_key}: package {sha[:12]} answered {len(answers.values)} instances in the sandbox")
     table = predictions_from(ev, data, answers, log)
     config = {"official": {"package_sha256": sha, "package_file": wheel.name, "entry_point_group": GROUP,
                            "installed": answers.installed, "sandbox": policy.describe(),
+                           "dependencies_sha256": dependencies.set_sha256, "dependencies": list(dependencies.wheels),
+                           "tree_limit": answers.limit,
                            "weights": str(weights) if weights is not None else None},
               "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "intervals": msgspec.to_builtins(ev.task.intervals),
               "parser": ev.family.parser_version(ev.task)}

@@ -13,21 +13,26 @@ import os
 
 import msgspec
 
-POLICY_VERSION = "medbench-sandbox/1"
+POLICY_VERSION = "medbench-sandbox/2"  # 2: offline install from hashed wheels, one limit per process tree
 NOBODY = 65534  # Debian's ``nobody``/``nogroup``: owns no file medbench needs
+
+
+class PolicyChanged(ValueError):
+    """A result made under another sandbox policy version: rerunning it here is no reproduction."""
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
     """Per-step limits (setrlimit, plus wall time and output size enforced by the parent)."""
 
-    cpu_seconds: int = 600
-    memory_bytes: int = 4 << 30  # RLIMIT_AS: address space, so a package cannot exhaust the host
-    processes: int = 64          # RLIMIT_NPROC of the sandbox uid (root would ignore it)
+    cpu_seconds: int = 600       # the whole process tree's CPU time (and RLIMIT_CPU per process)
+    memory_bytes: int = 4 << 30  # the whole tree's memory (and RLIMIT_AS per process)
+    processes: int = 64          # the whole tree's processes (and RLIMIT_NPROC of the sandbox uid)
     open_files: int = 256        # RLIMIT_NOFILE
     file_bytes: int = 1 << 30    # RLIMIT_FSIZE: the largest file it may write (scratch only)
     wall_seconds: int = 900      # the whole process group is killed past it
     output_bytes: int = 64 << 20  # stdout + stderr together; past it the run is killed
     scratch_bytes: int = 1 << 30  # the size of the scratch tmpfs
+    shm_bytes: int = 64 << 20     # the size of /dev/shm (a tmpfs of its own)
 
 
 class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,13 +44,14 @@ class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
     python: str = "/usr/bin/python3"
     index_url: str | None = None  # the package-index proxy; None: install offline from the wheel alone
     pool: str = "cpu"              # "gpu" passes the NVIDIA devices through (untested without a GPU)
+    tree_limit: str = "auto"       # treelimit.MECHANISMS: the best available, or one named (tests)
     install: Limits = Limits(cpu_seconds=300, memory_bytes=2 << 30, wall_seconds=600, output_bytes=8 << 20)
     run: Limits = Limits()
 
     def describe(self) -> str:
         """The policy as one canonical string (``provenance.sandbox``): version, pool, network, limits."""
-        body = {"pool": self.pool, "install_network": "index" if self.index_url else "none",
-                "run_network": "none", "install": msgspec.to_builtins(self.install),
+        body = {"pool": self.pool, "dependencies": "index, wheels only, downloaded outside" if self.index_url else "none",
+                "install_network": "none", "run_network": "none", "install": msgspec.to_builtins(self.install),
                 "run": msgspec.to_builtins(self.run)}
         return f"{self.version} " + msgspec.json.encode(body, order="sorted").decode()
 
@@ -54,7 +60,8 @@ class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
         recorded (``describe``), so a reproduction runs under the limits the result ran under."""
         version, _, body = description.partition(" ")
         if version != self.version:
-            raise ValueError(f"the result ran under sandbox policy {version!r}; this checkout has {self.version!r}")
+            raise PolicyChanged(f"the result ran under sandbox policy {version}, this checkout runs {self.version}: "
+                                "it cannot be reproduced under another policy (check out a commit of its policy)")
         fields = msgspec.json.decode(body)
         return msgspec.structs.replace(self, pool=fields["pool"], install=msgspec.convert(fields["install"], Limits),
                                        run=msgspec.convert(fields["run"], Limits))
@@ -88,10 +95,11 @@ def narrowed(limits: Limits, memory_gib: float | None = None, wall_minutes: floa
 def from_env(pool: str = "cpu", memory_gib: float | None = None, wall_minutes: float | None = None) -> SandboxPolicy:
     """The policy configured for this machine: ``MEDBENCH_SANDBOX_UID``/``_GID`` (the dedicated
     unprivileged user), ``MEDBENCH_SANDBOX_PYTHON``, ``MEDBENCH_SANDBOX_INDEX_URL`` (the index
-    proxy); a submission's ``resources`` (memory, wall time) narrow the run limits (``narrowed``):
+    proxy), ``MEDBENCH_SANDBOX_TREE_LIMIT`` (``auto`` or one of ``treelimit.MECHANISMS``); a submission's ``resources`` (memory, wall time) narrow the run limits (``narrowed``):
     asking for more than the policy gives the policy's limit."""
     base = SandboxPolicy()
     run = narrowed(base.run, memory_gib, wall_minutes)
     return SandboxPolicy(uid=_int_env("MEDBENCH_SANDBOX_UID", NOBODY), gid=_int_env("MEDBENCH_SANDBOX_GID", NOBODY),
                          python=os.environ.get("MEDBENCH_SANDBOX_PYTHON", base.python),
-                         index_url=os.environ.get("MEDBENCH_SANDBOX_INDEX_URL") or None, pool=pool, run=run)
+                         index_url=os.environ.get("MEDBENCH_SANDBOX_INDEX_URL") or None, pool=pool, run=run,
+                         tree_limit=os.environ.get("MEDBENCH_SANDBOX_TREE_LIMIT") or base.tree_limit)

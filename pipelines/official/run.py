@@ -1,13 +1,14 @@
 """Install a package and run it on public instances, each step in the sandbox; validate its answers.
 
 Two sandboxed steps share one work directory, made fresh per run and owned by the sandbox uid
-(so no run sees another's files; it is deleted afterwards): the install step creates a virtual
-environment at ``/venv`` and installs the wheel into it with pip, wheels only
-(``--only-binary=:all:``) and offline unless the policy names an index proxy; pip's install
-report, with the sha256 of every file installed, is written outside the environment (``/report``,
-where no file of the wheel can land) and kept. Every command is an argv list: no shell ever reads a
-name that came from the wheel. What pip prints never reaches a public field: an install failure is
-told in medbench's words (docs/official-tier.md, "Threat model"). The run step mounts that
+(so no run sees another's files; it is deleted afterwards). The dependencies were resolved and
+downloaded beforehand, outside the sandbox, as wheels only, and hashed there
+(``pipelines/official/wheels.py``); the install step creates a virtual environment at ``/venv`` and
+installs the wheel from those files alone (``pip install --no-index --find-links /wheels``), with no
+network: no step of the author's package ever shares one with the host. What was installed is what
+medbench hashed, never a report the package could write. Every command is an argv list: no shell
+ever reads a name that came from the wheel. What pip prints never reaches a public field: an install
+failure is told in medbench's words (docs/official-tier.md, "Threat model"). The run step mounts that
 environment read-only, with no network, and runs ``runner.py`` on the instances file.
 """
 
@@ -26,6 +27,7 @@ from pipelines.kinds import kind as kind_of
 from pipelines.official.package import PackageFailed, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
+from pipelines.official.wheels import Dependencies, describe_wheel, download, file_sha256
 
 RUNNER = Path(__file__).with_name("runner.py")
 # What a package yields per instance, and how one answer is checked, belong to the task's kind
@@ -39,8 +41,9 @@ class Answers:
 
     values: dict[str, Any]
     answers_jsonl: bytes  # the answers exactly as yielded, in instance order (what reproduce compares)
-    installed: list[dict[str, Any]]  # pip's report: name, version, sha256 of each distribution installed
+    installed: list[dict[str, Any]]  # name, version, sha256 of each wheel installed (hashed by medbench)
     wall_seconds: float
+    limit: str = ""  # which mechanism held the run's whole process tree (sandbox.TREE_LIMITS)
 
 
 def _reason(step: str, outcome: Outcome, limits) -> str:
@@ -52,23 +55,11 @@ def _reason(step: str, outcome: Outcome, limits) -> str:
                 24: f"CPU time over {limits.cpu_seconds} s", 25: f"a file over {limits.file_bytes} bytes"}
         return f"{step} {hint.get(signal_number, f'killed by signal {signal_number}')}"
     if step == "install":  # pip's words (URLs, paths, index answers) are never published
-        return (f"install failed (exit {outcome.returncode}): pip could not install the wheel from the wheel "
-                "itself and the index; install it in a clean virtual environment with pip install "
+        return (f"install failed (exit {outcome.returncode}): pip could not install the wheel offline from "
+                "itself and its dependency wheels (resolved from the index beforehand); install it in a clean virtual environment with pip install "
                 "--only-binary=:all: to see why")
     last = [line for line in outcome.stderr_tail.splitlines() if line.strip()]
     return f"{step} failed (exit {outcome.returncode}): {last[-1][:300] if last else 'no message'}"
-
-
-def _installed(report_path: Path) -> list[dict[str, Any]]:
-    if not report_path.exists():
-        return []
-    report = json.loads(report_path.read_text())
-    out = []
-    for item in report.get("install", []):
-        hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
-        out.append({"name": item["metadata"]["name"], "version": item["metadata"]["version"],
-                    "sha256": hashes.get("sha256")})
-    return out
 
 
 def _own(path: Path, policy: SandboxPolicy) -> None:
@@ -78,8 +69,11 @@ def _own(path: Path, policy: SandboxPolicy) -> None:
 
 def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, Any]], context: dict[str, Any],
                 expected_ids: list[str], kind: str, work_base: Path | None = None,
-                weights: Path | None = None) -> Answers:
+                weights: Path | None = None, dependencies: Dependencies | None = None) -> Answers:
     """Install ``wheel`` and run it on ``instances``; raises PackageFailed with a one-line reason.
+
+    ``dependencies``: the wheels resolved beforehand (``wheels.download``, or a kept set being
+    reproduced); None resolves them here, from the policy's index, outside the sandbox.
 
     ``weights``: a folder medbench filled beforehand from the model's pinned revision, mounted
     read-only at ``/weights`` for the run step (``context["weights"]`` says where, or None)."""
@@ -96,7 +90,13 @@ def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, An
         for f in work.iterdir():
             if f.is_file():
                 os.chmod(f, 0o644)
-        installed = _install(policy, work, wheel.name)
+        if dependencies is None:
+            fetched = work / "fetch"
+            fetched.mkdir()
+            dependencies = download(policy, wheel, fetched)
+        _install(policy, work, wheel.name, dependencies)
+        installed = [{k: w[k] for k in ("name", "version", "sha256")}
+                     for w in (describe_wheel(work / wheel.name), *dependencies.wheels)]
         mounts = [Mount(venv, "/venv"), Mount(RUNNER, "/medbench/runner.py"),
                   Mount(work / "instances.jsonl", "/input/instances.jsonl"),
                   Mount(work / "context.json", "/input/context.json")]
@@ -105,33 +105,38 @@ def run_package(policy: SandboxPolicy, wheel: Path, instances: list[dict[str, An
         run = run_sandboxed(policy, policy.run, mounts, ["/venv/bin/python", "-I", "/medbench/runner.py", "/input/instances.jsonl", "/input/context.json"])
         strategy = kind_of(kind)
         values, ordered = validate_answers(run, policy, expected_ids, strategy.answer_field, strategy.check_answer)
-        return Answers(values=values, answers_jsonl=ordered, installed=installed, wall_seconds=run.wall_seconds)
+        return Answers(values=values, answers_jsonl=ordered, installed=installed, wall_seconds=run.wall_seconds,
+                       limit=run.limit)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def install_commands(policy: SandboxPolicy, wheel_name: str) -> list[list[str]]:
-    """The install step's commands, argv lists run one after the other (never through a shell)."""
-    index = ["--index-url", policy.index_url] if policy.index_url else ["--no-index"]
+    """The install step's commands, argv lists run one after the other (never through a shell):
+    offline, from the wheel and the dependency wheels downloaded beforehand (``/wheels``)."""
     return [[policy.python, "-I", "-m", "venv", "/venv"],
             ["/venv/bin/python", "-I", "-m", "pip", "install", "--disable-pip-version-check", "--no-cache-dir",
-             "--only-binary=:all:", "--no-compile", "--report", "/report/install-report.json", *index, "--",
+             "--only-binary=:all:", "--no-compile", "--no-index", "--find-links", "/wheels", "--",
              f"/wheel/{wheel_name}"]]
 
 
-def _install(policy: SandboxPolicy, work: Path, wheel_name: str) -> list[dict[str, Any]]:
+def _install(policy: SandboxPolicy, work: Path, wheel_name: str, dependencies: Dependencies) -> None:
     if wheel_name_problem(wheel_name):
         raise PackageFailed(f"the package file name {wheel_name[:80]!r} is not a valid wheel name")
-    report = work / "report"
-    report.mkdir()
-    _own(report, policy)
-    mounts = [Mount(work / "venv", "/venv", writable=True), Mount(report, "/report", writable=True),
-              Mount(work / wheel_name, f"/wheel/{wheel_name}")]
+    wheels = work / "wheels"  # a copy the sandbox uid can read, wherever the set was kept
+    wheels.mkdir(mode=0o755)
+    for w in dependencies.wheels:
+        assert dependencies.folder is not None
+        shutil.copyfile(dependencies.folder / w["file"], wheels / w["file"])
+        os.chmod(wheels / w["file"], 0o644)
+        if file_sha256(wheels / w["file"]) != w["sha256"]:  # what is installed is what was recorded
+            raise PackageFailed(f"dependency wheel {w['file']!r} changed after it was hashed")
+    mounts = [Mount(work / "venv", "/venv", writable=True), Mount(work / wheel_name, f"/wheel/{wheel_name}"),
+              Mount(wheels, "/wheels")]
     for command in install_commands(policy, wheel_name):
-        outcome = run_sandboxed(policy, policy.install, mounts, command, network=policy.index_url is not None)
+        outcome = run_sandboxed(policy, policy.install, mounts, command, network=False)
         if outcome.stopped or outcome.returncode != 0:
             raise PackageFailed(_reason("install", outcome, policy.install))
-    return _installed(report / "install-report.json")
 
 
 def validate_answers(outcome: Outcome, policy: SandboxPolicy, expected_ids: list[str],

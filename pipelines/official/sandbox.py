@@ -12,8 +12,13 @@ Why each layer:
   environment and reads its arguments from a pipe (``--args FD``), so the sandbox's pid 1 shows
   neither the host's ``PATH`` nor a host path in its ``/proc/1/environ`` or ``/proc/1/cmdline``
   (docs/official-tier.md, "Threat model").
-- ``setrlimit`` in the child caps CPU time, address space, processes, open files and file size;
-  the parent caps wall time and output size, and kills the whole process group past either.
+- One limit for the whole process tree (``treelimit.py``: a cgroup v2, else v1, else a watchdog over
+  ``/proc``) caps memory, processes and CPU time; ``setrlimit`` in the child still caps each
+  process's CPU time, address space, processes, open files and file size; the parent caps wall time
+  and output size, and kills the whole process group past any of them. Every tmpfs the step can
+  write (scratch, ``/dev/shm``) has a ``--size``.
+- Nested namespaces are denied (``--disable-userns``) and a seccomp filter (``seccomp.py``) answers
+  EPERM to ``ptrace``, ``keyctl``, ``bpf``, ``mount`` and their kin.
 
 The GPU pool binds ``/dev/nvidia*`` into the sandbox. UNTESTED: no GPU was available where this
 was written; the CPU pool is what the tests exercise.
@@ -32,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.official.policy import Limits, SandboxPolicy
+from pipelines.official.seccomp import SeccompUnavailable, bpf_program
+from pipelines.official.treelimit import TreeLimit
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime",
@@ -62,8 +69,9 @@ class Outcome:
     returncode: int
     stdout: bytes
     stderr_tail: str
-    stopped: str | None = None  # "wall time", "output size": the parent killed it
+    stopped: str | None = None  # "wall time", "output size", a tree limit: the parent killed it
     wall_seconds: float = 0.0
+    limit: str = ""  # the mechanism that held the whole tree: cgroup2, cgroup1 or watchdog
     lines: list[str] = field(default_factory=list)
 
 
@@ -108,13 +116,16 @@ def launcher(policy: SandboxPolicy, args_fd: int, command: list[str]) -> list[st
 
 
 def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], *,
-               network: bool, env: dict[str, str]) -> list[str]:
+               network: bool, env: dict[str, str], seccomp_fd: int | None = None) -> list[str]:
     """bwrap's options (they travel through ``--args FD``, never on a command line): the
-    namespaces, the filesystem, the environment. The one place that says what the sandbox holds;
-    a later layer (cgroups, seccomp) adds its options here."""
-    argv = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    namespaces, the filesystem, the environment, the seccomp filter. The one place that says what
+    the sandbox holds."""
+    argv = ["--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
-            "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
+            "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+            "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += ["--share-net"] if network else ["--unshare-net"]
     argv += _system_args(policy.python)
     if network:
@@ -136,7 +147,11 @@ def bwrap_argv(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], *,
 
 def _args_pipe(args: list[str]) -> int:
     """A pipe holding bwrap's arguments, NUL-terminated, its write end closed; the read end."""
-    data = b"".join(os.fsencode(a) + b"\0" for a in args)
+    return _pipe_of(b"".join(os.fsencode(a) + b"\0" for a in args))
+
+
+def _pipe_of(data: bytes) -> int:
+    """A pipe holding ``data``, its write end closed; the read end."""
     read, write = os.pipe()
     try:
         if len(data) > 60_000:  # a pipe buffers 64 KiB: more would block this writer
@@ -150,8 +165,9 @@ def _args_pipe(args: list[str]) -> int:
     return read
 
 
-def _apply_limits(limits: Limits):
+def _apply_limits(limits: Limits, tree: TreeLimit):
     def preexec() -> None:
+        tree.enter()  # before exec: every process the step starts is born inside the tree's limit
         for which, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_NPROC, limits.processes),
                              (resource.RLIMIT_NOFILE, limits.open_files), (resource.RLIMIT_FSIZE, limits.file_bytes),
                              (resource.RLIMIT_CORE, 0)):
@@ -175,14 +191,29 @@ def run_sandboxed(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], co
     The sandbox's pid namespace dies with bwrap's child (``--die-with-parent``), so killing the
     process group ends every process the package started, whatever sessions it made."""
     check_available()
-    args_fd = _args_pipe(bwrap_argv(policy, limits, mounts, network=network, env=env or {}))
+    try:
+        seccomp_fd = _pipe_of(bpf_program())
+    except SeccompUnavailable as missing:
+        raise SandboxUnavailable(str(missing)) from None
+    try:
+        args_fd = _args_pipe(bwrap_argv(policy, limits, mounts, network=network, env=env or {},
+                                        seccomp_fd=seccomp_fd))
+    except BaseException:
+        os.close(seccomp_fd)
+        raise
+    tree = TreeLimit(limits, policy.tree_limit)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(launcher(policy, args_fd, command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env={}, start_new_session=True,
-                                preexec_fn=_apply_limits(limits), close_fds=True, pass_fds=(args_fd,))
+                                preexec_fn=_apply_limits(limits, tree), close_fds=True,
+                                pass_fds=(args_fd, seccomp_fd))
+    except BaseException:
+        tree.close()
+        raise
     finally:
         os.close(args_fd)
+        os.close(seccomp_fd)
     out, err = bytearray(), bytearray()
     total, stopped = 0, None
     selector = selectors.DefaultSelector()
@@ -194,7 +225,10 @@ def run_sandboxed(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], co
             if left <= 0:
                 stopped = f"wall time over {limits.wall_seconds} s"
                 break
-            for key, _ in selector.select(timeout=min(left, 1.0)):
+            stopped = tree.over(proc.pid)
+            if stopped:
+                break
+            for key, _ in selector.select(timeout=min(left, 0.2)):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     selector.unregister(key.fileobj)
@@ -217,7 +251,10 @@ def run_sandboxed(policy: SandboxPolicy, limits: Limits, mounts: list[Mount], co
             _kill_group(proc)
             proc.wait()
         _kill_group(proc)  # anything left in the group (bwrap's child takes its pid namespace with it)
+        if stopped is None and tree.mechanism != "watchdog":
+            stopped = tree.over(proc.pid)  # a memory kill the last poll did not see
+        tree.close()
         proc.stdout.close()
         proc.stderr.close()
     return Outcome(returncode=proc.returncode, stdout=bytes(out), stderr_tail=err.decode("utf-8", "replace"),
-                   stopped=stopped, wall_seconds=time.monotonic() - started)
+                   stopped=stopped, wall_seconds=time.monotonic() - started, limit=tree.mechanism)

@@ -12,6 +12,7 @@ spec file, when the maintainers have added it to ``specs/models``).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -21,7 +22,7 @@ from pipelines.core.specs import ModelSpec, model_spec_type
 from pipelines.engine.release import release
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import check_sandbox_budget, load_policy
-from pipelines.official.evaluate import Submitter, evaluate_official, plan_official
+from pipelines.official.evaluate import Submitter, evaluate_official, plan_official, resolve_dependencies
 from pipelines.official.package import PackageFailed
 from pipelines.official.policy import from_env
 from warehouse.layout import DataDir
@@ -65,12 +66,15 @@ def run_submission(specs: Specs, data: DataDir, store: SubmissionStore, submissi
         return store.transition(submission_id, "failed", str(refused))
     store.transition(submission_id, "running", f"package {wheel.name} runs in the sandbox ({policy.version})")
     submitter, made, run_ids = Submitter(submission.owner, submission.id), [], []
+    scratch = Path(tempfile.mkdtemp(prefix="medbench-resolve-"))
     try:
+        dependencies = resolve_dependencies(policy, wheel, scratch)  # once, outside the sandbox
         for task in submission.tasks:
-            planned = plan_official(specs, data, task, model.slug, submission.package_sha256 or "")
+            planned = plan_official(specs, data, task, model.slug, submission.package_sha256 or "",
+                                    dependencies.set_sha256)
             fresh = not data.result_path(planned.run_id).exists()
             record = evaluate_official(specs, data, task, model.slug, wheel, submitter, policy, log,
-                                       submission.package_sha256)
+                                       submission.package_sha256, dependencies=dependencies)
             run_ids.append(record.run_id)
             if fresh:
                 made.append(record.run_id)
@@ -79,6 +83,8 @@ def run_submission(specs: Specs, data: DataDir, store: SubmissionStore, submissi
             shutil.rmtree(data.run_dir(run), ignore_errors=True)
         log(f"submission {submission_id} failed: {failed}")
         return store.transition(submission_id, "failed", str(failed))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     release(specs, data, log)
     return store.transition(submission_id, "evaluated", f"evaluated in the sandbox: {', '.join(run_ids)}",
                             run_ids=run_ids)

@@ -252,7 +252,7 @@ def test_withdrawn_means_withdrawn_on_every_surface(five, capsys, monkeypatch) -
         err = capsys.readouterr().err
         assert said in err and "reused" not in err, err
     args = argparse.Namespace(id=run_id, json=False)
-    assert verify._report(args, "result", [], {"date": str(w.date), "reason": w.reason}) == verify.VALID
+    assert verify._report(args, "result", [], withdrawn={"date": str(w.date), "reason": w.reason}) == verify.VALID
     assert f"valid, {said}" in capsys.readouterr().out
-    assert verify._report(args, "result", ["bad"], {"date": str(w.date), "reason": w.reason}) == verify.INVALID
+    assert verify._report(args, "result", ["bad"], withdrawn={"date": str(w.date), "reason": w.reason}) == verify.INVALID
     assert "withdrawn" not in capsys.readouterr().out  # an invalid signature is not "valid, withdrawn"

@@ -118,7 +118,7 @@ def test_tiny_llm_runs_end_to_end_through_transformers(demo_data):
     assert r["usage"]["hardware"].startswith("cpu")
     assert r["cost_usd"] > 0 and r["price_table_date"] == "2026-11-01"
     assert r["config"]["decoding"] == {"max_new_tokens": 16, "temperature": 0.0}
-    assert "generation_key" not in r and r["versions"]["parser"] == "v3"  # a hash of unredacted settings: never published
+    assert "generation_key" not in r and r["versions"]["parser"] == "v4"  # a hash of unredacted settings: never published
 
 
 def test_materialisations_carry_typed_metadata_and_data_versions(demo_data):

@@ -55,7 +55,11 @@ def test_the_worked_example_reaches_the_official_leaderboard_and_reproduces(demo
             result = c.get(f"/v1/results/{run}").json()
             assert result["provenance"]["submitted_by"] == "medbench"
             assert result["provenance"]["package_sha256"] == sha
-            assert result["provenance"]["sandbox"].startswith("medbench-sandbox/1 ")
+            assert result["provenance"]["sandbox"].startswith("medbench-sandbox/2 ")
+            recorded = result["config"]["official"]
+            assert recorded["installed"] == [{"name": "medbench-example-official", "version": "0.1.0", "sha256": sha}]
+            assert recorded["tree_limit"] in ("cgroup2", "cgroup1", "watchdog") and recorded["dependencies"] == []
+            assert recorded["dependencies_sha256"] == hashlib.sha256(b"").hexdigest()  # no index: no dependency
             baseline = next(r for r in mine if r["tier"] == "baseline")["run_id"]
             assert set(c.get(f"/v1/results/{baseline}").json()["provenance"].values()) == {None}
             package = c.get(f"/artifacts/{run}/package.whl")

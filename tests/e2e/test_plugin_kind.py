@@ -10,6 +10,8 @@ of the project changed for it (docs/adding-a-task.md, "A new kind"). Its spec fi
 
 As with the first plug-in (``test_plugin_distribution.py``), it is installed into a folder of its
 own and used only by subprocesses whose ``PYTHONPATH`` names that folder, so no other test sees it.
+Its editable install (``pip install -e``) goes into a throwaway venv of its own instead, since only
+a site folder (not ``PYTHONPATH``) runs the ``.pth`` hook that makes an editable install importable.
 """
 
 from __future__ import annotations
@@ -217,9 +219,16 @@ def test_duckdb_has_a_typed_regression_table_in_the_view(installed: Installed) -
 
 @pytest.mark.slow
 def test_verify_accepts_every_result(installed: Installed, served: str) -> None:
+    """Offline, against the data directory's own key pinned by its fingerprint (unpinned, a key read
+    from the directory being verified proves nothing and verify exits 4, as for the demo)."""
+    from warehouse.keys import read_keys
+    from warehouse.layout import DataDir
+
+    fingerprint = read_keys(DataDir(installed.data))[-1].fingerprint
     for row in _board(served)["rows"]:
-        proc = installed.run("-m", "pipelines.cli.main", "verify", row["run_id"], "--offline", str(installed.data))
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        proc = installed.run("-m", "pipelines.cli.main", "verify", row["run_id"], "--offline", str(installed.data),
+                             "--trusted-keys", fingerprint)
+        assert proc.returncode == 0 and "valid: result" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
@@ -239,3 +248,49 @@ def test_changing_one_line_of_the_plugin_changes_its_run_ids(installed: Installe
     assert {(parts[0], parts[1]) for parts in lines} == {(f"{TASK}|{m}", "ran") for m in MODELS}, proc.stdout
     after = {parts[0].partition("|")[2]: parts[2] for parts in lines}
     assert set(after) == set(before) and all(after[m] != before[m] for m in before), (before, after)
+
+
+def _materialized(proc: subprocess.CompletedProcess) -> dict[str, tuple[str, str]]:
+    """model -> (what happened: ran / reused, run id), from ``medbench materialize``'s lines."""
+    lines = [line.split() for line in proc.stdout.splitlines() if len(line.split()) > 2 and "|" in line.split()[0]]
+    return {parts[0].partition("|")[2]: (parts[1], parts[2]) for parts in lines if parts[0].startswith(TASK + "|")}
+
+
+@pytest.mark.slow
+def test_changing_one_line_of_an_editable_install_changes_its_run_ids(tmp_path: Path) -> None:
+    """The same rule for ``pip install -e``: the package is imported from its source folder and its
+    ``RECORD`` lists only the editable hook, so the hash must read the files on disk. An edit of one
+    line of the source gives new run ids, nothing reused."""
+    source = tmp_path / "src"
+    shutil.copytree(SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # the venv sees this environment's packages (pip, setuptools, dagster...), so nothing is downloaded
+    (site / "medbench-test-env.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    pip = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+                          "--editable", str(source)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("MEDBENCH_SPECS", "PYTHONPATH")}
+    env |= {"PYTHONPATH": str(REPO), "MEDBENCH_DATA": str(tmp_path / "data"),
+            "DAGSTER_HOME": str(tmp_path / "data" / "dagster"), "PYTHONUNBUFFERED": "1"}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([python, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        return proc
+
+    where = run("-c", "import medbench_potassium.backend as b; print(b.__file__)").stdout.strip()
+    assert Path(where) == source / "medbench_potassium" / "backend.py"  # editable: read from the source folder
+    (record,) = site.glob("medbench_potassium-*.dist-info/RECORD")
+    assert "backend.py" not in record.read_text()  # what a RECORD-based hash would miss
+
+    before = _materialized(run("-m", "pipelines.cli.main", "materialize", "--demo", "--task", FAMILY))
+    assert set(before) == MODELS and {status for status, _ in before.values()} == {"ran"}, before
+    backend = source / "medbench_potassium" / "backend.py"
+    backend.write_text(backend.read_text().replace("class Forecaster:", "class Forecaster:  # edited in place", 1))
+    after = _materialized(run("-m", "pipelines.cli.main", "materialize", "--demo", "--task", FAMILY))
+    assert set(after) == MODELS and {status for status, _ in after.values()} == {"ran"}, after
+    assert all(after[m][1] != before[m][1] for m in MODELS), (before, after)

@@ -10,6 +10,7 @@ fallback serves from the pointer again at its next pointer check.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -65,7 +66,13 @@ def missing_pointer(data: DataDir) -> None:
     data.pointer.unlink()
 
 
-@pytest.mark.parametrize("damage", [garbage, empty, missing_version, corrupt_version, missing_pointer],
+def fifo_pointer(data: DataDir) -> None:
+    """Issue 35: a FIFO ``CURRENT`` hung every route and the next materialize (open waits for a writer)."""
+    data.pointer.unlink()
+    os.mkfifo(data.pointer)
+
+
+@pytest.mark.parametrize("damage", [garbage, empty, missing_version, corrupt_version, missing_pointer, fifo_pointer],
                          ids=lambda f: f.__name__)
 def test_an_all_reused_run_repairs_the_pointer_without_a_new_version(data: tuple[DataDir, str], damage) -> None:
     data, version = data

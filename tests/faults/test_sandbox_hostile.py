@@ -7,6 +7,8 @@ normally, so the run would succeed and the test fail.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import socket
@@ -16,11 +18,13 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from pipelines.official.package import PackageFailed, check_wheel
 from pipelines.official.policy import SandboxPolicy, from_env
 from pipelines.official.run import run_package
+from pipelines.official.treelimit import MECHANISMS, TreeLimit
 from support.wheels import build_wheel
 
 pytestmark = pytest.mark.slow
@@ -478,3 +482,204 @@ def test_a_100_mib_package_is_accepted_and_one_byte_more_is_413(door, tmp_path):
     over = payload + b"\0"
     sid = _submit(door, over, 31)
     _refused(_put(door, sid, over), 413, "payload_too_large", str(limit))
+
+
+# ---- the run (docs/official-tier.md, "Threat model"): no network at install, one limit per tree ----
+
+def _flat_index(root: Path, wheels: list[Path]) -> str:
+    """A PEP 503 simple index on disk (``file://``), readable by the sandbox uid: the configured index."""
+    (root / "files").mkdir(parents=True)
+    for wheel in wheels:
+        project = wheel.name.split("-")[0].replace("_", "-")
+        (root / "simple" / project).mkdir(parents=True)
+        shutil.copyfile(wheel, root / "files" / wheel.name)
+        (root / "simple" / project / "index.html").write_text(
+            f'<html><body><a href="../../files/{wheel.name}">{wheel.name}</a></body></html>')
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return (root / "simple").as_uri()
+
+
+def test_with_an_index_the_install_has_no_network_and_installs_the_hashed_wheels(tmp_path, open_dir):
+    """The dependency comes from the index, downloaded outside the sandbox; its ``.pth`` (run by every
+    interpreter of the environment) tries a host loopback listener and a host abstract socket."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.1)
+    port = listener.getsockname()[1]
+    abstract_name = f"\0medbench-test-{os.getpid()}-{port}"
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(abstract_name)
+    abstract.listen()
+    abstract.settimeout(0.1)
+    attempt = textwrap.dedent(f"""
+        import socket
+        for family, address in ((socket.AF_INET, ('127.0.0.1', {port})), (socket.AF_UNIX, {abstract_name!r})):
+            try:
+                s = socket.socket(family)
+                s.settimeout(2)
+                s.connect(address)
+                s.sendall(b'reached')
+            except OSError:
+                pass
+        """)
+    reach = f"import sys; exec({attempt!r})\n"  # a .pth runs its 'import' lines at every start
+    dep_dir = tmp_path / "dep"
+    dep_dir.mkdir()
+    dep = build_wheel(dep_dir, "WORD = 'B'\ndef predict(instances, context):\n    return []\n", name="helper_dep", entry_points=0,
+                      extra_files={"helper_dep_reach.pth": reach.encode()})
+    index = _flat_index(open_dir / "index", [dep])
+    wheel = build_wheel(tmp_path, "import helper_dep\ndef predict(instances, context):\n"
+                                  "    for i in instances:\n"
+                                  "        yield {'instance_id': i['instance_id'], 'output': helper_dep.WORD}\n",
+                        metadata_extra="Requires-Dist: helper-dep\n")
+    check_wheel(wheel)
+    policy = msgspec.structs.replace(POLICY, index_url=index)
+    answers = run_package(policy, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+    assert answers.values == {i: "B" for i in IDS}  # the dependency was installed, offline
+    assert answers.installed == [
+        {"name": "hostile-pkg", "version": "0.1", "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()},
+        {"name": "helper-dep", "version": "0.1", "sha256": hashlib.sha256(dep.read_bytes()).hexdigest()}]
+    for server in (listener, abstract):
+        with pytest.raises(socket.timeout):
+            server.accept()  # nothing reached the host, at install or at run
+        server.close()
+
+
+def test_a_dependency_with_only_an_sdist_fails_naming_it(tmp_path, open_dir):
+    root = open_dir / "index"
+    (root / "simple" / "sdist-only").mkdir(parents=True)
+    (root / "files").mkdir()
+    (root / "files" / "sdist_only-0.1.tar.gz").write_bytes(b"not built, ever")
+    (root / "simple" / "sdist-only" / "index.html").write_text(
+        '<html><body><a href="../../files/sdist_only-0.1.tar.gz">sdist_only-0.1.tar.gz</a></body></html>')
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER,
+                        metadata_extra="Requires-Dist: sdist-only\n")
+    policy = msgspec.structs.replace(POLICY, index_url=(root / "simple").as_uri())
+    with pytest.raises(PackageFailed) as failed:
+        run_package(policy, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+    assert str(failed.value).startswith("dependency 'sdist-only' has no wheel on the index")
+
+
+def test_a_forged_install_report_is_ignored(tmp_path):
+    """The wheel carries its own install report (the door refuses it; here it is run without the
+    door, as a kept wheel would be): the signed record is medbench's hashes, not any report."""
+    forged = json.dumps({"install": [{"metadata": {"name": "numpy", "version": "9.9"},
+                                      "download_info": {"archive_info": {"hashes": {"sha256": "0" * 64}}}}]})
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER,
+                        extra_files={"hostile_pkg-0.1.data/data/install-report.json": forged.encode(),
+                                     "install-report.json": forged.encode()})
+    answers = run_package(POLICY, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+    assert answers.installed == [
+        {"name": "hostile-pkg", "version": "0.1", "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}]
+
+
+TREE_POLICY = POLICY.with_run_limits(memory_bytes=512 << 20, wall_seconds=30)
+
+
+def _tree_policy(mechanism: str) -> SandboxPolicy:
+    return TREE_POLICY if mechanism == "auto" else msgspec.structs.replace(TREE_POLICY, tree_limit=mechanism)
+
+
+@pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
+def test_dev_shm_is_sized(tmp_path, mechanism):
+    reason = run_hostile(tmp_path, """
+        try:
+            with open('/dev/shm/hoard', 'wb') as hoard:
+                for _ in range(256):  # MiB: four times the policy's /dev/shm
+                    hoard.write(b'x' * (1 << 20))
+        except OSError:
+            raise RuntimeError('/dev/shm is full')
+        """, _tree_policy(mechanism))
+    assert "/dev/shm is full" in reason
+
+
+@pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
+def test_memory_is_capped_across_processes(tmp_path, mechanism):
+    """Three children of 300 MiB each: each within the per-process cap, together over the tree's."""
+    reason = run_hostile(tmp_path, """
+        import time
+        children = []
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                hoard = bytearray(b'x') * (300 << 20)
+                time.sleep(4)
+                os._exit(0)
+            children.append(pid)
+        if any(os.waitpid(pid, 0)[1] != 0 for pid in children):
+            raise RuntimeError('a child was killed')
+        """, _tree_policy(mechanism))
+    assert "memory over 536870912 bytes (whole process tree)" in reason or "a child was killed" in reason
+
+
+def test_the_mechanism_that_held_the_tree_is_recorded(tmp_path):
+    wheel = build_wheel(tmp_path, "def predict(instances, context):\n" + ANSWER)
+    for mechanism in ("auto", "watchdog"):
+        policy = msgspec.structs.replace(POLICY, tree_limit=mechanism)
+        answers = run_package(policy, wheel, INSTANCES, {"answer_field": "output"}, IDS, "choice")
+        expected = TreeLimit(POLICY.run, mechanism)
+        expected.close()
+        assert answers.limit == expected.mechanism and answers.limit in MECHANISMS
+    if os.geteuid() == 0 and Path("/sys/fs/cgroup/memory").is_dir():
+        best = TreeLimit(POLICY.run)
+        best.close()
+        assert best.mechanism == "cgroup1"  # this machine's kind (a v1 hybrid, as root)
+
+
+def test_nested_namespaces_are_denied(tmp_path):
+    reason = run_hostile(tmp_path, """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x10000000 | 0x40000000) != 0:  # CLONE_NEWUSER | CLONE_NEWNET
+            raise PermissionError(f'nested namespaces denied (errno {ctypes.get_errno()})')
+        """)
+    assert "nested namespaces denied" in reason
+
+
+@pytest.mark.parametrize(("call", "number"), [("ptrace(PTRACE_TRACEME)", "101, 0, 0, 0, 0"),
+                                              ("keyctl(KEYCTL_JOIN_SESSION_KEYRING)", "250, 1, 0, 0, 0"),
+                                              ("mount", "165, 0, 0, 0, 0, 0")])
+def test_the_seccomp_filter_denies(tmp_path, call, number):
+    reason = run_hostile(tmp_path, f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syscall({number}) == -1 and ctypes.get_errno() == 1:  # EPERM, from the filter
+            raise PermissionError({call!r} + ' denied')
+        """)
+    assert f"{call} denied" in reason
+
+
+def test_reproducing_a_result_of_the_old_policy_says_so_and_never_reruns(tmp_path, monkeypatch, capsys):
+    """A result made under medbench-sandbox/1 stays published; reproducing it here (policy 2) is no
+    reproduction: one line, exit 1, and nothing is run or installed."""
+    import argparse
+
+    import pipelines.official.reproduce as official_reproduce
+    from pipelines.cli.reproduce import _reproduce_official
+    from pipelines.official.policy import POLICY_VERSION
+
+    def never(*args, **kwargs):
+        raise AssertionError("a result of the old policy was rerun")
+
+    monkeypatch.setattr(official_reproduce, "answer", never)
+    monkeypatch.setattr(official_reproduce, "plan_official", never)
+    monkeypatch.setenv("MEDBENCH_DATA_DIR", str(tmp_path))
+    old = ('medbench-sandbox/1 {"install":{},"install_network":"none","pool":"cpu","run":{},"run_network":"none"}')
+    assert POLICY_VERSION != "medbench-sandbox/1"
+    result = {"run_id": "0123456789ab", "task": "clinicalqa@0", "model": {"slug": "medbench/random"},
+              "versions": {"dataset_snapshot": "x"}, "predictions_sha256": "0" * 64,
+              "provenance": {"package_sha256": "a" * 64, "sandbox": old, "submitted_by": "medbench"},
+              "config": {"official": {"package_file": "hostile_pkg-0.1-py3-none-any.whl"}}}
+    for as_json in (False, True):
+        code = _reproduce_official(argparse.Namespace(run_id="0123456789ab", json=as_json), result)
+        out, err = capsys.readouterr()
+        assert code == 1
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "medbench-sandbox/1" in lines[0] and POLICY_VERSION in lines[0]
+        assert "IDENTICAL" not in out + err and "DIFFERENT" not in out + err
+        if as_json:
+            assert json.loads(out)["identical"] is False

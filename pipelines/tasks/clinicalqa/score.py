@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS, ParseStatus
-from pipelines.tasks.clinicalqa.parsing.versions import DEFAULT_VERSION, parse_answer
+from pipelines.tasks.clinicalqa.parse_batch import ParsingFailed, parse_batch
+from pipelines.tasks.clinicalqa.parsing.versions import DEFAULT_VERSION, TAKES_OPTION_TEXTS, parser_for
 from pipelines.core.specs import BootstrapSpec, IntervalsSpec
 from pipelines.kinds.choice import Choice
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
@@ -118,12 +119,12 @@ def predictions_table(
         raise ScoringError(f"{len(missing)} of {len(ids)} items have no output (e.g. {shown})")
     opts = tuple(options)
     texts = _option_texts(items, len(ids))
-    if texts is None:
-        parsed = [parse_answer(outputs[iid], opts, parser) for iid in ids]
-    else:
-        parsed = [
-            parse_answer(outputs[iid], opts, parser, dict(zip(opts, t))) for iid, t in zip(ids, texts, strict=True)
-        ]
+    parser_for(parser)  # an unknown version is a ValueError here, not the child's
+    option_texts = None if texts is None or not TAKES_OPTION_TEXTS & {parser} else [dict(zip(opts, t)) for t in texts]
+    try:  # in one child process, under a memory cap and a time limit (parse_batch.py)
+        parsed = parse_batch([outputs[iid] for iid in ids], opts, parser, option_texts)
+    except ParsingFailed as exc:
+        raise ScoringError(str(exc)) from None
     predictions = [r.prediction for r in parsed]
     return pa.table(
         {

@@ -78,7 +78,7 @@ def test_broken_answers_fail_with_one_line(lines, reason):
 def test_the_policy_is_recorded_and_read_back():
     policy = SandboxPolicy(pool="gpu").with_run_limits(memory_bytes=1 << 30, wall_seconds=60)
     text = policy.describe()
-    assert text.startswith("medbench-sandbox/1 ") and '"run_network":"none"' in text
+    assert text.startswith("medbench-sandbox/2 ") and '"run_network":"none"' in text and '"install_network":"none"' in text
     assert SandboxPolicy().recorded(text) == policy
     with pytest.raises(ValueError, match="sandbox policy"):
         SandboxPolicy().recorded("medbench-sandbox/0 {}")
@@ -92,4 +92,9 @@ def test_the_run_step_has_no_network_and_drops_to_the_sandbox_uid():
     assert start[0].endswith("/setpriv") and start[1:2] == dropped
     assert start[-5:] == [start[-5], "--args", "7", "--", "true"] and start[-5].endswith("/bwrap")
     assert "--unshare-net" in argv and "--share-net" not in argv and "--clearenv" in argv
+    assert "--disable-userns" in argv and argv.index("--disable-userns") > argv.index("--unshare-user")
+    shm = argv.index("/dev/shm")
+    assert argv[shm - 3:shm] == ["--size", str(policy.run.shm_bytes), "--tmpfs"] and shm > argv.index("--dev")
+    assert "--seccomp" not in argv and "--seccomp" in bwrap_argv(policy, policy.run, [], network=False, env={},
+                                                                  seccomp_fd=9)
     assert argv[argv.index("--remount-ro") + 1] == "/home/sandbox"

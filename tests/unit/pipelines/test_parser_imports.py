@@ -2,7 +2,7 @@
 
 Read from the source (``ast``), not by importing, so a loop hidden inside a function (an import
 placed there to dodge the cycle) or behind ``TYPE_CHECKING`` is found too. lint-imports keeps the
-layers (``versions -> v3 -> (v1 | v2 | v3_rules) -> v2_rules -> tokens``, pyproject.toml); these tests say what
+layers (``versions -> v3 -> (v1 | v2 | v3_base | v3_rules) -> (v2_rules | v3_scan) -> tokens``, pyproject.toml); these tests say what
 broke in plain words and cover the whole clinicalqa task package.
 """
 
@@ -109,8 +109,21 @@ def test_versions_share_only_the_tokeniser() -> None:
     assert graph[prefix + "v1"] == {prefix + "tokens"}, "the frozen v1 imports the shared tokeniser only"
     assert graph[prefix + "v2"] == {prefix + "tokens", prefix + "v2_rules"}, "v2 imports the tokeniser and its rules"
     assert graph[prefix + "v2_rules"] == {prefix + "tokens"}
-    assert graph[prefix + "v3"] == {prefix + "tokens", prefix + "v2", prefix + "v2_rules", prefix + "v3_rules"}, (
-        "v3 builds on v2's public entry point and rules, never on v1"
+    assert graph[prefix + "v3"] == {prefix + "tokens", prefix + "v3_base", prefix + "v3_scan", prefix + "v3_rules"}, (
+        "v3 reimplements what it takes from v2 in its own modules, and never calls the frozen v1 or v2"
     )
-    assert graph[prefix + "v3_rules"] == {prefix + "tokens", prefix + "v2_rules"}
-    assert graph[prefix + "versions"] == {prefix + "tokens", prefix + "v1", prefix + "v2", prefix + "v3"}
+    assert graph[prefix + "v3_base"] == {prefix + "tokens", prefix + "v3_scan"}
+    assert graph[prefix + "v3_rules"] == {prefix + "tokens", prefix + "v3_scan"}
+    assert graph[prefix + "v3_scan"] == {prefix + "tokens"}
+    assert graph[prefix + "versions"] == {prefix + "tokens", prefix + "v1", prefix + "v2", prefix + "v3", prefix + "v4"}
+
+
+def test_v4_imports_no_earlier_version() -> None:
+    """v4 reimplements v3's reading (v2 is frozen and v3 is rewritten apart): it reaches the shared
+    tokeniser and its own modules only, never v1, v2, v3 or their rules."""
+    graph = _graph(CLINICALQA)
+    prefix = "pipelines.tasks.clinicalqa.parsing."
+    own = {m for m in graph if m.startswith(prefix + "v4")}
+    assert own >= {prefix + "v4", prefix + "v4_base", prefix + "v4_core", prefix + "v4_tokens"}
+    for module in own:
+        assert graph[module] <= own | {prefix + "tokens"}, (module, graph[module] - own)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,21 @@ def test_unknown_task_says_when_its_family_is_installed(tmp_path: Path) -> None:
     with pytest.raises(KeyError) as plain:
         specs.task("no-such-family")
     assert "installed" not in plain.value.args[0]
+
+
+def test_a_spec_entry_point_naming_no_folder_is_one_line_naming_it(tmp_path: Path, monkeypatch) -> None:
+    from pipelines.core.registry import spec_folders
+
+    site = tmp_path / "site"
+    (site / "bad_specs-0.1.dist-info").mkdir(parents=True)
+    (site / "bad_specs-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: bad-specs\nVersion: 0.1\n")
+    (site / "bad_specs-0.1.dist-info" / "entry_points.txt").write_text("[medbench.specs]\nbad = bad_specs:specs_dir\n")
+    (site / "bad_specs.py").write_text(f"def specs_dir():\n    return {str(tmp_path / 'missing')!r}\n")
+    monkeypatch.syspath_prepend(str(site))
+    try:
+        with pytest.raises(ValueError) as caught:
+            spec_folders()
+    finally:
+        sys.modules.pop("bad_specs", None)
+    assert str(caught.value) == (f"entry point medbench.specs:bad (bad_specs:specs_dir) of bad-specs names "
+                                 f"{tmp_path / 'missing'}, which is no folder")

@@ -66,7 +66,7 @@ def test_parser_change_rescores_without_calling_the_model(clinicalqa_data, monke
     assert rows == {old.run_id: new.run_id, new.run_id: None}
 
 
-OLD_CLINICALQA_SPEC_CHANGES = (('parser = "v3"', 'parser = "v1"'), ('[intervals]\nproportion = "wilson"\n', ''))
+OLD_CLINICALQA_SPEC_CHANGES = (('parser = "v4"', 'parser = "v1"'), ('[intervals]\nproportion = "wilson"\n', ''))
 
 
 def _specs_with_old_clinicalqa(root):
@@ -86,7 +86,7 @@ def _specs_with_old_clinicalqa(root):
 
 
 def test_publishing_parser_v2_rescores_and_supersedes_v1_end_to_end(tmp_path, monkeypatch):
-    """The real spec change (parser v1 -> v2, now v3, bootstrap -> Wilson): new run id, no model call,
+    """The real spec change (parser v1 -> v2, now v4, bootstrap -> Wilson): new run id, no model call,
     v1 superseded by the current parser's result and still served at /v1/results/{old}."""
     from litestar.testing import TestClient
 
@@ -123,7 +123,7 @@ def test_publishing_parser_v2_rescores_and_supersedes_v1_end_to_end(tmp_path, mo
     release(new_specs, data, lambda _: None)
     assert sum(appended) == 0  # no model call: the stored raw outputs were re-scored by the current parser
     assert new.generation_key == old.generation_key
-    assert new.versions.parser == "v3" and {m.method for m in new.metrics} == {"wilson"}
+    assert new.versions.parser == "v4" and {m.method for m in new.metrics} == {"wilson"}
 
     snap = open_current(data)
     rows = dict(snap.con.execute("SELECT run_id, superseded_by FROM results").fetchall())
@@ -146,8 +146,8 @@ def _specs_with_clinicalqa_parser(root, parser):
     shutil.copytree(DEFAULT_SPECS_DIR, root)
     path = root / "tasks" / "clinicalqa" / "0.toml"
     text = path.read_text()
-    assert 'parser = "v3"' in text
-    path.write_text(text.replace('parser = "v3"', f'parser = "{parser}"'))
+    assert 'parser = "v4"' in text
+    path.write_text(text.replace('parser = "v4"', f'parser = "{parser}"'))
     return load_specs(root)
 
 
@@ -170,7 +170,7 @@ def test_publishing_parser_v3_rescores_and_supersedes_v2_from_the_stored_outputs
     data = DataDir(tmp_path / "data")
     data.claim("demo")
     v2_specs = _specs_with_clinicalqa_parser(tmp_path / "v2-specs", "v2")
-    v3_specs = load_specs()
+    v3_specs = _specs_with_clinicalqa_parser(tmp_path / "v3-specs", "v3")
     styled = iter(range(10**6))
     monkeypatch.setattr(rule, "uniform_choice", lambda seed, iid, options: "X")
     original_append = GenerationStore.append
@@ -231,3 +231,63 @@ def test_publishing_parser_v3_rescores_and_supersedes_v2_from_the_stored_outputs
         assert [u["output"] for u in fresh["unparsed_sample"]] == ["I cannot tell."] * 20
         page = client.get(f"/r/{new.run_id}").text
         assert 'id="unparsed-sample"' in page and "I cannot tell." in page
+
+
+# Replies v3 reads as no answer and v4 reads (the held-out sets' styles), and one neither reads.
+V4_STYLES = ("答案是{x}。", "正解は{x}です。", "The most likely diagnosis is {x}.", "{x}가 가장 적절합니다.", "【정답】 {x}",
+             "I cannot tell.", "정답: {x}")
+
+
+def test_publishing_parser_v4_rescores_and_supersedes_v3_from_the_stored_outputs(tmp_path, monkeypatch):
+    """clinicalqa@0 moving from parser v3 to v4: new run id, no model call (the rule backend fails if
+    called), predictions from the stored outputs, the v3 result superseded by the v4 one."""
+    from pipelines.backends import rule
+
+    data = DataDir(tmp_path / "data")
+    data.claim("demo")
+    v3_specs = _specs_with_clinicalqa_parser(tmp_path / "v3-specs", "v3")
+    v4_specs = load_specs()
+    assert v4_specs.task("clinicalqa@0").settings.parser == "v4"
+    styled = iter(range(10**6))
+    monkeypatch.setattr(rule, "uniform_choice", lambda seed, iid, options: "X")
+    original_append = GenerationStore.append
+    appended: list[int] = []
+
+    def styled_append(self, generations):
+        out = []
+        for g in generations:
+            i = next(styled)
+            out.append(msgspec.structs.replace(g, output=V4_STYLES[i % len(V4_STYLES)].format(x="ABCDE"[i % 5])))
+        appended.append(len(out))
+        return original_append(self, out)
+
+    monkeypatch.setattr(GenerationStore, "append", styled_append)
+    inputs.materialise_snapshot(v3_specs, data, "clinicalqa", lambda _: None)
+    inputs.materialise_instances(v3_specs, data, "clinicalqa@0", lambda _: None)
+    first = runs.plan(v3_specs, data, "clinicalqa@0", "medbench/random")
+    runs.make_predictions(first, data, lambda _: None)
+    old = runs.compute_metrics(first, v3_specs, data, lambda _: None)
+    release(v3_specs, data, lambda _: None)
+    assert sum(appended) == 1045 and old.versions.parser == "v3"
+
+    def model_called(*_args):
+        raise AssertionError("re-scoring called the model")
+
+    monkeypatch.setattr(rule, "uniform_choice", model_called)
+    appended.clear()
+    inputs.materialise_instances(v4_specs, data, "clinicalqa@0", lambda _: None)
+    second = runs.plan(v4_specs, data, "clinicalqa@0", "medbench/random")
+    assert second.run_id != first.run_id
+    runs.make_predictions(second, data, lambda _: None)
+    new = runs.compute_metrics(second, v4_specs, data, lambda _: None)
+    release(v4_specs, data, lambda _: None)
+    assert sum(appended) == 0 and new.generation_key == old.generation_key and new.versions.parser == "v4"
+    unreadable = sum(1 for i in range(1045) if V4_STYLES[i % len(V4_STYLES)] == "I cannot tell.")
+    v4_only = sum(1 for i in range(1045) if i % len(V4_STYLES) < 5)  # the first five styles
+    assert old.parse_rate == pytest.approx((1045 - unreadable - v4_only) / 1045)
+    assert new.parse_rate == pytest.approx((1045 - unreadable) / 1045)
+
+    snap = open_current(data)
+    rows = dict(snap.con.execute("SELECT run_id, superseded_by FROM results").fetchall())
+    snap.close()
+    assert rows == {old.run_id: new.run_id, new.run_id: None}

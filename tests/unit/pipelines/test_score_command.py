@@ -66,7 +66,7 @@ def test_text_report(tmp_path: Path, gold: list[dict], capsys: pytest.CaptureFix
     assert _run("--task", "clinicalqa@0", "--outputs", str(_replay(tmp_path / "out.jsonl", gold))) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].startswith("clinicalqa@0 on snapshot ") and ", parser v3, " in lines[0]
+    assert lines[0].startswith("clinicalqa@0 on snapshot ") and ", parser v4, " in lines[0]
     assert any(line.split() == [str(gold[0]["question_id"]), "-", "no_answer", "no"] for line in lines)
     assert any(line.split()[:4] == [str(gold[9]["question_id"]), gold[9]["answer"], "ok", "yes"] for line in lines)
     assert f"n = {N}; parse status: ok {N - 1}, no_answer 1, ambiguous 0, empty 0" in out
@@ -79,7 +79,7 @@ def test_json_report(tmp_path: Path, gold: list[dict], capsys: pytest.CaptureFix
     assert _run("--task", "clinicalqa", "--outputs", str(path), "--json") == 0
     report = json.loads(capsys.readouterr().out)
     assert report["task"] == "clinicalqa@0"
-    assert report["parser"] == load_specs().task("clinicalqa@0").settings.parser == "v3"  # the parser that ran
+    assert report["parser"] == load_specs().task("clinicalqa@0").settings.parser == "v4"  # the parser that ran
     assert report["metrics"]["accuracy"]["value"] == pytest.approx(45 / N)
     assert report["metrics"]["parse_rate"]["value"] == pytest.approx(49 / N)
     acc = report["metrics"]["accuracy"]

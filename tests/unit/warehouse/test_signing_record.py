@@ -83,8 +83,8 @@ def _edit(value: Any, name: str = "") -> Any:
             return value[:17] + ("00" if value[17:19] != "00" else "01") + value[19:]
         last = value[-1:]
         return value[:-1] + (str((int(last) + 1) % 10) if last.isdigit() else "a" if last != "a" else "b")
-    if isinstance(value, list):
-        return [_edit(value[0]), *value[1:]]
+    if isinstance(value, list):  # an empty list gains an element (a metric said to be withheld, say)
+        return [_edit(value[0]), *value[1:]] if value else [{"name": "edited", "reason": "edited"}]
     if isinstance(value, dict):
         for key in sorted(value):
             if value[key] is not None and value[key] != {} and value[key] != []:

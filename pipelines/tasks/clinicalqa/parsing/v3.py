@@ -1,9 +1,12 @@
 """Answer parser v3 for choice tasks: v2, plus the answer styles v2 read as "no answer", plus self-corrections.
 
-v2 (``parsing.v2``) scored published results, so it is frozen like v1 and v3 builds on its public
-entry point instead of copying it: v3 reads a reply exactly as v2 does whenever v2 found an answer,
-an ambiguity or nothing at all (``empty``), and consults its own rules (``parsing.v3_rules``) only
-where v2 found no answer. That is what bounds v3 by construction:
+v2 (``parsing.v2``) scored published results, so it is frozen like v1. v3 reads a reply exactly as
+v2 does whenever v2 found an answer, an ambiguity or nothing at all (``empty``), and consults its
+own rules (``parsing.v3_rules``) only where v2 found no answer. v2's reading is reimplemented in
+v3's own modules (``parsing.v3_base`` on the scanner ``parsing.v3_scan``), never called: the frozen
+v2 was worse than quadratic on long replies, and a frozen copy of the v3 that called it is the
+test oracle that keeps the answers identical (``tests/support/parser_v3_oracle.py``). That is what
+bounds v3 by construction:
 
 - on every reply where v2 returned a letter, v3 returns the same letter (except a self-correction,
   below), so no earlier answer is displaced and v2's hedge, several-answers and conditional rules
@@ -36,10 +39,9 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
     ParseResult,
     is_empty,
     normalise_reply,
-    token_pattern,
 )
-from pipelines.tasks.clinicalqa.parsing.v2 import parse_answer_v2
-from pipelines.tasks.clinicalqa.parsing.v2_rules import normalise_text
+from pipelines.tasks.clinicalqa.parsing.v3_base import read_statements
+from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text, token_pattern
 from pipelines.tasks.clinicalqa.parsing.v3_rules import (
     NONE_OF_THE_OPTIONS,
     Statement,
@@ -81,8 +83,8 @@ def _v3_rules(body: str, options: tuple[str, ...], texts: Mapping[str, str] | No
 
 def _read(raw: str, body: str, options: tuple[str, ...], option_texts: Mapping[str, str] | None,
           texts: Mapping[str, str] | None) -> ParseResult:
-    """v2's reading of ``raw``; v3's rules on its normalised ``body`` only where v2 found no answer."""
-    base = parse_answer_v2(raw, options, option_texts)
+    """v2's reading of ``raw`` (``v3_base``); v3's rules on its normalised ``body`` only where v2 found no answer."""
+    base = read_statements(raw, options, option_texts)
     if base.status != "no_answer":
         return base
     return _v3_rules(body, options, texts)

@@ -18,8 +18,9 @@ that it cannot turn an option that is merely discussed into an answer:
   is ambiguous.
 
 Every rule keeps v2's bounds: a conditional or a report (``if the patient were a child``, ``일부
-교재에서는``) voids the statement (``v2_rules.hedge_of``), a hedged one (``might``, ``수도 있다``, a
-question) commits to nothing, and a statement naming several options is ambiguous.
+교재에서는``) voids the statement (``v3_scan.statement_hedge``), a hedged one (``might``, ``수도 있다``, a
+question) commits to nothing, and a statement naming several options is ambiguous. The token and
+hedge rules are v3's own copy of v2's (``parsing.v3_scan``), never the frozen v2 modules.
 """
 
 from __future__ import annotations
@@ -28,8 +29,17 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER, token_pattern
-from pipelines.tasks.clinicalqa.parsing.v2_rules import Token, hedge_of, normalise_text, sentence_before, sentence_rest, token_at
+from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER
+from pipelines.tasks.clinicalqa.parsing.v3_scan import (
+    Token,
+    last_of,
+    normalise_text,
+    sentence_rest,
+    statement_hedge,
+    token_at,
+    token_pattern,
+    tokens_followed_by,
+)
 
 
 @dataclass(frozen=True)
@@ -54,10 +64,13 @@ _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니
 _LISTED_BEFORE = re.compile(r"\s*(?:,|/|&|\+|또는|혹은|이나|와|과|및|\bor\b|\band\b)\s*", re.IGNORECASE)
 _NOT_BUT = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아니(?:라|고)[ \t]*,?[ \t]*")
 _SENTENCE_BOUNDARY = ".!?。\n:"
+# What may stand before an answer that starts a sentence: markup, a connective, "option". The old
+# ``A*(C)?B*(O)?B*`` (B within A) backtracked cubically on a long blank run that ends in anything
+# else (a 2 KB reply took 21 s); ``A*+(C B*+)?(O B*+)?`` is the same language, matched in linear time.
 _CONNECTIVE = re.compile(
-    r"[\s>*#_\-•+]*(?:(?:so|thus|therefore|hence|overall|accordingly|consequently|in\s+conclusion|in\s+summary"
-    r"|따라서|그러므로|그래서|결론적으로|결론은|결국|즉|최종적으로|종합하면)\s*[,:]?)?[\s*_]*"
-    r"(?:(?:option|choice|보기|선택지)\s+)?[\s*_]*",
+    r"[\s>*#_\-•+]*+(?:(?:so|thus|therefore|hence|overall|accordingly|consequently|in\s+conclusion|in\s+summary"
+    r"|따라서|그러므로|그래서|결론적으로|결론은|결국|즉|최종적으로|종합하면)\s*+[,:]?[\s*_]*+)?"
+    r"(?:(?:option|choice|보기|선택지)\s++[\s*_]*+)?",
     re.IGNORECASE,
 )
 _COPULA_WORDS = "입니다|이다|예요|이에요|임|이죠"
@@ -72,7 +85,7 @@ def _plain_digit(body: str, token: Token) -> bool:
 
 def _starts_sentence(body: str, pos: int) -> bool:
     """Does a sentence (or a line, or what follows a colon) start at ``pos``, after a connective at most?"""
-    start = max(body.rfind(c, 0, pos) for c in _SENTENCE_BOUNDARY) + 1
+    start = last_of(body, _SENTENCE_BOUNDARY, pos) + 1
     return _CONNECTIVE.fullmatch(body, start, pos) is not None
 
 
@@ -86,7 +99,7 @@ def _committed(body: str, lead: int, token: Token, options: tuple[str, ...], res
         prior = token_at(before, m.start(), options)
         if prior is not None and _LISTED_BEFORE.fullmatch(before, prior.end):
             return Statement(lead, None)  # "B와 D를 선택합니다": several answers
-    if hedge_of(sentence_before(body, lead), sentence_rest(body, rest_from)) != "plain":
+    if statement_hedge(body, lead, rest_from) != "plain":
         return None  # a conditional, a report, or a hedge: no commitment
     return Statement(lead, token.value)
 
@@ -106,7 +119,9 @@ def _token_after_lead(body: str, pos: int, options: tuple[str, ...], texts: Mapp
 _EN_OPTION_CORRECT = re.compile(
     r"[ \t]+is[ \t]+(?:the[ \t]+)?(?:most[ \t]+)?(?:correct|right|best|appropriate)"
     r"(?:[ \t]+(?:answer|option|choice|one|response))?"
-    r"(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!;)\n]|$|,?\s+(?:because|since|as|here)\b))",
+    # the old lookahead "[ \t]*(?:\*\*)?[ \t]*(?:...|,?\s+because)" backtracked cubically on a long blank
+    # run (2,000 blanks: 196 s); possessive runs, and "\s+" as "the character before is a blank", say the same
+    r"(?=[ \t]*+(?:\*\*)?[ \t]*+(?:[.!;)\n]|$|,\s++(?:because|since|as|here)\b|\s*+(?<=\s)(?:because|since|as|here)\b))",
     re.IGNORECASE,
 )
 _EN_CHOOSE = re.compile(
@@ -137,14 +152,16 @@ _KO_MOST = re.compile(
 _COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))")
 
 
+_SENTENCE_TAILS = (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE, _COPULA_END)
+
+
 def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """Committing sentences in English and Korean (see the module docstring)."""
     out: list[Statement] = []
-    pattern = token_pattern(options)
-    for m in pattern.finditer(body):
-        if m.start() > 0 and body[m.start() - 1].isalnum() and not "가" <= body[m.start() - 1] <= "힣":
+    for start in tokens_followed_by(body, options, _SENTENCE_TAILS):  # each branch below needs one of them
+        if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
-        token = token_at(body, m.start(), options, option_texts=texts)
+        token = token_at(body, start, options, option_texts=texts)
         if token is None or token.conflict is not None or _plain_digit(body, token):
             continue
         preceding = body[max(0, token.start - 20) : token.start]
@@ -183,9 +200,10 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
 
 def _connective_before(body: str, token: Token) -> bool:
     """``Therefore, C.``: a bare option closing a sentence counts only after a connective (or ``Option``)."""
-    start = max(body.rfind(c, 0, token.start) for c in _SENTENCE_BOUNDARY) + 1
-    lead = body[start : token.start].strip(" \t*_#>-•+")
-    return bool(lead) and _CONNECTIVE.fullmatch(body, start, token.start) is not None
+    start = last_of(body, _SENTENCE_BOUNDARY, token.start) + 1
+    if _CONNECTIVE.fullmatch(body, start, token.start) is None:
+        return False
+    return bool(body[start : token.start].strip(" \t*_#>-•+"))
 
 
 # -- structured answers ----------------------------------------------------------------------
@@ -238,10 +256,13 @@ def json_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str
 _TEXT_SUFFIX = r"(?:입니다|이다|이에요|예요|임|이며|이고|이라|으로|로|이|가|은|는|을|를|와|과)?"
 _TEXT_END = re.compile(r"[ \t]*(?:\*\*)?[ \t]*(?:$|\n|[.!。,;:)(]|[ \t]+(?:because|since|as|which|given)\b)", re.IGNORECASE)
 # A line that is only an answer lead-in: "정답은 다음과 같습니다.", "The answer is:", "### 정답", "**Final answer**".
+# Possessive runs: each is followed by something that cannot start with what it takes, or by a run
+# that takes the same characters, so the language is the old one; the old pattern backtracked
+# cubically on a line like "정답" + 2,000 blanks + "x" (18 s).
 _LEAD_IN_LINE = re.compile(
-    r"[ \t#>*_]*(?:(?:the|my)[ \t]+)?(?:(?:final|correct|best)[ \t]+)?(?:최종[ \t]*)?"
-    r"(?:정답|답|답변|결론|answer|conclusion)(?:은|는|이|으로는)?[ \t]*(?:is[ \t]*|would[ \t]+be[ \t]*)?"
-    r"(?:(?:다음과|아래와)[ \t]*같(?:습니다|다|음)|as[ \t]+follows)?[ \t.:：]*(?:\*\*|__)?[ \t]*",
+    r"[ \t#>*_]*+(?:(?:the|my)[ \t]++)?(?:(?:final|correct|best)[ \t]++)?(?:최종[ \t]*+)?"
+    r"(?:정답|답|답변|결론|answer|conclusion)(?:은|는|이|으로는)?[ \t]*+(?:is[ \t]*+|would[ \t]++be[ \t]*+)?"
+    r"(?:(?:다음과|아래와)[ \t]*+같(?:습니다|다|음)|as[ \t]++follows)?[ \t.:：]*+(?:\*\*|__)?[ \t]*+",
     re.IGNORECASE,
 )
 _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
@@ -287,7 +308,7 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
         others = [k for k, t in texts.items() if k != letter and t and t in normalise_text(sentence_rest(body, filler.end()))]
         if others:
             continue  # "metformin, not insulin" or "metformin or insulin": not one answer
-        if hedge_of(sentence_before(body, marker.start()), sentence_rest(body, filler.end())) == "plain":
+        if statement_hedge(body, marker.start(), filler.end()) == "plain":
             out.append(Statement(marker.start(), letter))
     return out
 

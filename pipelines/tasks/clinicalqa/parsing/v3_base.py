@@ -1,0 +1,326 @@
+"""v2's answer statements, as parser v3 reads them: v3's own reimplementation, never a call into frozen v2.
+
+v3 reads a reply exactly as v2 did wherever v2 found an answer, an ambiguity or nothing at all
+(``parsing.v3``). v2 (``parsing.v2``) scored published results, so it is frozen; v3 once called its
+entry point, which made v3 inherit its cost (2.2 s for ``"A " * 8000``) and tied a live version to a
+frozen one. This module is that reading, rule for rule (the docstring of ``parsing.v2`` lists them:
+line-anchored markers, filler within a line, label lines, negations, conditionals, quantities,
+number-letter disagreements, labels with option texts, ``\\boxed{}``), on v3's scanner
+(``parsing.v3_scan``), with the same answers: ``tests/unit/pipelines/test_parsing_v3_equality.py``
+compares it, through v3, with a frozen copy of the v3 that called v2, on the demo's outputs, every
+parser test and generated adversarial replies.
+
+What differs is only the work: each statement finder looks for its own anchor (a marker, a tail, a
+line start) with one regular-expression scan and builds a token only there, so a reply costs time
+near linear in its length (docs/adding-a-task.md, "Answer parsing").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from pipelines.tasks.clinicalqa.parsing.tokens import (
+    DEFAULT_OPTIONS,
+    FILLER,
+    HEDGE_ALTERNATIVE_TAIL,
+    POSTFIX_ENGLISH,
+    PREFIX_MARKER,
+    ParseResult,
+    is_empty,
+    normalise_reply,
+)
+from pipelines.tasks.clinicalqa.parsing.v3_scan import (
+    Token,
+    normalise_text,
+    sentence_rest,
+    statement_hedge,
+    token_at,
+    token_pattern,
+    tokens_followed_by,
+)
+
+_NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
+_NEGATION_AFTER = re.compile(
+    rf"[ \t]*(?:가|이|은|는)?[ \t]*(?:{_NEGATIONS}|오답|틀[리린렸려])|\s+(?:is|are)\s+(?:not|wrong|incorrect)\b|\s*isn't\b",
+    re.IGNORECASE,
+)
+_CONJUNCTION = re.compile(  # v1's, plus ", and" / ", or" of a list
+    r"\s*[(\[]?\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아(?:니라|니고|닌)[ \t]*[,]?[ \t]*")
+_EN_NOT = re.compile(r"(?:not|isn't|is\s+not)\s+", re.IGNORECASE)
+_EN_CONTRAST = re.compile(
+    r"\s*[,;.]?\s*(?:but\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?|rather\s+|instead\s+|it\s+is\s+|it's\s+|it\s+was\s+)"
+    r"(?:option\s+|choice\s+)?",
+    re.IGNORECASE,
+)
+_GROUP_NEGATED = re.compile(
+    rf"\s*(?:are|is)\s+(?:both\s+|all\s+)?(?:wrong|incorrect|not\b|false)"
+    rf"|[ \t]*(?:는|은|이|가)?[ \t]*(?:모두\s*|둘\s*다\s*)?(?:오답|틀[리린렸]|{_NEGATIONS})",
+    re.IGNORECASE,
+)
+_POSTFIX_KOREAN = re.compile(
+    rf"\s*(?:가|이|은|는)?\s*(?:최종\s*)?(?:정답|답)(?!\s*(?:이|가|은|는)?\s*{_NEGATIONS})"
+    r"(?:이다|입니다|임|이에요|예요|이며|이고|이므로|이라|일|(?![가-힣]))"
+)
+_LABEL_TAIL = re.compile(
+    rf"(?:[ \t]*[-–—:=→|][ \t]*|(?:가|이|은|는)?[ \t]*)(?:\*\*)?(?:최종\s*)?(?<![가-힣])(?:정답|답)(?:\*\*)?"
+    rf"(?!\s*(?:이|가|은|는)?\s*{_NEGATIONS})(?:이다|입니다|임|이에요|예요|(?![가-힣]))"
+    r"|(?P<en_sep>[ \t]*[-–—(][ \t]*)?(?:\*\*)?(?<![A-Za-z])(?:the\s+)?correct(?:\s+(?:answer|option|choice))?\b(?:\*\*)?",
+    re.IGNORECASE,
+)
+_LABEL_TAIL_END = re.compile(r"[ \t]*(?:$|\n|[.!,;:()\-–—*])")
+_BETWEEN_SENTENCE_END = re.compile(r"[.!?。;](?:\s|$)")
+_LINE_START = re.compile(r"^[ \t]*(?:[-*•+][ \t]+)?(?:#+[ \t]*)?", re.MULTILINE)
+_ANCHOR_PREFIX = re.compile(r"[ \t>#*_\-•+]*(?:(?:the\s+)?(?:final|correct|best)[ \t]+)?(?:\*\*|__)?", re.IGNORECASE)
+_BULLET_AFTER_BREAK = re.compile(r"\n[ \t]*(?:[-•+–—]|\*(?!\*))")
+_ALONE_ON_LINE = re.compile(r"[ \t]*[.!。]?[ \t]*(?:\*\*|__)?[ \t]*(?:\n|$)")
+_BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*)?")
+_INLINE_ITEM = re.compile(r"[,;][ \t]*")  # "A: 오답, B: 오답, C: 정답"
+_LABEL_MARK_SPACE = re.compile(r"[ \t]*[.):\-–—]?[ \t]*")
+_LABEL_AFTER = re.compile(r"[ \t]*[.):][ \t]*\S")
+
+
+@dataclass(frozen=True)
+class _Statement:
+    position: int
+    prediction: str | None  # None when ambiguous
+    alternatives: frozenset[str] = frozenset()  # the options an ambiguous statement names
+    hedged: bool = False
+    hedge_alternatives: bool = False
+    anchored: bool = False
+
+
+def _ambiguous(position: int, names: set[str], anchored: bool) -> _Statement:
+    return _Statement(position, None, alternatives=frozenset(names), anchored=anchored)
+
+
+def _statement_from(
+    text: str,
+    token: Token,
+    position: int,
+    options: tuple[str, ...],
+    texts: Mapping[str, str] | None,
+    anchored: bool = False,
+    rest_from: int | None = None,
+) -> _Statement | None:
+    """Build a statement from its first answer token: negation, conjunction, disagreement, hedging."""
+    if _NEGATION_AFTER.match(text, token.end):
+        contrast = _CONTRAST.match(text, token.end)
+        replacement = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
+        if replacement is None:
+            return None
+        token = replacement
+    if token.conflict is not None:
+        return _ambiguous(position, {token.value, token.conflict}, anchored)
+    named, end = {token.value}, token.end
+    for _ in options:  # a list names at most every option once
+        conj = _CONJUNCTION.match(text, end)
+        other = token_at(text, conj.end(), options) if conj else None
+        if other is None:
+            break
+        named.add(other.value)
+        end = other.end
+    if len(named) > 1:
+        if _GROUP_NEGATED.match(text, end):
+            return None  # "A and B are both wrong", "A, B와 C는 오답"
+        return _ambiguous(position, named, anchored)
+    gap = re.match(r"[ \t]*", text[token.end :]).end()
+    if text[token.end + gap : token.end + gap + 1] in ("(", "["):
+        other = token_at(text, token.end + gap, options)
+        if other is not None and other.value != token.value:
+            return _ambiguous(position, {token.value, other.value}, anchored)
+    rest = sentence_rest(text, token.end if rest_from is None else rest_from)
+    hedge = statement_hedge(text, position, token.end if rest_from is None else rest_from)
+    if hedge == "void":
+        return None
+    alternatives = False
+    if hedge == "soft":
+        for m in token_pattern(options).finditer(rest):
+            other = token_at(rest, m.start(), options)
+            if other is not None and other.value != token.value and HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
+                alternatives = True
+                break
+    return _Statement(position, token.value, hedged=hedge == "soft", hedge_alternatives=alternatives, anchored=anchored)
+
+
+def _written_as_digit(text: str, token: Token) -> bool:
+    """Was the token written as a plain digit (``1``, ``(1)``), not as a letter or with ``번``?"""
+    raw = text[token.start : token.end]
+    return "번" not in raw and any(c.isdigit() for c in raw)
+
+
+def _prefix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+    out = []
+    for marker in PREFIX_MARKER.finditer(text):
+        filler = FILLER.match(text, marker.end())
+        gap = filler.group()
+        if _BULLET_AFTER_BREAK.search(gap):
+            continue
+        line_start = text.rfind("\n", 0, marker.start()) + 1
+        anchored = _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
+        response_header = "답변" in marker.group()  # "답변:" also heads a whole reasoning reply
+        pos = filler.end()
+        negated = _EN_NOT.match(text, pos)
+        if negated:
+            excluded = token_at(text, negated.end(), options)
+            contrast = _EN_CONTRAST.match(text, excluded.end) if excluded else None
+            token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
+        else:
+            plain_lower = any(c in gap for c in ":=")
+            token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
+        if token is None:
+            continue
+        alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
+        if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
+            continue
+        numbered = _written_as_digit(text, token) and (
+            _LABEL_AFTER.match(text, token.end) is not None
+            or (text[token.end - 1] == ")" and re.match(r"[ \t]+[^\s(]", text[token.end :]) is not None)
+        )
+        if response_header and numbered and not token.text_match:
+            continue  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
+        statement = _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
+        if statement is not None:
+            out.append(statement)
+    return out
+
+
+def _boxed_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+    """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
+    out = []
+    for box in _BOXED.finditer(text):
+        token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
+        if token is not None and re.match(r"\s*\}", text[token.end :]):
+            statement = _statement_from(text, token, box.start(), options, texts)
+            if statement is not None:
+                out.append(statement)
+    return out
+
+
+def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+    out = []
+    for start in tokens_followed_by(text, options, (_POSTFIX_KOREAN, POSTFIX_ENGLISH), every_start=True):
+        if start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"):
+            continue  # inside a word or number
+        token = token_at(text, start, options, option_texts=texts)
+        if token is None:
+            continue
+        tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
+        if tail is None:
+            continue
+        statement = _statement_from(text, token, token.start, options, texts)
+        if statement is not None:
+            out.append(statement)
+    return out
+
+
+def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> bool:
+    """Does the text between a label and its tail marker name another option or a wrong one?
+
+    ``A: 오답, B: 오답, C: 정답`` and ``A: 오답이며 C가 정답`` mark C, not A.
+    """
+    if "오답" in text[start:end]:
+        return True
+    for m in token_pattern(options).finditer(text, start, end):
+        if m.start() > 0 and text[m.start() - 1].isalnum():
+            continue
+        token = token_at(text, m.start(), options)
+        if token is not None and (token.labelled or "가" <= text[token.end : token.end + 1] <= "힣"):
+            return True
+    return False
+
+
+def _label_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+    """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct."""
+    out = []
+    starts = {m.end(): False for m in _INLINE_ITEM.finditer(text)} | {m.end(): True for m in _LINE_START.finditer(text)}
+    for start, line_start in sorted(starts.items()):
+        token = token_at(text, start, options, after_marker=True, option_texts=texts)
+        if token is None or not token.labelled:
+            continue
+        raw = text[token.start : token.end]
+        if re.fullmatch(r"\d", raw.strip()):
+            continue  # "1." opens a numbered reasoning step, not an option label
+        line_end = text.find("\n", token.end)
+        line_end = len(text) if line_end < 0 else line_end
+        if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
+            line_end = item_end.start()  # an inline item ends at the next comma
+        label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
+        for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
+            english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
+                tail.group("en_sep") or tail.start() == label_end
+            )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
+            if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
+                continue
+            if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
+                text, label_end, tail.start(), options
+            ):
+                break
+            statement = _statement_from(text, token, token.start, options, texts, rest_from=tail.end())
+            if statement is not None:
+                out.append(statement)
+            break
+    return out
+
+
+def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult | None:
+    """The whole reply is one option (``C``, ``(C)``, ``3번``), or, with option texts, one label and its text."""
+    stripped = text.strip()
+    token = token_at(stripped, 0, options, plain_lower=True, option_texts=texts)
+    if token is None:
+        return None
+    if re.fullmatch(r"\s*[.。!]?\s*", stripped[token.end :]):
+        return ParseResult(token.value, "ok")
+    if "\n" in stripped:
+        return None
+    if token.text_match:
+        return ParseResult(token.value, "ok")
+    if token.conflict is not None:
+        return ParseResult(None, "ambiguous")
+    return None
+
+
+def _final(statements: list[_Statement]) -> ParseResult:
+    plain = [s for s in statements if not s.hedged]
+    anchored = [s for s in plain if s.anchored]
+    if anchored:
+        final = anchored[-1]
+        reopened = any(
+            s.prediction is None and final.prediction in s.alternatives for s in plain if s.position > final.position
+        )
+        if reopened:
+            return ParseResult(None, "ambiguous")
+    else:
+        final = plain[-1] if plain else statements[-1]
+    if final.prediction is None or (final.hedged and final.hedge_alternatives):
+        return ParseResult(None, "ambiguous")
+    return ParseResult(final.prediction, "ok")
+
+
+def read_statements(
+    text: str | None,
+    options: Sequence[str] = DEFAULT_OPTIONS,
+    option_texts: Mapping[str, str] | None = None,
+) -> ParseResult:
+    """The reading of a reply by v2's statements (what ``parse_answer_v2`` returns for it).
+
+    ``option_texts`` maps option letters to their texts (``{"B": "Metformin"}``); without it a label
+    followed by text is accepted only right after an answer marker.
+    """
+    if is_empty(text):
+        return ParseResult(None, "empty")
+    opts = tuple(options)
+    texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
+    body = normalise_reply(text)
+    found: dict[int, _Statement] = {}
+    for find in (_prefix_statements, _postfix_statements, _label_statements, _boxed_statements):
+        for s in find(body, opts, texts):
+            found.setdefault(s.position, s)
+    if found:
+        return _final([found[p] for p in sorted(found)])
+    bare = _bare_option(body, opts, texts)
+    return bare if bare is not None else ParseResult(None, "no_answer")

@@ -1,0 +1,328 @@
+"""The statements parser v4 reads as v3's base did: v2's rules, copied from ``parsing.v2``, near linear.
+
+v4 never calls v2's or v3's entry point (v2 is frozen, and v3 is being rewritten): this module
+holds v2's statement rules (line-anchored answer markers, ``B가 정답``/``B is the answer``, label
+lines such as ``C: 정답``, ``\\boxed{C}``, a bare option as the whole reply, negations, lists,
+conditionals, hedges; the final-statement rule is ``v4_reading``'s) with v2's vocabulary and decisions, so v4 reads
+every reply v3 read through v2 the same way. What changes is only the cost: a rule that looked at
+every letter of the reply now looks only at the letters a one-scan gate admits
+(``v4_tokens.token_matches``), label lines only on lines holding an answer word, and the start of
+a marker's line is found by bisection, so a reply of thousands of bare letters or of repeated
+statements costs about one pass. See docs/adding-a-task.md (ClinicalQA answer parsers).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from pipelines.tasks.clinicalqa.parsing.tokens import (
+    FILLER,
+    HEDGE_ALTERNATIVE_TAIL,
+    POSTFIX_ENGLISH,
+    PREFIX_MARKER,
+)
+from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
+    LABELLED,
+    LABELLED_OR_HANGUL,
+    Token,
+    gate,
+    gated_starts,
+    hedge_of,
+    sentence_before,
+    sentence_rest,
+    token_at,
+    token_matches,
+    PREFIX_MARKER_KEYS,
+    scan,
+)
+
+_NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
+_NEGATION_AFTER = re.compile(
+    rf"[ \t]*(?:가|이|은|는)?[ \t]*(?:{_NEGATIONS}|오답|틀[리린렸려])|\s+(?:is|are)\s+(?:not|wrong|incorrect)\b|\s*isn't\b",
+    re.IGNORECASE,
+)
+_CONJUNCTION = re.compile(  # v1's, plus ", and" / ", or" of a list
+    r"\s*[(\[]?\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아(?:니라|니고|닌)[ \t]*[,]?[ \t]*")
+_EN_NOT = re.compile(r"(?:not|isn't|is\s+not)\s+", re.IGNORECASE)
+_EN_CONTRAST = re.compile(
+    r"\s*[,;.]?\s*(?:but\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?|rather\s+|instead\s+|it\s+is\s+|it's\s+|it\s+was\s+)"
+    r"(?:option\s+|choice\s+)?",
+    re.IGNORECASE,
+)
+_GROUP_NEGATED = re.compile(
+    rf"\s*(?:are|is)\s+(?:both\s+|all\s+)?(?:wrong|incorrect|not\b|false)"
+    rf"|[ \t]*(?:는|은|이|가)?[ \t]*(?:모두\s*|둘\s*다\s*)?(?:오답|틀[리린렸]|{_NEGATIONS})",
+    re.IGNORECASE,
+)
+_POSTFIX_KOREAN = re.compile(
+    rf"\s*(?:가|이|은|는)?\s*(?:최종\s*)?(?:정답|답)(?!\s*(?:이|가|은|는)?\s*{_NEGATIONS})"
+    r"(?:이다|입니다|임|이에요|예요|이며|이고|이므로|이라|일|(?![가-힣]))"
+)
+_LABEL_TAIL = re.compile(
+    rf"(?:[ \t]*[-–—:=→|][ \t]*|(?:가|이|은|는)?[ \t]*)(?:\*\*)?(?:최종\s*)?(?<![가-힣])(?:정답|답)(?:\*\*)?"
+    rf"(?!\s*(?:이|가|은|는)?\s*{_NEGATIONS})(?:이다|입니다|임|이에요|예요|(?![가-힣]))"
+    r"|(?P<en_sep>[ \t]*[-–—(][ \t]*)?(?:\*\*)?(?<![A-Za-z])(?:the\s+)?correct(?:\s+(?:answer|option|choice))?\b(?:\*\*)?",
+    re.IGNORECASE,
+)
+_LABEL_TAIL_END = re.compile(r"[ \t]*(?:$|\n|[.!,;:()\-–—*])")
+_BETWEEN_SENTENCE_END = re.compile(r"[.!?。;](?:\s|$)")
+_LINE_START = re.compile(r"^[ \t]*(?:[-*•+][ \t]+)?(?:#+[ \t]*)?", re.MULTILINE)
+_ANCHOR_PREFIX = re.compile(r"[ \t>#*_\-•+]*(?:(?:the\s+)?(?:final|correct|best)[ \t]+)?(?:\*\*|__)?", re.IGNORECASE)
+_BULLET_AFTER_BREAK = re.compile(r"\n[ \t]*(?:[-•+–—]|\*(?!\*))")
+_ALONE_ON_LINE = re.compile(r"[ \t]*[.!。]?[ \t]*(?:\*\*|__)?[ \t]*(?:\n|$)")
+_BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*)?")
+_INLINE_ITEM = re.compile(r"[,;][ \t]*")  # "A: 오답, B: 오답, C: 정답"
+_LABEL_MARK_SPACE = re.compile(r"[ \t]*[.):\-–—]?[ \t]*")
+_LABEL_AFTER = re.compile(r"[ \t]*[.):][ \t]*\S")
+
+
+_SPACES = re.compile(r"[ \t]*")
+_SPACE_THEN_WORD = re.compile(r"[ \t]+[^\s(]")
+_CLOSING_BRACE = re.compile(r"\s*\}")
+_TAIL_WORD = re.compile(r"정답|답|correct", re.IGNORECASE)
+_ANSWER_WORD = re.compile(r"답|answer", re.IGNORECASE)  # every postfix tail holds one
+_POSTFIX_GATE = f"{_POSTFIX_KOREAN.pattern}|{POSTFIX_ENGLISH.pattern}"
+
+
+class Lines:
+    """Line starts of a text, found once: the start of the line holding a position, by bisection."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def start_of(self, pos: int) -> int:
+        return self._starts[bisect_right(self._starts, pos) - 1]
+
+
+Candidate = tuple[int, bool, "Callable[[], Statement | None]"]  # position, opens its line, how to read it
+
+
+@dataclass(frozen=True)
+class Statement:
+    position: int
+    prediction: str | None  # None when ambiguous
+    alternatives: frozenset[str] = frozenset()  # the options an ambiguous statement names
+    hedged: bool = False
+    hedge_alternatives: bool = False
+    anchored: bool = False
+
+
+def _ambiguous(position: int, names: set[str], anchored: bool) -> Statement:
+    return Statement(position, None, alternatives=frozenset(names), anchored=anchored)
+
+
+def _statement_from(
+    text: str,
+    token: Token,
+    position: int,
+    options: tuple[str, ...],
+    texts: Mapping[str, str] | None,
+    anchored: bool = False,
+    rest_from: int | None = None,
+) -> Statement | None:
+    """Build a statement from its first answer token: negation, conjunction, disagreement, hedging."""
+    if _NEGATION_AFTER.match(text, token.end):
+        contrast = _CONTRAST.match(text, token.end)
+        replacement = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
+        if replacement is None:
+            return None
+        token = replacement
+    if token.conflict is not None:
+        return _ambiguous(position, {token.value, token.conflict}, anchored)
+    named, end = {token.value}, token.end
+    for _ in options:  # a list names at most every option once
+        conj = _CONJUNCTION.match(text, end)
+        other = token_at(text, conj.end(), options) if conj else None
+        if other is None:
+            break
+        named.add(other.value)
+        end = other.end
+    if len(named) > 1:
+        if _GROUP_NEGATED.match(text, end):
+            return None  # "A and B are both wrong", "A, B와 C는 오답"
+        return _ambiguous(position, named, anchored)
+    gap = _SPACES.match(text, token.end).end() - token.end
+    if text[token.end + gap : token.end + gap + 1] in ("(", "["):
+        other = token_at(text, token.end + gap, options)
+        if other is not None and other.value != token.value:
+            return _ambiguous(position, {token.value, other.value}, anchored)
+    rest = sentence_rest(text, token.end if rest_from is None else rest_from)
+    hedge = hedge_of(sentence_before(text, position), rest)
+    if hedge == "void":
+        return None
+    alternatives = False
+    if hedge == "soft":
+        for m in token_matches(rest, options, HEDGE_ALTERNATIVE_TAIL.pattern):
+            other = token_at(rest, m.start(), options)
+            if other is not None and other.value != token.value and HEDGE_ALTERNATIVE_TAIL.match(rest, other.end):
+                alternatives = True
+                break
+    return Statement(position, token.value, hedged=hedge == "soft", hedge_alternatives=alternatives, anchored=anchored)
+
+
+def _written_as_digit(text: str, token: Token) -> bool:
+    """Was the token written as a plain digit (``1``, ``(1)``), not as a letter or with ``번``?"""
+    raw = text[token.start : token.end]
+    return "번" not in raw and any(c.isdigit() for c in raw)
+
+
+def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    """Each answer marker: its position, whether it starts its line (after markup), and how to read it."""
+    out = []
+    lines = Lines(text)
+    previous_line = -1
+    for marker in scan(PREFIX_MARKER, text, PREFIX_MARKER_KEYS):
+        line_start = lines.start_of(marker.start())
+        # only a line's first marker can open it: what precedes a later one holds the first
+        anchored = line_start != previous_line and _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
+        previous_line = line_start
+        out.append((marker.start(), anchored, partial(_prefix_one, text, marker, anchored, options, texts)))
+    return out
+
+
+def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple[str, ...],
+                texts: Mapping[str, str] | None) -> Statement | None:
+    filler = FILLER.match(text, marker.end())
+    gap = filler.group()
+    if _BULLET_AFTER_BREAK.search(gap):
+        return None
+    response_header = "답변" in marker.group()  # "답변:" also heads a whole reasoning reply
+    pos = filler.end()
+    negated = _EN_NOT.match(text, pos)
+    if negated:
+        excluded = token_at(text, negated.end(), options)
+        contrast = _EN_CONTRAST.match(text, excluded.end) if excluded else None
+        token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
+    else:
+        plain_lower = any(c in gap for c in ":=")
+        token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
+    if token is None:
+        return None
+    alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
+    if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
+        return None
+    numbered = _written_as_digit(text, token) and (
+        _LABEL_AFTER.match(text, token.end) is not None
+        or (text[token.end - 1] == ")" and _SPACE_THEN_WORD.match(text, token.end) is not None)
+    )
+    if response_header and numbered and not token.text_match:
+        return None  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
+    return _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
+
+
+def _boxed_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
+    return [(box.start(), False, partial(_boxed_one, text, box, options, texts)) for box in scan(_BOXED, text, ("boxed",))]
+
+
+def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: Mapping[str, str] | None) -> Statement | None:
+    token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
+    if token is not None and _CLOSING_BRACE.match(text, token.end):
+        return _statement_from(text, token, box.start(), options, texts)
+    return None
+
+
+def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    return [
+        (start, False, partial(_postfix_one, text, start, options, texts))
+        for start in (gated_starts(text, options, _POSTFIX_GATE) if scan(_ANSWER_WORD, text, ("답", "answer")) else [])
+        if not (start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"))  # inside a word
+    ]
+
+
+def _postfix_one(text: str, start: int, options: tuple[str, ...], texts: Mapping[str, str] | None) -> Statement | None:
+    token = token_at(text, start, options, option_texts=texts)
+    if token is None:
+        return None
+    tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
+    if tail is None:
+        return None
+    return _statement_from(text, token, token.start, options, texts)
+
+
+def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> bool:
+    """Does the text between a label and its tail marker name another option or a wrong one?
+
+    ``A: 오답, B: 오답, C: 정답`` and ``A: 오답이며 C가 정답`` mark C, not A.
+    """
+    if "오답" in text[start:end]:
+        return True
+    for m in token_matches(text, options, LABELLED_OR_HANGUL, start, end):
+        if m.start() > 0 and text[m.start() - 1].isalnum():
+            continue
+        token = token_at(text, m.start(), options)
+        if token is not None and (token.labelled or "가" <= text[token.end : token.end + 1] <= "힣"):
+            return True
+    return False
+
+
+def _label_starts(text: str) -> list[tuple[int, bool]]:
+    """Where a label may start (a line's start after markup, or after a comma), on lines holding an answer word.
+
+    A label line is a statement only through ``_LABEL_TAIL`` (``정답``, ``답``, ``correct``) on its
+    own line, so the other lines are never looked at item by item.
+    """
+    out: list[tuple[int, bool]] = []
+    pos = 0
+    while (word := _TAIL_WORD.search(text, pos)) is not None:
+        newline = text.rfind("\n", pos, word.start())
+        line_start = pos if newline < 0 else newline + 1
+        line_end = _line_end(text, word.end())
+        starts = {m.end(): False for m in _INLINE_ITEM.finditer(text, line_start, line_end)}
+        starts[_LINE_START.match(text, line_start).end()] = True
+        out.extend(sorted(starts.items()))
+        pos = line_end + 1
+    return out
+
+
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct."""
+    labelled = gate(options, LABELLED)
+    return [
+        (start, False, partial(_label_one, text, start, line_start, options, texts))
+        for start, line_start in _label_starts(text)
+        if labelled.match(text, start) is not None  # a bracketed, bold or label-marked token starts here
+    ]
+
+
+def _label_one(text: str, start: int, line_start: bool, options: tuple[str, ...],
+               texts: Mapping[str, str] | None) -> Statement | None:
+    token = token_at(text, start, options, after_marker=True, option_texts=texts)
+    if token is None or not token.labelled:
+        return None
+    raw = text[token.start : token.end]
+    if re.fullmatch(r"\d", raw.strip()):
+        return None  # "1." opens a numbered reasoning step, not an option label
+    line_end = _line_end(text, token.end)
+    if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
+        line_end = item_end.start()  # an inline item ends at the next comma
+    label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
+    for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
+        english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
+            tail.group("en_sep") or tail.start() == label_end
+        )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
+        if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
+            continue
+        if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
+            text, label_end, tail.start(), options
+        ):
+            return None
+        return _statement_from(text, token, token.start, options, texts, rest_from=tail.end())
+    return None
+
+
+# The finders of v2's statements, in the order that decides between two at one position.
+FINDERS = (_prefix_candidates, _postfix_candidates, _label_candidates, _boxed_candidates)
+CONJUNCTION = _CONJUNCTION

@@ -1,0 +1,337 @@
+"""TEST ORACLE, frozen: parsing/v3_rules.py as it was before issue 35 (it called the frozen v2), never imported by
+the product. tests/unit/pipelines/test_parsing_v3_equality.py and bench/parse_adversarial compare the
+rewritten v3 with it; never edit it. Its original docstring follows.
+
+The answer forms parser v3 adds to v2; ``parsing.v3`` decides when they are consulted.
+
+Each rule is one answer style that v2 read as "no answer" on real replies, written narrowly enough
+that it cannot turn an option that is merely discussed into an answer:
+
+- structured answers: a JSON key ``answer``/``final_answer``/``정답`` (fenced or bare, even when the
+  JSON is not strictly valid) whose value is one option (``"B"``, ``"B. Metformin"``, ``["B"]``);
+  a bare number is refused, since a JSON index may count from 0;
+- committing sentences: ``Option B is correct``, ``I would choose / I'd go with D``, ``Therefore,
+  C.``, ``E입니다.``, ``C가 정답으로 판단됩니다``, ``가장 적절한 것은 C이다``, ``C를 선택합니다``. The
+  short forms (``Therefore, C.``, ``E입니다.``) count only when the option ends the sentence and the
+  sentence starts with it (after a connective such as ``따라서``), so ``E. coli입니다`` or ``C입니다만
+  ...`` stay what they were;
+- an answer given by option text (``The answer is metformin.``, ``정답은 경구 항생제입니다.``) or by a
+  bold option line under a lead-in (``정답은 다음과 같습니다.`` / ``### 정답`` then ``**C. 경구
+  항생제**``), matched against the item's own options. When the option texts are known, a label's
+  text must agree with them: ``B. Insulin`` for B = Metformin is no answer, another option's text
+  is ambiguous.
+
+Every rule keeps v2's bounds: a conditional or a report (``if the patient were a child``, ``일부
+교재에서는``) voids the statement (``v2_rules.hedge_of``), a hedged one (``might``, ``수도 있다``, a
+question) commits to nothing, and a statement naming several options is ambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER, token_pattern
+from pipelines.tasks.clinicalqa.parsing.v2_rules import Token, hedge_of, normalise_text, sentence_before, sentence_rest, token_at
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One answer statement of a v3 rule: ``prediction`` is None when it names several options."""
+
+    position: int
+    prediction: str | None
+
+
+# "none of the options", "정답이 없다": the reply rejects every option, so no v3 rule may pick one.
+NONE_OF_THE_OPTIONS = re.compile(
+    r"\bnone\s+of\s+the\s+(?:options|choices|answers|above|listed)\b|\bno\s+(?:single\s+)?(?:correct\s+)?"
+    r"(?:option|answer|choice)\s+(?:is|fits)\b|\ball\s+(?:of\s+)?the\s+options\s+are\s+(?:wrong|incorrect)\b"
+    r"|(?:정답|답|맞는\s*것|적절한\s*(?:것|답|보기))\s*(?:이|은|는|가)?\s*없|해당\s*(?:하는\s*)?(?:보기|선택지|답)?\s*없"
+    r"|(?:보기|선택지)\s*(?:가|는|이)?\s*모두\s*(?:틀|오답|부적절)",
+    re.IGNORECASE,
+)
+
+_CONJUNCTION = re.compile(r"\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
+                          re.IGNORECASE)
+_LISTED_BEFORE = re.compile(r"\s*(?:,|/|&|\+|또는|혹은|이나|와|과|및|\bor\b|\band\b)\s*", re.IGNORECASE)
+_NOT_BUT = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아니(?:라|고)[ \t]*,?[ \t]*")
+_SENTENCE_BOUNDARY = ".!?。\n:"
+_CONNECTIVE = re.compile(
+    r"[\s>*#_\-•+]*(?:(?:so|thus|therefore|hence|overall|accordingly|consequently|in\s+conclusion|in\s+summary"
+    r"|따라서|그러므로|그래서|결론적으로|결론은|결국|즉|최종적으로|종합하면)\s*[,:]?)?[\s*_]*"
+    r"(?:(?:option|choice|보기|선택지)\s+)?[\s*_]*",
+    re.IGNORECASE,
+)
+_COPULA_WORDS = "입니다|이다|예요|이에요|임|이죠"
+_COPULA = rf"[ \t]*(?:{_COPULA_WORDS})"
+
+
+def _plain_digit(body: str, token: Token) -> bool:
+    """A bare digit (``3``, not ``3번``): a count or a step number too often to be read from a sentence."""
+    raw = body[token.start : token.end]
+    return "번" not in raw and any(c.isdigit() for c in raw)
+
+
+def _starts_sentence(body: str, pos: int) -> bool:
+    """Does a sentence (or a line, or what follows a colon) start at ``pos``, after a connective at most?"""
+    start = max(body.rfind(c, 0, pos) for c in _SENTENCE_BOUNDARY) + 1
+    return _CONNECTIVE.fullmatch(body, start, pos) is not None
+
+
+def _committed(body: str, lead: int, token: Token, options: tuple[str, ...], rest_from: int) -> Statement | None:
+    """The statement of ``token``: ambiguous when it is listed with another option, None when voided or hedged."""
+    conj = _CONJUNCTION.match(body, token.end)
+    if conj and token_at(body, conj.end(), options) is not None:
+        return Statement(lead, None)
+    before = body[max(0, token.start - 40) : token.start]
+    for m in token_pattern(options).finditer(before):
+        prior = token_at(before, m.start(), options)
+        if prior is not None and _LISTED_BEFORE.fullmatch(before, prior.end):
+            return Statement(lead, None)  # "B와 D를 선택합니다": several answers
+    if hedge_of(sentence_before(body, lead), sentence_rest(body, rest_from)) != "plain":
+        return None  # a conditional, a report, or a hedge: no commitment
+    return Statement(lead, token.value)
+
+
+def _token_after_lead(body: str, pos: int, options: tuple[str, ...], texts: Mapping[str, str] | None) -> Token | None:
+    """The token at ``pos``; ``C가 아니라 D`` gives D."""
+    token = token_at(body, pos, options, option_texts=texts)
+    if token is not None and (contrast := _NOT_BUT.match(body, token.end)):
+        token = token_at(body, contrast.end(), options, option_texts=texts)
+    if token is None or token.conflict is not None or _plain_digit(body, token):
+        return None
+    return token
+
+
+# -- committing sentences --------------------------------------------------------------------
+
+_EN_OPTION_CORRECT = re.compile(
+    r"[ \t]+is[ \t]+(?:the[ \t]+)?(?:most[ \t]+)?(?:correct|right|best|appropriate)"
+    r"(?:[ \t]+(?:answer|option|choice|one|response))?"
+    r"(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!;)\n]|$|,?\s+(?:because|since|as|here)\b))",
+    re.IGNORECASE,
+)
+_EN_CHOOSE = re.compile(
+    r"\b(?:I[ \t]+would|I'd|I[ \t]+will|I'll|I|I[ \t]+am[ \t]+going[ \t]+to|I'm[ \t]+going[ \t]+to)[ \t]+"
+    r"(?:choose|go[ \t]+with|pick|select|opt[ \t]+for)[ \t]+|\bI'm[ \t]+going[ \t]+with[ \t]+|\bmy[ \t]+(?:final[ \t]+)?"
+    r"(?:choice|pick|selection)[ \t]+is[ \t]+",
+    re.IGNORECASE,
+)
+_EN_CHOOSE_OBJECT = re.compile(r"(?:(?:option|choice|answer)[ \t]+)?(?:\*\*)?", re.IGNORECASE)
+_EN_CHOOSE_TAIL = re.compile(r"(?:\*\*)?(?=[ \t]*(?:[.!,;:()\n—–-]|$|[ \t]+(?:because|since|as|over|given)\b))",
+                             re.IGNORECASE)
+_KO_MARKED = re.compile(
+    r"[ \t]*(?:가|이|은|는)[ \t]*(?:가장[ \t]*(?:적절|적합|옳|알맞|타당|올바)[가-힣]*[ \t]*(?:정답|답|선택|보기|것)"
+    rf"(?:{_COPULA_WORDS}|(?![가-힣]))"
+    r"|(?:최종[ \t]*)?(?:정답|답)(?:으로|이라고|인[ \t]*것[ \t]*같)[ \t]*"
+    r"(?:보입니다|보인다|판단됩니다|판단된다|판단합니다|생각합니다|생각된다|생각됩니다|여겨집니다|사료됩니다|사료된다|습니다|다))"
+)
+_KO_CHOOSE = re.compile(
+    r"[ \t]*(?:을|를)[ \t]*(?:최종[ \t]*)?(?:정답으로[ \t]*)?(?:선택|택|고르|고릅|골라|골랐|고름)"
+    r"(?:합니다|하겠습니다|한다|하겠다|함|했습니다|하였습니다|했다|하였다|할게요|하겠어요|해요|니다|겠습니다|다|음|했음"
+    r"|하는[ \t]*것이[ \t]*(?:적절|타당|옳|맞|바람직)[가-힣]*)?(?![가-힣])"
+)
+_KO_MOST = re.compile(
+    r"가장[ \t]*(?:적절|적합|옳|알맞|타당|올바르|올바|바람직|우선적|먼저|가능성이?[ \t]*높|유력)[가-힣]*[ \t]+"
+    r"(?:[가-힣]+[ \t]+){0,3}?(?:것|보기|선택지?|답|정답|치료|검사|진단|처치|조치|약물?|방법|원인|답안|선택)(?:은|는|으로는)[ \t]*"
+    r"(?:보기[ \t]*)?(?:\*\*)?"
+)
+_COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))")
+
+
+def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
+    """Committing sentences in English and Korean (see the module docstring)."""
+    out: list[Statement] = []
+    pattern = token_pattern(options)
+    for m in pattern.finditer(body):
+        if m.start() > 0 and body[m.start() - 1].isalnum() and not "가" <= body[m.start() - 1] <= "힣":
+            continue
+        token = token_at(body, m.start(), options, option_texts=texts)
+        if token is None or token.conflict is not None or _plain_digit(body, token):
+            continue
+        preceding = body[max(0, token.start - 20) : token.start]
+        if (tail := _EN_OPTION_CORRECT.match(body, token.end)) and re.search(r"(?:option|choice)[ \t]*$", preceding, re.I):
+            lead = token.start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
+        elif (tail := _KO_MARKED.match(body, token.end) or _KO_CHOOSE.match(body, token.end)) is not None:
+            lead = token.start
+        elif _starts_sentence(body, token.start) and (
+            (tail := _COPULA_END.match(body, token.end)) is not None and (tail.group() or _connective_before(body, token))
+            or (tail := _EN_OPTION_CORRECT.match(body, token.end)) is not None
+        ):
+            lead = token.start  # "E입니다.", "Therefore, C.", "C is correct."
+        else:
+            continue
+        statement = _committed(body, lead, token, options, tail.end())
+        if statement is not None:
+            out.append(statement)
+    for finder in (_EN_CHOOSE, _KO_MOST):
+        for m in finder.finditer(body):
+            pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if finder is _EN_CHOOSE else m.end()
+            token = _token_after_lead(body, pos, options, texts)
+            if token is None:
+                continue
+            conj = _CONJUNCTION.match(body, token.end)
+            if conj and token_at(body, conj.end(), options) is not None:
+                out.append(Statement(m.start(), None))  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
+                continue
+            tail = (_EN_CHOOSE_TAIL if finder is _EN_CHOOSE else _COPULA_END).match(body, token.end)
+            if tail is None:
+                continue
+            statement = _committed(body, m.start(), token, options, tail.end())
+            if statement is not None:
+                out.append(statement)
+    return out
+
+
+def _connective_before(body: str, token: Token) -> bool:
+    """``Therefore, C.``: a bare option closing a sentence counts only after a connective (or ``Option``)."""
+    start = max(body.rfind(c, 0, token.start) for c in _SENTENCE_BOUNDARY) + 1
+    lead = body[start : token.start].strip(" \t*_#>-•+")
+    return bool(lead) and _CONNECTIVE.fullmatch(body, start, token.start) is not None
+
+
+# -- structured answers ----------------------------------------------------------------------
+
+_JSON_KEY = re.compile(
+    r"""(?P<q>["'])[ \t]*(?:final[_ ]?answer|answer|최종[ \t]*정답|정답)[ \t]*(?P=q)[ \t]*:[ \t]*""", re.IGNORECASE
+)
+_JSON_STRING = re.compile(r"""(?P<q>["'])(?P<v>[^"'\n]*)(?P=q)""")
+_JSON_LIST = re.compile(r"""\[(?P<v>[^\]\n]*)\]""")
+
+
+def _value_statement(
+    value: str, position: int, options: tuple[str, ...], texts: Mapping[str, str] | None
+) -> Statement | None:
+    """The option a structured answer's value names: a label (with its own text), or an option text."""
+    value = value.strip()
+    token = token_at(value, 0, options, plain_lower=True, after_marker=True, option_texts=texts)
+    if token is not None and not _plain_digit(value, token):
+        if token.conflict is not None:
+            return Statement(position, None)
+        rest = value[token.end :]
+        if not rest.strip(" .)") or token.text_match or (texts is None and re.match(r"[ \t]*[.):]", rest)):
+            return Statement(position, token.value)
+        return None
+    letter = option_by_text(value, texts)
+    return Statement(position, letter) if letter else None
+
+
+def json_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
+    """``{"answer": "B"}``, ``'final_answer': 'B. Metformin'``, ``"정답": ["C"]``, fenced or bare."""
+    out = []
+    for key in _JSON_KEY.finditer(body):
+        if (string := _JSON_STRING.match(body, key.end())) is not None:
+            values = [string.group("v")]
+        elif (listed := _JSON_LIST.match(body, key.end())) is not None:
+            values = [v.group("v") for v in _JSON_STRING.finditer(listed.group("v"))]
+        else:
+            continue  # null, a number (an index may count from 0), or an object
+        found = [s for v in values if (s := _value_statement(v, key.start(), options, texts)) is not None]
+        letters = {s.prediction for s in found}
+        if len(found) == 1 or (found and len(letters) == 1 and None not in letters):
+            out.append(found[0])
+        elif found:
+            out.append(Statement(key.start(), None))
+    return out
+
+
+# -- answers by option text, and option lines under a lead-in ---------------------------------
+
+_TEXT_SUFFIX = r"(?:입니다|이다|이에요|예요|임|이며|이고|이라|으로|로|이|가|은|는|을|를|와|과)?"
+_TEXT_END = re.compile(r"[ \t]*(?:\*\*)?[ \t]*(?:$|\n|[.!。,;:)(]|[ \t]+(?:because|since|as|which|given)\b)", re.IGNORECASE)
+# A line that is only an answer lead-in: "정답은 다음과 같습니다.", "The answer is:", "### 정답", "**Final answer**".
+_LEAD_IN_LINE = re.compile(
+    r"[ \t#>*_]*(?:(?:the|my)[ \t]+)?(?:(?:final|correct|best)[ \t]+)?(?:최종[ \t]*)?"
+    r"(?:정답|답|답변|결론|answer|conclusion)(?:은|는|이|으로는)?[ \t]*(?:is[ \t]*|would[ \t]+be[ \t]*)?"
+    r"(?:(?:다음과|아래와)[ \t]*같(?:습니다|다|음)|as[ \t]+follows)?[ \t.:：]*(?:\*\*|__)?[ \t]*",
+    re.IGNORECASE,
+)
+_LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
+_BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
+
+
+def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
+    """The one option whose text ``segment`` starts with, up to a particle or a sentence end; else None.
+
+    The longest text wins (``수술 후 항생제`` over ``수술``); two options with the same text give None.
+    """
+    if not texts:
+        return None
+    hits: list[tuple[int, str]] = []
+    for letter, text in texts.items():
+        if not text:
+            continue
+        words = [re.escape(w) for w in text.split()]
+        m = re.match(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, segment, re.IGNORECASE)
+        if m and _TEXT_END.match(segment, m.end()):
+            hits.append((len(text), letter))
+    if not hits:
+        return None
+    best = max(n for n, _ in hits)
+    letters = {letter for n, letter in hits if n == best}
+    return letters.pop() if len(letters) == 1 else None
+
+
+def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
+    """``The answer is metformin.``, ``정답은 경구 항생제입니다.``: an answer marker, then an option's text."""
+    if not texts:
+        return []
+    out = []
+    for marker in PREFIX_MARKER.finditer(body):
+        filler = FILLER.match(body, marker.end())
+        if "\n" in filler.group():
+            continue
+        line_end = body.find("\n", filler.end())
+        segment = body[filler.end() : line_end if line_end >= 0 else len(body)]
+        letter = option_by_text(segment, texts)
+        if letter is None:
+            continue
+        others = [k for k, t in texts.items() if k != letter and t and t in normalise_text(sentence_rest(body, filler.end()))]
+        if others:
+            continue  # "metformin, not insulin" or "metformin or insulin": not one answer
+        if hedge_of(sentence_before(body, marker.start()), sentence_rest(body, filler.end())) == "plain":
+            out.append(Statement(marker.start(), letter))
+    return out
+
+
+def lead_in_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
+    """The first line after ``정답은 다음과 같습니다.`` or ``### 정답``: a bold option line or an option's text."""
+    out = []
+    lines = body.split("\n")
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for i, line in enumerate(lines):
+        if not _LEAD_IN_LINE.fullmatch(line):
+            continue
+        nxt = next((j for j in range(i + 1, len(lines)) if lines[j].strip()), None)
+        if nxt is None:
+            continue
+        content = lines[nxt][_LINE_MARKUP.match(lines[nxt]).end() :].rstrip()
+        bold = _BOLD_LINE.fullmatch(content)
+        inner = bold.group("inner").strip() if bold else content
+        statement = _option_line(inner, offsets[i], options, texts, bold is not None)
+        if statement is not None:
+            out.append(statement)
+    return out
+
+
+def _option_line(
+    inner: str, position: int, options: tuple[str, ...], texts: Mapping[str, str] | None, bold: bool
+) -> Statement | None:
+    token = token_at(inner, 0, options, after_marker=True, option_texts=texts)
+    if token is not None and not _plain_digit(inner, token):
+        if token.conflict is not None:
+            return Statement(position, None)
+        rest = inner[token.end :]
+        own = texts.get(token.value) if texts else None
+        # a plain line must be exactly the label and its text; a bold line may add to the text
+        exact = own is not None and normalise_text(rest) == own
+        agrees = exact or (bold and (token.text_match or (texts is None and re.match(r"[ \t]*[.):\-–—]", rest))))
+        if not rest.strip(" .") or agrees:
+            return Statement(position, token.value)
+        return None
+    letter = option_by_text(inner, texts)
+    return Statement(position, letter) if letter else None
