@@ -29,6 +29,7 @@ import msgspec
 from api import schemas
 from api.reporting import baseline_at_floor
 from api.rank_sets import RankMap, rank_map
+from api.current import by_judge, current_results  # noqa: F401  (api.tables.current_results for the routes)
 from api.status_index import status_index
 from pipelines.kinds import board_judge
 from warehouse.layout import DataDir
@@ -237,27 +238,6 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
         ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
-
-
-def by_judge(p: Published, judge: str | None) -> bool:
-    """Whether ``p`` counts where ``judge`` grades (None: a task no judge grades, every result counts)."""
-    return judge is None or (p.record.judge is not None and p.record.judge.model == judge)
-
-
-def current_results(published: list[Published], key_of: Callable[[ResultRecord], tuple] | None = None
-                    ) -> dict[tuple, Published]:
-    """Per (model, task version), or per ``key_of(record)``: the newest result not superseded (else the
-    newest), never a withdrawn one."""
-    chosen: dict[tuple, Published] = {}
-    for p in published:
-        if p.withdrawn:
-            continue
-        key = key_of(p.record) if key_of is not None else (p.record.model.slug, p.record.task)
-        best = chosen.get(key)
-        rank = (p.superseded_by is None, p.record.created_at, p.run_id)
-        if best is None or rank > (best.superseded_by is None, best.record.created_at, best.run_id):
-            chosen[key] = p
-    return chosen
 
 
 def _model_index(model_rows: Sequence[ModelRow], published: list[Published]) -> dict[str, tuple[str, ...]]:
