@@ -58,6 +58,10 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
         regraded[m] = (original.run_id, engine.compute_metrics(ev, specs, data, lambda s: None))
     assert answering_calls == []  # every answer was stored: only the judge ran
     release(specs, data, lambda s: None)
+    from pipelines.cli.leaderboards import render_leaderboards
+
+    board_text = render_leaderboards(data)  # what `medbench demo` prints: the judge and its agreement
+    assert "judged by medbench-sim-open/judge" in board_text and "judge agr." in board_text
     with TestClient(create_app(data.root)) as client:
         board = client.get(f"/v1/leaderboard?task={TASK}").json()
         assert {r["run_id"] for r in board["rows"]} == {orig for orig, _ in regraded.values()}
