@@ -65,7 +65,11 @@ class ReleasePage(msgspec.Struct):
 
 
 class Release(ReleaseSummary, kw_only=True):
-    """``GET /v1/releases/{id}``: the release, its manifest (the exact object signed and hashed) and BibTeX."""
+    """``GET /v1/releases/{id}``: the release, its full manifest and BibTeX; the object signed and hashed is the
+    manifest of a full release, the ``delta`` of a release published as one."""
 
     manifest: dict[str, Any]
     bibtex: str
+    # a release published as a delta (docs/concepts.md, "Releases"): the delta, the object signed and
+    # hashed; ``manifest`` is then the full manifest rebuilt from it; null for a full release
+    delta: dict[str, Any] | None = None

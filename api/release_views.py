@@ -36,11 +36,15 @@ from warehouse.files import read_regular
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
 from warehouse.records import ResultRecord, decode_record
-from warehouse.releases import ReleaseRecord, find_release, read_releases
+from warehouse.release_deltas import is_delta
+from warehouse.releases import ReleaseRecord, find_release, manifest_of, read_releases
 from warehouse.signing import read_signature
 from warehouse.versions import VERSION_RE
 
 VIEW_BODY_ENTRIES = 1024
+# what a release's view is counted as in the served version's bounded cache, per result it holds
+# (its Published entries, listing, boards and rank entries; the records themselves are shared)
+VIEW_BYTES_PER_RESULT = 1024
 
 
 def release_url(base: str, release_id: str) -> str:
@@ -63,7 +67,8 @@ def as_of(tables: Tables, data: DataDir, release: str | None) -> Tables:
     key = ("release-view", release)
     view = tables.bodies.get(key)
     if view is None:
-        view = tables.bodies.put(key, build_view(tables, data, find(data, release)))
+        built = build_view(tables, data, find(data, release))
+        view = tables.bodies.put(key, built, weight=len(built.results) * VIEW_BYTES_PER_RESULT)
     return view
 
 
@@ -81,7 +86,7 @@ def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, M
 
 def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
     """The tables as of ``release``: its results with their statuses then, its leaderboards in its order."""
-    manifest = release.manifest
+    manifest = manifest_of(data, release)
     published: dict[str, Published] = {}
     for entry in manifest["results"]:
         kept = _record(tables, data, entry["run_id"])
@@ -173,8 +178,9 @@ def detail(tables: Tables, data: DataDir, release: str, base: str) -> Prepared:
         url = release_url(base, r.id)
         prepared = tables.bodies.put(key, prepare(schemas.Release(
             id=r.id, published_at=r.published_at, n_results=r.n_results, tasks=list(r.tasks),
-            manifest_sha256=r.manifest_sha256, previous=r.previous, url=url, manifest=r.manifest,
-            bibtex=bibtex(r, url), signature=render.signature(r.signature))))
+            manifest_sha256=r.manifest_sha256, previous=r.previous, url=url, manifest=manifest_of(data, r),
+            bibtex=bibtex(r, url), signature=render.signature(r.signature),
+            delta=r.manifest if is_delta(r.manifest) else None)))
     return prepared
 
 

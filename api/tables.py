@@ -31,6 +31,7 @@ from api.reporting import baseline_at_floor
 from api.rank_sets import RankMap, rank_map
 from api.current import by_judge, current_results  # noqa: F401  (api.tables.current_results for the routes)
 from api.status_index import status_index
+from api.body_cache import BODY_CACHE_BYTES, BodyCache  # noqa: F401 (re-exported: api.release_views)
 from pipelines.kinds import board_judge
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
@@ -76,26 +77,6 @@ class ModelEntry:
     backend: str
     description: str
 
-
-class BodyCache:
-    """Encoded responses of one version keyed by (route, parameters, base URL); bounded, cleared when full."""
-    __slots__ = ("_entries", "_limit")
-
-    def __init__(self, limit: int):
-        self._entries: dict[tuple, Any] = {}
-        self._limit = limit
-
-    def get(self, key: tuple) -> Any:
-        return self._entries.get(key)
-
-    def put(self, key: tuple, value: Any) -> Any:
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
-        self._entries[key] = value
-        return value
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 @dataclass(frozen=True)
 class Tables:

@@ -25,7 +25,11 @@ of a few hundred results in a scratch data directory, so the reuses the benchmar
 ``--soak SECONDS`` instead loads our routes for that long and prints the server's resident memory
 at the start and the end (target: growth under 10%).
 
-    python -m bench.api_load [--duration 10] [--warmup 3] [--smoke] [--soak 600] [--access-log]
+``--results N`` then measures lookup, leaderboard and result again on a board of N results (over
+2,000 paths per route spread evenly over it), with their p99 against the first board's in the same
+invocation (issue 43: at most 1.5x).
+
+    python -m bench.api_load [--duration 10] [--warmup 3] [--smoke] [--soak 600] [--access-log] [--results N]
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ MODELS = {"full": 150, "smoke": 4}
 CONNECTIONS = 50
 TARGET_VS_DATASETTE, TARGET_VS_CEILING, TARGET_P99_MS, TARGET_SOAK_GROWTH = 15.0, 0.7, 20.0, 0.10
 TARGET_WRITES_ON = 0.90  # lookup rps with the submission routes on, relative to --read-only (issue 29)
+TARGET_AT_SIZE_P99 = 1.5  # issue 43: --results N, p99 at most 1.5x the small board's, in the same run
 TARGET_RELEASE_P99 = 1.2  # issue 28: p99 of ?release= at most 1.2x the current release's, in the same run
 RELEASE_ROUTES = ("lookup", "leaderboard")
 CONST_PATH = "/bench/const"
@@ -279,6 +284,31 @@ def compare(args: argparse.Namespace, work: Path) -> None:
     print(f"lookup with the submission routes on: {_cell(with_writes)}; vs --read-only: {ratio:.2f}x "
           f"(target >= {TARGET_WRITES_ON:.2f}x: {_verdict(ratio >= TARGET_WRITES_ON)})", flush=True)
     print(reuses, flush=True)
+    if args.results:
+        at_size(args, work, mine, len(catalog.results))
+
+
+PATHS_AT_SIZE = 2000  # paths per route wrk cycles over on the large board (evenly spread over it)
+
+
+def at_size(args: argparse.Namespace, work: Path, small: dict[str, WrkResult], small_results: int) -> None:
+    """The same routes on a board of ``args.results`` results, in the same invocation: p99 within
+    ``TARGET_AT_SIZE_P99``x the small board's (issue 43)."""
+    data, catalog, version = publish_synthetic(work / "data-large", max(1, round(args.results / 2.1)))
+    paths = request_paths(catalog).ours
+    paths = {route: p[::max(1, len(p) // PATHS_AT_SIZE)] for route, p in paths.items()}
+    print(f"api_load at size: {len(catalog.results):,} results, warehouse {version}; paths cycle over "
+          f"{', '.join(f'{len(p)} {route}' for route, p in paths.items())}", flush=True)
+    with our_server(data.root, work / "medbench-large.log", args.access_log) as ours:
+        large = {route: measure(ours.base, paths[route], args.duration, args.warmup, work, f"large-{route}")
+                 for route in ROUTES}
+        rss = ours.rss_bytes()
+    for route in ROUTES:
+        ratio = large[route].p99_ms / max(small[route].p99_ms, 1e-9)
+        print(f"{route} at {len(catalog.results):,} results: {_cell(large[route])}; p99 {ratio:.2f}x the "
+              f"{small_results}-result run's (target <= {TARGET_AT_SIZE_P99:.1f}x: "
+              f"{_verdict(ratio <= TARGET_AT_SIZE_P99)})", flush=True)
+    print(f"server RSS at {len(catalog.results):,} results after the load: {rss / MIB:.1f} MiB", flush=True)
 
 
 def soak(args: argparse.Namespace, work: Path) -> None:
@@ -318,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--soak", type=float, metavar="SECONDS", help="load our routes this long; print memory at start and end")
     parser.add_argument("--access-log", dest="access_log", action="store_true",
                         help="turn on uvicorn's line per request on our server, as `medbench serve --access-log` does")
+    parser.add_argument("--results", type=int, metavar="N",
+                        help="then measure lookup, leaderboard and result again on a board of N results (p99 vs the small one)")
     parser.add_argument("--serve", nargs=2, metavar=("PORT", "DATA_DIR"), help=argparse.SUPPRESS)
     parser.add_argument("--writes", action="store_true", help=argparse.SUPPRESS)  # --serve with the submission routes on
     args = parser.parse_args(argv)

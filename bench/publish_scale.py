@@ -17,6 +17,14 @@ releases) and measures:
   does before appending (``log audit``), then the longest inclusion proof over every entry against
   its bound, ceil(log2 n) hashes, and the mean time to build one (``proof``).
 
+- ``release history`` (issue 43): the peak RSS of a process that loads a release log of 10 and of
+  10,000 records (a full manifest of 1,000 results, then deltas, with the publisher's snapshots) and
+  rebuilds the newest release's full manifest; target: within 1.3x.
+
+The second publish is incremental (``warehouse.delta``: the previous file copied, the change applied),
+so its time is meant to stay near flat as the board grows; it still goes through
+``warehouse.publish`` directly, not ``engine.release``'s ``release()``.
+
 It prints each size, then the ratios of the largest size to the smallest against the ratio of
 sizes: "linear" when the time ratio is at most 1.5x the size ratio (a margin for noise).
 
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import hashlib
 import math
 import tempfile
 import time
@@ -131,6 +140,61 @@ def measure(root: Path, n_results: int) -> Measured:
                     cold, warm, measure_log(root, data, catalog.results))
 
 
+HISTORY_SCRIPT = """
+import resource, sys
+from warehouse.layout import DataDir
+from warehouse.releases import find_release, manifest_of, read_releases
+data = DataDir(sys.argv[1])
+last = read_releases(data)[-1]
+assert find_release(data, last.id) is last and manifest_of(data, last)["release"] == last.id
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def history_rss_mib(root: Path, releases: int, results: int = 1000) -> float:
+    """Peak RSS (MiB) of a process that loads a release log of ``releases`` records (the first a full
+    manifest of ``results`` entries, each later one a delta withdrawing or restoring one result, as a
+    publish writes them) and rebuilds the newest release's full manifest."""
+    import os
+    import subprocess
+    import sys
+
+    from warehouse.layout import DataDir
+    from warehouse.release_deltas import SNAPSHOT_EVERY, apply_deltas, write_snapshot
+    from warehouse.releases import ReleaseRecord, append_release, make_record, manifest_bytes
+
+    data = DataDir(root)
+    entries = [{"run_id": f"{i:012x}", "task": CHOICE_TASK, "model": f"p/m-{i}", "predictions_sha256": "0" * 64,
+                "status": "current", "superseded_by": None} for i in range(results)]
+    manifest = {"format": 1, "release": "", "demo": False, "code_revision": "bench", "results": entries,
+                "specs": {"tasks": {CHOICE_TASK: "0" * 64}, "models": {e["model"]: "0" * 64 for e in entries}},
+                "leaderboards": {}}
+    when = dt.datetime(2026, 12, 1, tzinfo=UTC)
+    previous = None
+    for k in range(releases):
+        when += dt.timedelta(seconds=1)
+        release_id = when.strftime("%Y%m%dT%H%M%S%fZ") + f"-{k:08x}"
+        if k:
+            changed = dict(entries[k % results], status="current" if k % 2 == 0 else "withdrawn")
+            delta = {"format": 2, "release": release_id, "previous_manifest_sha256": previous.manifest_sha256,
+                     "demo": False, "code_revision": "bench", "specs": {"tasks": {}, "models": {}},
+                     "specs_removed": {"tasks": [], "models": []}, "results": [changed], "removed": [],
+                     "leaderboards": {}, "leaderboards_removed": []}
+            manifest = apply_deltas(manifest, [delta])
+            record = ReleaseRecord(id=release_id, published_at=when.isoformat(), n_results=results,
+                                   tasks=[CHOICE_TASK], previous=previous.id, manifest=delta,
+                                   manifest_sha256=hashlib.sha256(manifest_bytes(delta)).hexdigest())
+        else:
+            record = make_record(dict(manifest, release=release_id), when, None)
+        append_release(data, record)
+        if (k + 1) % SNAPSHOT_EVERY == 0:
+            write_snapshot(data, release_id, dict(manifest, release=release_id))
+        previous = record
+    out = subprocess.run([sys.executable, "-c", HISTORY_SCRIPT, str(root)], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    return int(out.stdout.split()[-1]) / 1024
+
+
 def report(rows: list[Measured]) -> list[str]:
     lines = [f"{'results':>8} {'publish s':>10} {'file MiB':>9} {'predictions MiB':>16} {'release cold ms':>16} "
              f"{'release warm ms':>16}"]
@@ -167,8 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             rows.append(measure(Path(work) / f"data-{n}", n))
             print(f"measured {rows[-1].results} results", flush=True)
-    for line in report(rows):
-        print(line, flush=True)
+        for line in report(rows):
+            print(line, flush=True)
+        few, many = (10, 100) if args.smoke else (10, 10_000)
+        rss = {n: history_rss_mib(Path(work) / f"history-{n}", n) for n in (few, many)}
+    verdict = "within" if rss[many] <= 1.3 * rss[few] else "OVER"
+    print(f"release history: peak RSS {rss[few]:.1f} MiB with {few} releases, {rss[many]:.1f} MiB with {many} "
+          f"({rss[many] / rss[few]:.2f}x; target within 1.3x: {verdict})", flush=True)
     return 0
 
 

@@ -29,9 +29,12 @@ from typing import Any
 import duckdb
 import msgspec
 
+from warehouse import delta
 from warehouse.files import PUBLIC_FILE, atomic_path
 from warehouse.portable import create_prediction_tables, insert_releases
-from warehouse.releases import ReleaseRecord, Signer, append_release, build_manifest, make_record, read_releases
+from warehouse.releases import (ReleaseRecord, Signer, append_release, build_manifest, make_record, manifest_of,
+                                read_releases)
+from warehouse.release_deltas import SNAPSHOT_EVERY, write_snapshot
 from warehouse.signing import published_record
 from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
@@ -165,11 +168,13 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
         record = release_record(data, catalog, version, now, sign)
         with atomic_path(data.version_file(version), mode=PUBLIC_FILE) as tmp:
             try:
-                _build(tmp, data, catalog, version, content_hash, now, record)
+                _build(tmp, data, catalog, version, content_hash, now, record, previous=current)
             except BaseException:
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
         append_release(data, record)
+        if len(read_releases(data)) % SNAPSHOT_EVERY == 0:
+            write_snapshot(data, version, manifest_of(data, record))
         install(data, version)
         prune(data, keep=KEEP_VERSIONS, current=version)
     return version, True
@@ -218,15 +223,23 @@ def model_row(m: dict[str, Any]) -> ModelRow:
 
 def release_record(data: DataDir, catalog: Catalog, version: str, now: dt.datetime,
                    sign: Signer | None) -> ReleaseRecord:
-    """The release record of the version being published (``warehouse.releases``)."""
+    """The release record of the version being published (``warehouse.releases``): a delta from the
+    previous release's full manifest, or the full manifest for the first release."""
+    manifest = catalog_manifest(catalog, version)
+    earlier = read_releases(data)
+    if not earlier:
+        return make_record(manifest, now, None, sign)
+    return make_record(manifest, now, earlier[-1].id, sign, before=(earlier[-1], manifest_of(data, earlier[-1])))
+
+
+def catalog_manifest(catalog: Catalog, version: str) -> dict[str, Any]:
+    """The full manifest of ``catalog`` published as ``version``."""
     superseded = superseded_map(catalog.results, catalog.withdrawn)
-    manifest = build_manifest(
+    return build_manifest(
         release_id=version, results=catalog.results, superseded=superseded, withdrawn=catalog.withdrawn,
         task_specs={f"{t['slug']}@{t['version']}": t["spec_hash"] for t in catalog.tasks},
         model_specs={m["slug"]: m["spec_hash"] for m in catalog.models},
         code_revision=catalog.code_revision, demo=catalog.demo, ranks=catalog.ranks)
-    earlier = read_releases(data)
-    return make_record(manifest, now, earlier[-1].id if earlier else None, sign)
 
 
 def result_row(r: ResultRecord, superseded_by: str | None, withdrawn: dict[str, str] | None = None,
@@ -257,7 +270,48 @@ def metric_rows(r: ResultRecord) -> list[MetricRow]:
 
 
 def _build(path: Path, data: DataDir, catalog: Catalog, version: str, content_hash: str, now: dt.datetime,
-           record: ReleaseRecord) -> None:
+           record: ReleaseRecord, previous: str | None = None) -> None:
+    """Build the version's file at ``path``: from ``previous``'s file plus the change when it is sound
+    and of today's schema (``warehouse.delta``), else in full."""
+    if previous is not None and schema_version_of(read_meta(data, previous)) == SCHEMA_VERSION:
+        try:
+            _build_incremental(path, data, catalog, version, content_hash, now, record, previous)
+            return
+        except delta.NotIncremental:
+            Path(f"{path}.wal").unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+    _build_full(path, data, catalog, version, content_hash, now, record)
+
+
+def _build_incremental(path: Path, data: DataDir, catalog: Catalog, version: str, content_hash: str,
+                       now: dt.datetime, record: ReleaseRecord, previous: str) -> None:
+    superseded = superseded_map(catalog.results, catalog.withdrawn)
+    delta.copy_previous(data.version_file(previous), path)
+    con = duckdb.connect(str(path))
+    try:
+        changed, new = delta.changed_results(con, catalog.results, superseded, catalog.withdrawn, catalog.signatures)
+        by_id = {r.run_id: r for r in catalog.results}
+        delta.add_predictions(con, data, [by_id[run_id] for run_id in new], catalog.tasks, catalog.kind_columns)
+        delta.replace_specs(con, {
+            MetaRow: meta_rows(catalog, version, content_hash, now),
+            DatasetRow: [dataset_row(d) for d in catalog.datasets],
+            TaskRow: [task_row(t) for t in catalog.tasks],
+            ModelRow: [model_row(m) for m in catalog.models]})
+        delta.replace_results(
+            con, changed,
+            lambda: [result_row(by_id[i], superseded.get(i), catalog.withdrawn.get(i), catalog.signatures.get(i))
+                     for i in changed],
+            lambda: [row for i in changed for row in metric_rows(by_id[i])])
+        delta.replace_ranks(con, catalog.ranks)
+        delta.replace_baselines(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])
+        delta.append_releases(con, [*read_releases(data), record])
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def _build_full(path: Path, data: DataDir, catalog: Catalog, version: str, content_hash: str, now: dt.datetime,
+                record: ReleaseRecord) -> None:
     superseded = superseded_map(catalog.results, catalog.withdrawn)
     con = duckdb.connect(str(path))
     try:

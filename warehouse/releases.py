@@ -32,6 +32,7 @@ import msgspec
 from warehouse.files import open_regular
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, metric_order_value
+from warehouse.release_deltas import build_delta, full_manifest, is_delta
 
 # sign(manifest bytes) -> {"key_id": str, "value": base64 str, "signed": str}
 Signer = Callable[[bytes], dict[str, Any]]
@@ -126,14 +127,26 @@ def _primary_of(results: Sequence[ResultRecord], task: str) -> str | None:
 
 
 def make_record(manifest: dict[str, Any], published_at: dt.datetime, previous: str | None,
-                sign: Signer | None = None) -> ReleaseRecord:
-    """The log record of ``manifest``, signed when a signer is given."""
-    body = manifest_bytes(manifest)
+                sign: Signer | None = None, before: tuple[ReleaseRecord, dict[str, Any]] | None = None) -> ReleaseRecord:
+    """The log record of the full ``manifest``, signed when a signer is given. With ``before`` (the
+    previous record and its full manifest) the record holds, and is signed over, the delta from it
+    (``warehouse.release_deltas``); without, the full manifest (the first release)."""
+    body_value = (build_delta(before[1], manifest, before[0].manifest_sha256) if before is not None else manifest)
+    body = manifest_bytes(body_value)
     return ReleaseRecord(
         id=manifest["release"], published_at=published_at.isoformat(), n_results=len(manifest["results"]),
         tasks=sorted({r["task"] for r in manifest["results"]}), manifest_sha256=hashlib.sha256(body).hexdigest(),
-        previous=previous, manifest=manifest, signature=sign(body) if sign is not None else None,
+        previous=previous, manifest=body_value, signature=sign(body) if sign is not None else None,
     )
+
+
+def manifest_of(data: DataDir, record: ReleaseRecord) -> dict[str, Any]:
+    """The full manifest of ``record`` (its own, or rebuilt from the deltas before it)."""
+    if not is_delta(record.manifest):
+        return record.manifest
+    records = read_releases(data)
+    position = _positions(data, records)[record.id]
+    return full_manifest(data, records[:position + 1])
 
 
 def append_release(data: DataDir, record: ReleaseRecord) -> None:
@@ -186,17 +199,23 @@ def latest_release(data: DataDir) -> ReleaseRecord | None:
     return records[-1] if records else None
 
 
-_BY_ID: dict[str, tuple[tuple[ReleaseRecord, ...], dict[str, ReleaseRecord]]] = {}  # path -> (records, by id)
+_BY_ID: dict[str, tuple[tuple[ReleaseRecord, ...], dict[str, int]]] = {}  # path -> (records, position by id)
+
+
+def _positions(data: DataDir, records: tuple[ReleaseRecord, ...]) -> dict[str, int]:
+    kept = _BY_ID.get(str(data.release_log))
+    if kept is None or kept[0] is not records:
+        kept = _BY_ID[str(data.release_log)] = (records, {r.id: i for i, r in enumerate(records)})
+    return kept[1]
 
 
 def find_release(data: DataDir, release_id: str) -> ReleaseRecord | None:
     """The release ``release_id``, or None (an index built once per state of the log)."""
     records = read_releases(data)
-    kept = _BY_ID.get(str(data.release_log))
-    if kept is None or kept[0] is not records:
-        kept = _BY_ID[str(data.release_log)] = (records, {r.id: r for r in records})
-    return kept[1].get(release_id)
+    position = _positions(data, records).get(release_id)
+    return None if position is None else records[position]
 
 
 __all__ = ["MANIFEST_FORMAT", "ReleaseRecord", "Signer", "append_release", "board_rows", "build_manifest",
-           "canonical_json", "find_release", "latest_release", "make_record", "manifest_bytes", "read_releases"]
+           "canonical_json", "find_release", "latest_release", "make_record", "manifest_bytes", "manifest_of",
+           "read_releases"]

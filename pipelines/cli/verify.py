@@ -241,8 +241,8 @@ def release_problems(body: dict[str, Any], keys: dict[str, dict[str, Any]]) -> l
     if problems:
         return problems
     signed = body["signature"]["signed"]
-    if signed.encode() != manifest_bytes(body.get("manifest") or {}):
-        problems.append("manifest: the release's manifest is not the signed string")
+    if signed.encode() != manifest_bytes(body.get("delta") or body.get("manifest") or {}):
+        problems.append("manifest: the release's manifest (or delta) is not the signed string")
     if hashlib.sha256(signed.encode()).hexdigest() != body.get("manifest_sha256"):
         problems.append("manifest_sha256: not the sha256 of the signed manifest")
     return problems

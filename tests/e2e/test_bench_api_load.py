@@ -40,7 +40,7 @@ def test_wrk_report_is_read_with_units_and_errors() -> None:
 
 @pytest.mark.slow
 def test_smoke_run_prints_every_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert api_load.main(["--smoke"]) == 0
+    assert api_load.main(["--smoke", "--results", "60"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("api_load: 9 results (4 models x 2 tasks")
@@ -64,3 +64,9 @@ def test_smoke_run_prints_every_line(capsys: pytest.CaptureFixture[str]) -> None
                      r"\(target >= 0\.90x: (met|NOT met)\)$", out, re.M), out
     counted = re.search(r"^reuses counted during the run: ([\d,]+) \(scratch store (.+)\)$", out, re.M)
     assert counted and int(counted.group(1).replace(",", "")) > 0, out
+    # issue 43: the same routes on a larger board, p99 against the small board's in the same run
+    assert re.search(r"^api_load at size: \d+ results, warehouse \S+; paths cycle over \d+ lookup, \d+ leaderboard, "
+                     r"\d+ result$", out, re.M), out
+    for route in ("lookup", "leaderboard", "result"):
+        assert re.search(rf"^{route} at \d+ results:{number}; p99 [\d.]+x the 9-result run's \(target <= 1\.5x: "
+                         r"(met|NOT met)\)$", out, re.M), out

@@ -21,6 +21,8 @@ def test_smoke_run_prints_sizes_and_growth(capsys: pytest.CaptureFixture[str]) -
     for name in ("publish", r"release lookup \(cold\)"):
         assert re.search(rf"^{name}: [\d.]+x the time for [\d.]+x the results \([\d.]+ per unit of growth\): "
                          r"(linear or better|FASTER THAN LINEAR)$", out, re.M), out
+    assert re.search(r"^release history: peak RSS [\d.]+ MiB with 10 releases, [\d.]+ MiB with 100 \([\d.]+x; "
+                     r"target within 1.3x: (within|OVER)\)$", out, re.M), out
 
 
 def test_two_sizes_are_needed() -> None:
