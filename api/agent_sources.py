@@ -73,13 +73,13 @@ class LocalAnswers:
         base = self._base(base)
         name = tool.name
         if name == "lookup":
-            answer = answers.lookup(tables, args.model, args.task, base)
+            answer = answers.lookup(tables, args.model, args.task, base, args.judge)
             if answer.counts_reuse:
                 service.reuses.add()
             prepared = answer.prepared
         elif name == "leaderboard":
             prepared = answers.leaderboard(tables, args.task, args.model_type, args.limit, base, args.metric,
-                                           args.tier)
+                                           args.tier, args.judge)
         elif name == "get_result":
             prepared = answers.result(tables, args.run_id, base)
         elif name == "compare":  # the route module owns the memoised (thread-run) computation

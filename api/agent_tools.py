@@ -41,6 +41,8 @@ class LookupArgs(_Args):
                                examples=["medbench/random"])]
     task: Task
     release: Release = None
+    judge: Annotated[str | None, Meta(description="Rubric tasks: results graded by this judge model (slug) instead "
+                                       "of the task's own judge.")] = None
 
 
 class LeaderboardArgs(_Args):
@@ -52,6 +54,8 @@ class LeaderboardArgs(_Args):
     tier: Annotated[schemas.Tier | None, Meta(description="Only rows of this tier (baseline or official); "
                                               "no match is rows: [].")] = None
     release: Release = None
+    judge: Annotated[str | None, Meta(description="Rubric tasks: results graded by this judge model (slug) instead "
+                                       "of the task's own judge.")] = None
 
 
 class ResultArgs(_Args):

@@ -23,7 +23,7 @@ from api.rank_sets import (
     task_metrics,
 )
 from api.responses import Prepared, prepare
-from api.tables import Published, Tables, TaskEntry
+from api.tables import Published, Tables, TaskEntry, by_judge, current_results, leaderboard_key
 from warehouse.layout import RUN_ID_RE, DataDir
 
 MODEL_TYPES = ("llm", "ml", "rule")
@@ -34,26 +34,41 @@ def _small(*texts: str | None) -> bool:
     return sum(len(text or "") for text in texts) <= MAX_CACHED_PARAMETER_CHARS
 
 
-def lookup(tables: Tables, model: str | None, task: str | None, base: str) -> Answer:
-    """Rule one: the current result of a model on a task version, or ``not_evaluated``."""
-    key = ("lookup", model, task, base)
+def lookup(tables: Tables, model: str | None, task: str | None, base: str, judge: str | None = None) -> Answer:
+    """Rule one: the current result of a model on a task version, or ``not_evaluated``; ``judge``: the
+    result graded by that judge model (a rubric task; default the task's own judge)."""
+    key = ("lookup", model, task, base, judge)
     answer = tables.bodies.get(key)
     if answer is None:
-        answer = _lookup(tables, model, task, base)
-        if _small(model, task):
+        answer = _lookup(tables, model, task, base, judge)
+        if _small(model, task, judge):
             tables.bodies.put(key, answer)
     return answer
 
 
-def _lookup(tables: Tables, model: str | None, task: str | None, base: str) -> Answer:
+def judged(tables: Tables, entry: TaskEntry, judge: str | None) -> dict[tuple, Published] | None:
+    """(model slug, task ref) -> the current result graded by ``judge`` on ``entry``; None: ``judge``
+    not given, or the task's own judge (the tables' maps answer)."""
+    if judge is None or not judge.strip(BLANKS):
+        return None
+    judge = judge.strip(BLANKS)
+    if entry.ref not in tables.board_judges or tables.board_judges[entry.ref] is None:
+        raise invalid_parameter(f"query parameter 'judge': task {entry.ref} is not graded by a judge model")
+    if judge == tables.board_judges[entry.ref]:
+        return None
+    return current_results([p for p in tables.results.values() if p.record.task == entry.ref and by_judge(p, judge)])
+
+
+def _lookup(tables: Tables, model: str | None, task: str | None, base: str, judge: str | None = None) -> Answer:
     model, task = require(model, "model"), require(task, "task")
     entry = find_task(tables, task)
+    other = judged(tables, entry, judge)
     slugs = tables.resolve_model(model)
     if len(slugs) > 1:
         raise invalid_parameter(
             f"model {model!r} is the provider model id of several models; use one of their slugs: {', '.join(slugs)}"
         )
-    published = tables.current.get((slugs[0], entry.ref)) if slugs else None
+    published = (other if other is not None else tables.current).get((slugs[0], entry.ref)) if slugs else None
     withdrawn = list(tables.withdrawn_pairs.get((slugs[0], entry.ref), ())) if slugs else []
     if published is None:
         return Answer(prepare(schemas.Lookup(status="not_evaluated", result=None, withdrawn=withdrawn)))
@@ -92,12 +107,14 @@ def check_model_type(model_type: str | None, name: str = "model_type") -> None:
 
 
 def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
-                 metric: str | None = None) -> tuple[str, list[tuple[Published, RankEntry]]]:
+                 metric: str | None = None, judge: str | None = None) -> tuple[str, list[tuple[Published, RankEntry]]]:
     """The metric ranked by and the board's (result, rank set) pairs in that metric's direction.
 
     ``metric`` None (or blank) is the primary; a name no current result of the task publishes is
     ``metric_not_found`` (404) listing the ones it does. Results without the metric are left out."""
-    full = tables.leaderboards.get(entry.ref, ())
+    other = judged(tables, entry, judge)  # another judge's board: point ranks (rank sets are the task judge's)
+    full = tables.leaderboards.get(entry.ref, ()) if other is None else tuple(sorted(
+        (p for p in other.values() if p.withdrawn is None), key=leaderboard_key))
     name = entry.primary_metric if metric is None or not metric.strip(BLANKS) else metric.strip(BLANKS)
     board = full if name == entry.primary_metric else metric_board(
         [p for p in full if p.record.metric(name) is not None], name)
@@ -111,23 +128,23 @@ def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
 
 
 def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, base: str,
-                metric: str | None = None, tier: str | None = None) -> Prepared:
+                metric: str | None = None, tier: str | None = None, judge: str | None = None) -> Prepared:
     """The task version's current results (one per model and tier), optionally of one model type,
     ranked by ``metric`` (default the primary) in its direction, with that ranking's rank sets.
     ``tier`` keeps that tier's rows only, each with its rank (and rank set) on the whole board: the
     intervals were computed jointly over every current result, so re-numbering would break them."""
-    key = ("leaderboard", task, model_type, limit, base, metric, tier)
+    key = ("leaderboard", task, model_type, limit, base, metric, tier, judge)
     prepared = tables.bodies.get(key)
     if prepared is None:
         check_limit(limit)
         check_model_type(model_type)
         entry = find_task(tables, task)
-        name, ranked = ranked_board(tables, entry, model_type, metric)
+        name, ranked = ranked_board(tables, entry, model_type, metric, judge)
         kept = [(rank, p, e) for rank, (p, e) in enumerate(ranked, start=1) if tier is None or p.record.tier == tier]
         rows = [render.row(p, base, rank, e, name) for rank, p, e in kept[:limit]]
         prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=name, rows=rows,
                                                rank_method=board_method([e for _, _, e in kept[:limit]])))
-        if _small(task, metric):
+        if _small(task, metric, judge):
             tables.bodies.put(key, prepared)
     return prepared
 

@@ -18,6 +18,10 @@ class Metric(msgspec.Struct):
     direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
     replicates_kept: int | None = None  # bootstrap replicates behind the interval (None: not a bootstrap's)
+    # rubric tasks' primary metric: the interval without judge resampling (items alone); [ci_low, ci_high]
+    # is then the two-stage interval over items and judge samples. None for every other metric
+    ci_low_items_only: float | None = None
+    ci_high_items_only: float | None = None
 
 
 class Withheld(msgspec.Struct):
@@ -55,3 +59,21 @@ class DetectableDifference(msgspec.Struct):
     power: float  # 0.8
     alpha: float  # 0.05, two-sided
     basis: str  # how it was computed, in words (the discordant rate or the SD it came from)
+
+
+class UsagePart(msgspec.Struct):
+    """One part of a judged task's usage: the answering model's or the judge's, with its own cost."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    wall_seconds: float
+    cost_usd: float
+
+
+class Judge(msgspec.Struct):
+    """The judge model that graded a rubric result: slug, revision, its prompt's sha256, samples per answer."""
+
+    model: str
+    revision: str
+    prompt_sha256: str
+    samples: int

@@ -31,7 +31,7 @@ from api.params import BLANKS
 from api.rank_sets import POINT_METHOD, RankEntry
 from api.responses import Prepared, prepare
 from api.status_index import status_index
-from api.tables import BodyCache, Published, Tables, current_results, leaderboard_key
+from api.tables import BodyCache, Published, Tables, by_judge, current_results, leaderboard_key
 from warehouse.files import read_regular
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
@@ -108,7 +108,8 @@ def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
                                                    p.status != "current", *leaderboard_key(p))))
     return dataclasses.replace(
         tables, results=MappingProxyType(published), listing=listing, leaderboards=MappingProxyType(boards),
-        current=MappingProxyType(current_results(values)), ranks=MappingProxyType(ranks),
+        current=MappingProxyType(current_results([p for p in values if by_judge(p, tables.board_judges.get(p.record.task))])),
+        ranks=MappingProxyType(ranks),
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in values), 6), bodies=BodyCache(VIEW_BODY_ENTRIES),
         release=release.id, **status_index(values),
     )

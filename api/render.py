@@ -8,6 +8,9 @@ result the same way, and apart from ``tables`` because the self-links (``url``,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+import msgspec
 
 from api import schemas
 from api.bibtex import result_bibtex
@@ -40,6 +43,10 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
     )
 
 
+def _usage_part(part: Any) -> schemas.UsagePart | None:
+    return schemas.UsagePart(**msgspec.structs.asdict(part)) if part is not None else None
+
+
 def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     """A metric with its interval method; a result written before methods were recorded gets its
     kind's (``Kind.legacy_method``), the kind told by the record itself: a parse rate is recorded
@@ -47,7 +54,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
                           direction=m.direction, target=m.target,  # type: ignore[arg-type]
-                          replicates_kept=m.replicates_kept)
+                          replicates_kept=m.replicates_kept, ci_low_items_only=m.ci_low_items_only,
+                          ci_high_items_only=m.ci_high_items_only)
 
 
 BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many groups some interval misses "
@@ -151,7 +159,9 @@ def result(p: Published, base: str, dataset: schemas.Dataset | None,
         usage=schemas.Usage(
             prompt_tokens=r.usage.prompt_tokens, completion_tokens=r.usage.completion_tokens,
             wall_seconds=r.usage.wall_seconds, hardware=r.usage.hardware,
+            answering=_usage_part(r.usage.answering), judging=_usage_part(r.usage.judging),
         ),
+        judge=schemas.Judge(**msgspec.structs.asdict(r.judge)) if r.judge is not None else None,
         price_table_date=r.price_table_date,
         bibtex=result_bibtex(r, url, dataset.citation if dataset else None, dataset.doi if dataset else None),
         predictions_url=predictions_url(base, r.run_id),

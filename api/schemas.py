@@ -19,7 +19,7 @@ from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
 from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
-    Breakdown, DetectableDifference, Metric, Subgroup, Withheld,
+    Breakdown, DetectableDifference, Judge, Metric, Subgroup, UsagePart, Withheld,
 )
 from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
@@ -116,6 +116,9 @@ class Usage(msgspec.Struct):
     completion_tokens: int | None
     wall_seconds: float
     hardware: str
+    # rubric tasks: the answering and the judging apart (the totals and ``cost_usd`` are their sums)
+    answering: UsagePart | None = None
+    judging: UsagePart | None = None
 
 
 class BaselineComparison(msgspec.Struct):
@@ -190,6 +193,7 @@ class Result(msgspec.Struct, kw_only=True):
     # "Signatures"); null for a result published before signing
     signature: Signature | None
     withheld: list[Withheld]  # metrics left out of `metrics` (undefined or degenerate), and why
+    judge: Judge | None  # rubric tasks: the judge model that graded it (docs/api.md); null otherwise
 
 
 class Dataset(msgspec.Struct):

@@ -29,8 +29,10 @@ import msgspec
 from api import schemas
 from api.reporting import baseline_at_floor
 from api.rank_sets import RankMap, rank_map
+from api.current import by_judge, current_results  # noqa: F401  (api.tables.current_results for the routes)
 from api.status_index import status_index
 from api.body_cache import BODY_CACHE_BYTES, BodyCache  # noqa: F401 (re-exported: api.release_views)
+from pipelines.kinds import board_judge
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
@@ -103,6 +105,8 @@ class Tables:
     supersedes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     withdrawn_pairs: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     release: str | None = None  # the release these tables answer as of; None: the current one
+    # task ref -> the judge model whose results make its board and lookups (None: no judge grades it)
+    board_judges: Mapping[str, str | None] = field(default_factory=dict)
 
     def find_task(self, slug: str, version: int | None) -> TaskEntry | None:
         if version is None:
@@ -172,9 +176,13 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         if t.slug not in latest or t.version > latest[t.slug].version:
             latest[t.slug] = t
 
-    current = current_results(published)
+    # a task graded by a judge model: its board and lookups are its own judge's results; the others
+    # stay published (by run id, ``?judge=``, compare)
+    judges = {t.ref: board_judge(t.kind, t.spec, catalogue.demo) for t in tasks}
+    boarded = [p for p in published if by_judge(p, judges.get(p.record.task))]
+    current = current_results(boarded)
     # one row per model and tier (and submitter): an official result stands beside medbench's own
-    standing = current_results(published, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
+    standing = current_results(boarded, lambda r: (r.model.slug, r.task, r.tier, r.provenance.submitted_by))
     leaderboards = {
         ref: tuple(sorted((p for p in standing.values() if p.record.task == ref), key=leaderboard_key))
         for ref in by_task
@@ -196,6 +204,7 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         listing=listing,
         leaderboards=_freeze(leaderboards),
         current=_freeze(current),
+        board_judges=_freeze(judges),
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
         ranks=_freeze(rank_map(catalogue.ranks)),
@@ -210,22 +219,6 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
         ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
-
-
-def current_results(published: list[Published], key_of: Callable[[ResultRecord], tuple] | None = None
-                    ) -> dict[tuple, Published]:
-    """Per (model, task version), or per ``key_of(record)``: the newest result not superseded (else the
-    newest), never a withdrawn one."""
-    chosen: dict[tuple, Published] = {}
-    for p in published:
-        if p.withdrawn:
-            continue
-        key = key_of(p.record) if key_of is not None else (p.record.model.slug, p.record.task)
-        best = chosen.get(key)
-        rank = (p.superseded_by is None, p.record.created_at, p.run_id)
-        if best is None or rank > (best.superseded_by is None, best.record.created_at, best.run_id):
-            chosen[key] = p
-    return chosen
 
 
 def _model_index(model_rows: Sequence[ModelRow], published: list[Published]) -> dict[str, tuple[str, ...]]:

@@ -9,6 +9,9 @@ into the file at publish time, one table per task kind, ``predictions_<kind>``, 
 - ``predictions_choice``: choice tasks (clinicalqa), ``label`` VARCHAR (the letter);
 - ``predictions_score``: score tasks (vitaldb-ioh), ``label`` INTEGER 0/1, so ``avg(label)`` works;
 - any other kind's (a plug-in's regression kind: ``predictions_regression``) with its own columns;
+- a kind that stores lists per item (``Kind.sql_unnest``, handed in as ``Catalog.kind_unnest``) has them
+  unnested, one row per list entry, the item's other columns repeated on each: ``predictions_rubric``
+  is one row per (criterion, judge sample) with the item's answer text on every row;
 
 and ``predictions`` stays, as a view over all of them (a column two kinds type differently, such as
 ``label``, as text, as it always was).
@@ -41,6 +44,7 @@ DEFAULT_KIND_COLUMNS: dict[str, dict[str, str]] = {"choice": {"label": "VARCHAR"
 PREDICTION_TABLES = {k: (f"predictions_{k}", cols["label"]) for k, cols in DEFAULT_KIND_COLUMNS.items()}
 _RUN_ID = r"regexp_extract(filename, '([0-9a-f]{12})/predictions\.parquet$', 1)"
 _KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+_LIST_OF = re.compile(r"^(?:large_)?list<(?:item|element): (\w+)>$")
 
 
 def empty_view_columns(schemas: Sequence[Any]) -> list[tuple[str, str]]:
@@ -70,7 +74,8 @@ def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
 
 def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, results: Sequence[ResultRecord],
                              tasks: Sequence[dict[str, Any]], schemas: Sequence[Any],
-                             kind_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+                             kind_columns: Mapping[str, Mapping[str, str]] | None = None,
+                             kind_unnest: Mapping[str, Sequence[str]] | None = None) -> None:
     """Copy every published run's predictions into one table per kind, ``predictions_<kind>``, and make
     ``predictions`` a view over all of them (docs/duckdb.md).
 
@@ -84,6 +89,7 @@ def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, resu
     for t in tasks:
         typed.setdefault(t.get("kind", "choice"), {})
     kind_of = {f"{t['slug']}@{t['version']}": t.get("kind", "choice") for t in tasks}
+    unnest = {k: tuple(v) for k, v in (kind_unnest or {}).items()}
     schemas_of: dict[str, list[Any]] = {}
     for t, schema in zip(tasks, schemas):
         schemas_of.setdefault(t.get("kind", "choice"), []).append(schema)
@@ -100,11 +106,17 @@ def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, resu
             source = f"read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)"
             present = _columns(con, f"SELECT * FROM {source}")
             casts = [f"CAST({c} AS {t}) AS {c}" for c, t in declared.items() if c in present]
+            casts += [f"unnest({c}) AS {c}" for c in unnest.get(kind, ()) if c in present and c not in declared]
             replace = f" REPLACE ({', '.join(casts)})" if casts else ""
             con.execute(f"CREATE TABLE {table} AS SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename){replace} "
                         f"FROM {source}")
         else:
             cols = dict(empty_view_columns(schemas_of.get(kind, [])))
+            for schema in schemas_of.get(kind, []):
+                for f in schema:
+                    m = _LIST_OF.match(str(f.type))
+                    if f.name in unnest.get(kind, ()) and m:
+                        cols[f.name] = _ARROW_SQL.get(m.group(1), "VARCHAR")
             cols.update(declared)  # the kind's typed columns are there even before any file
             con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {t}' for n, t in cols.items())})")
     shapes = {table: _columns(con, table) for table in tables}

@@ -82,6 +82,9 @@ class Catalog:
     # kind name -> its typed columns (DuckDB types by column, ``Kind.sql_types``), handed in by the
     # pipeline: one ``predictions_<kind>`` table each (``warehouse.portable``); None: the built-ins'
     kind_columns: dict[str, dict[str, str]] | None = None
+    # kind name -> its list columns unnested into one row per entry (``Kind.sql_unnest``: the rubric
+    # kind's grades); derived from the kinds, so not part of the content hash
+    kind_unnest: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # run_id -> {reason, date} of every withdrawn result (``warehouse.withdrawals``): they stay
     # published, marked withdrawn, and leave the current leaderboards and lookups
     withdrawn: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -109,13 +112,14 @@ class Catalog:
 
 
 def superseded_map(results: list[ResultRecord], withdrawn: Collection[str] = ()) -> dict[str, str]:
-    """run_id -> the newest run of the same model, task version, tier and submitter, for every older run
-    (an official result, a submitter's and medbench's own baseline of the same pair all stay current).
-    A withdrawn run supersedes nothing (the run before it is current again)."""
-    def key(r: ResultRecord) -> tuple[str, str, str, str | None]:
-        return r.model.slug, r.task, r.tier, r.provenance.submitted_by
+    """run_id -> the newest run of the same model, task version, tier, submitter and judge, for every
+    older run (an official result, a submitter's and medbench's own baseline of the same pair all stay
+    current; so does each judge's result of a rubric task). A withdrawn run supersedes nothing (the
+    run before it is current again)."""
+    def key(r: ResultRecord) -> tuple[str, str, str, str | None, str | None]:
+        return r.model.slug, r.task, r.tier, r.provenance.submitted_by, r.judge.model if r.judge else None
 
-    newest: dict[tuple[str, str, str, str | None], ResultRecord] = {}
+    newest: dict[tuple[str, str, str, str | None, str | None], ResultRecord] = {}
     for r in results:
         if r.run_id in withdrawn:
             continue
@@ -323,7 +327,7 @@ def _build_full(path: Path, data: DataDir, catalog: Catalog, version: str, conte
         insert_rows(con, catalog.ranks)
         insert_rows(con, [BaselineComparisonRow(**b) for b in catalog.baseline_comparisons])
         create_prediction_tables(con, data, catalog.results, catalog.tasks, catalog.prediction_schemas,
-                                 catalog.kind_columns)
+                                 catalog.kind_columns, catalog.kind_unnest)
         insert_releases(con, [*read_releases(data), record])
         con.execute("CHECKPOINT")
     finally:

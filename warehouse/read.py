@@ -319,6 +319,17 @@ class LeaderboardLine(msgspec.Struct, frozen=True):
     parse_rate: float | None
     run_id: str
     demo: bool
+    # a rubric task's judge (slug) and its agreement with itself (``judge_agreement``); None otherwise
+    judge: str | None = None
+    judge_agreement: float | None = None
+
+
+# read from the result's record and metrics, not a column of ``results``
+_LINE_EXPRESSIONS = {
+    "judge": "json_extract_string(record, '$.judge.model') AS judge",
+    "judge_agreement": "(SELECT m.value FROM metrics m WHERE m.run_id = results.run_id "
+                       "AND m.name = 'judge_agreement') AS judge_agreement",
+}
 
 
 # The primary metric in its direction, as SQL over the ``results`` table: the number that sorts
@@ -334,7 +345,7 @@ PRIMARY_ORDER_SQL = (
 def leaderboard_lines(data: DataDir) -> list[LeaderboardLine]:
     """Current results of the current version, by task, then the primary metric in its direction
     (``PRIMARY_ORDER_SQL``), eval_date, run_id: the order of ``/v1/leaderboard``."""
-    names = ", ".join(f.name for f in msgspec.structs.fields(LeaderboardLine))
+    names = ", ".join(_LINE_EXPRESSIONS.get(f.name, f.name) for f in msgspec.structs.fields(LeaderboardLine))
     con = _connect(data, _require_version(data))
     try:
         rows = con.execute(

@@ -46,6 +46,10 @@ class MetricValue(msgspec.Struct, frozen=True):
     # bootstrap replicates the interval was computed from (the others undefined there); None for an
     # interval that is not a bootstrap's or a result written before this was recorded
     replicates_kept: int | None = None
+    # the rubric kind's primary metric: the interval without the judge's resampling (items alone);
+    # [ci_low, ci_high] is then the two-stage one (docs/statistics.md); None for every other metric
+    ci_low_items_only: float | None = None
+    ci_high_items_only: float | None = None
 
 
 class Subgroup(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,11 +105,34 @@ class Versions(msgspec.Struct, frozen=True, omit_defaults=True):
     plugins: list[PluginVersion] = []
 
 
+class UsagePart(msgspec.Struct, frozen=True, kw_only=True):
+    """One part of a run's usage (a rubric task's answering or judging), with its own cost."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    wall_seconds: float
+    cost_usd: float
+
+
 class UsageRecord(msgspec.Struct, frozen=True):
     prompt_tokens: int | None
     completion_tokens: int | None
     wall_seconds: float
     hardware: str
+    # a task graded by a judge model: the answering model's and the judge's usage apart (the totals
+    # above and the result's ``cost_usd`` are their sums); None for every other task
+    answering: UsagePart | None = None
+    judging: UsagePart | None = None
+
+
+class JudgeRef(msgspec.Struct, frozen=True, kw_only=True):
+    """The judge that graded a result (rubric tasks): its model slug and revision, the sha256 of its
+    prompt template and how many times it graded each answer."""
+
+    model: str
+    revision: str
+    prompt_sha256: str
+    samples: int
 
 
 class Provenance(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,6 +184,7 @@ class ResultRecord(msgspec.Struct, frozen=True, kw_only=True):
     breakdowns: dict[str, list[Breakdown]] = {}
     provenance: Provenance = msgspec.field(default_factory=Provenance)
     withheld: list[Withheld] = []  # metrics never published as numbers (undefined or degenerate), with why
+    judge: JudgeRef | None = None  # the judge model of a task graded by one (rubric); None otherwise
 
     @property
     def primary(self) -> MetricValue:

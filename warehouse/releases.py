@@ -106,7 +106,10 @@ def build_manifest(*, release_id: str, results: Sequence[ResultRecord], supersed
         if status == "withdrawn":
             entry["withdrawn"] = dict(withdrawn[r.run_id])
         entries.append(entry)
-        if status == "current":
+        # a result graded by a judge other than its task's is current but on no board: the ranked blocks
+        # (``pipelines.engine.ranking``) hold the task's judge's results only
+        off_board = r.judge is not None and primary_ranks and (r.task, r.run_id) not in primary_ranks
+        if status == "current" and not off_board:
             boards.setdefault(r.task, []).append(r)
     return {
         "format": MANIFEST_FORMAT,

@@ -42,11 +42,14 @@ def handlers() -> list[HTTPRouteHandler]:
         tier: Optional[schemas.Tier] = Parameter(default=None, description="Only rows of this tier, each keeping "
                                                  "its rank on the whole board; no match is `rows: []`."),
         release: Optional[str] = release_views.release_parameter(),
+        judge: Optional[str] = Parameter(default=None, max_length=200, description=(
+            "Rubric tasks: the board of results graded by this judge model (slug) instead of the task's own "
+            "judge; point ranks only (rank sets are computed for the task's judge).")),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         tables = release_views.as_of(tables, service.settings.data, release)
         base = service.base_url(request.scope)
-        prepared = answers.leaderboard(tables, task, model_type, limit, base, metric, tier)
+        prepared = answers.leaderboard(tables, task, model_type, limit, base, metric, tier, judge)
         return respond(request.scope, prepared, version=tables.version)
 
     return leaderboard

@@ -12,6 +12,7 @@ reuses through ``Service.reply``, as the replays do.
 from typing import Optional
 
 from litestar import Request
+from litestar.params import Parameter
 from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
@@ -40,10 +41,12 @@ def handlers() -> list[HTTPRouteHandler]:
         model: str = model_parameter("Model slug (`provider/name`) or the provider's model id."),
         task: str = task_parameter(),
         release: Optional[str] = release_views.release_parameter(),
+        judge: Optional[str] = Parameter(default=None, max_length=200, description=(
+            "Rubric tasks: the result graded by this judge model (slug) instead of the task's own judge.")),
     ) -> ASGIResponse:
         scope = request.scope
         tables = release_views.as_of(service.tables(scope), service.settings.data, release)
         base = service.base_url(scope)
-        return service.reply(scope, tables, answers.lookup(tables, model, task, base))
+        return service.reply(scope, tables, answers.lookup(tables, model, task, base, judge))
 
     return lookup

@@ -26,6 +26,7 @@ from pipelines.backends.settings import (
     RuleSettings,
     SklearnSettings,
     TransformersSettings,
+    MatchingJudgeRule,
     UniformChoiceRule,
     VllmSettings,
 )
@@ -64,9 +65,24 @@ class RuleBackend(_WindowScoring):
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
                        options: Sequence[str]) -> TextGenerator:
         s = model.settings
+        if isinstance(s, MatchingJudgeRule):
+            if reason := self.not_runnable_reason(model, data):
+                raise NotRunnable(f"{model.slug}: {reason}")
+            from pipelines.backends.matching_judge import MatchingJudgeGenerator
+
+            return MatchingJudgeGenerator(s.seed, s.flip)
         if not isinstance(s, UniformChoiceRule):
             raise NotRunnable(f"{model.slug}: rule {type(s).__struct_config__.tag!r} does not answer choice tasks")
         return UniformChoiceGenerator.from_settings(s, options)
+
+    def demo_only(self, model: ModelSpec) -> bool:
+        return isinstance(model.settings, MatchingJudgeRule) and model.settings.demo_only
+
+    def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
+        """The simulated judge grades the generated demo answers only."""
+        if data is not None and self.demo_only(model) and data.kind() != "demo":
+            return DEMO_ONLY
+        return None
 
 
 class SklearnBackend(_WindowScoring):

@@ -63,7 +63,18 @@ class LinearExtrapolationRule(_Settings, tag_field="rule", tag="linear_extrapola
     public_fields: ClassVar[frozenset[str]] = frozenset({"fit_seconds", "ahead_seconds"})
 
 
-RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule
+class MatchingJudgeRule(_Settings, tag_field="rule", tag="matching_judge"):
+    """The demo's simulated rubric judge (``pipelines.backends.matching_judge``): string matching, with
+    a seeded share ``flip`` of its verdicts flipped per judge sample."""
+
+    seed: int
+    flip: float
+    demo_only: bool = True
+
+    public_fields: ClassVar[frozenset[str]] = frozenset({"seed", "flip"})
+
+
+RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule | MatchingJudgeRule
 
 
 # --------------------------------------------------------------------------- sklearn (trained on the train split)

@@ -33,6 +33,9 @@ class Evaluation:
     backend: Backend
     # plug-in distributions' code it uses ({name, version, files_sha256}; ``versions.plugins``)
     plugins: tuple = ()
+    # a task graded by a judge model (``TaskFamily.judge``): the judge's spec and its backend; None otherwise
+    judge: ModelSpec | None = None
+    judge_backend: Backend | None = None
 
     @property
     def partition_key(self) -> str:

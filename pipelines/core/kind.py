@@ -127,6 +127,9 @@ class Kind(Protocol):
     # DuckDB types of its own columns in its ``predictions_<kind>`` table (docs/duckdb.md), where
     # they differ from the Parquet's (score's 0/1 ``label`` INTEGER); the rest keep the file's types
     sql_types: ClassVar[Mapping[str, str]]
+    # optional: list columns (one entry per grade, say) that its DuckDB table unnests into one row per
+    # entry, the item's other columns repeated (the rubric kind's grades); a kind without it: none
+    sql_unnest: ClassVar[tuple[str, ...]] = ()
     picture: ClassVar[str]               # the name of its main picture (``figures`` declares them all)
     item_noun: ClassVar[str]             # what one prediction is about, plural, in the site's words ("items")
     parses_replies: ClassVar[bool]       # replies are parsed into answers, so a parse rate exists

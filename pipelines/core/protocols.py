@@ -218,6 +218,12 @@ class TaskFamily(Protocol):
         """The model every result of ``task`` is compared with at publish time; None: no comparison."""
         return None
 
+    def judge(self, task: TaskSpec, demo: bool = False) -> str | None:
+        """The slug of the model that grades ``task``'s answers (a rubric task's judge; ``demo``: on the
+        demo data, where a task may name a simulated one), or None where no model grades. A judged
+        task's run ids hold the judge's spec hash, so each judge's result is its own."""
+        return None
+
     def participant_flow(self, task: TaskSpec, instances: Path) -> list[dict[str, Any]] | None:
         """The task's participant flow as built (TRIPOD+AI: cases -> exclusions -> cohort -> windows ->
         splits), published with the task as labelled counts in order (``pipelines.core.figures.FlowStep``:

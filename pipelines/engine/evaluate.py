@@ -38,8 +38,9 @@ from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
 from pipelines.kinds import kind as kind_of
 from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
-from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, MetricValue, ModelRef, Provenance, ResultRecord,
-                               UsageRecord, Versions, Withheld, decode_record, encode_record, PluginVersion)
+from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, JudgeRef, MetricValue, ModelRef, Provenance,
+                               ResultRecord, UsagePart, UsageRecord, Versions, Withheld, decode_record, encode_record,
+                               PluginVersion)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -48,7 +49,9 @@ __all__ = ["Evaluation", "partition_key", "split_partition_key", "plan", "existi
            "prediction_checks", "compute_metrics"]
 
 
-def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str) -> Evaluation:
+def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str | None = None) -> Evaluation:
+    """The evaluation of ``model_slug`` on ``task_ref``; ``judge``: grade with this model instead of the
+    task spec's judge (a task graded by a judge model only; the stored answers are reused)."""
     task = specs.task(task_ref)
     model = specs.model(model_slug)
     if task.ref not in model.tasks:
@@ -57,8 +60,13 @@ def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str) -> Evaluat
     family, backend = specs.family_of(task), specs.backend_of(model)
     plugins = tuple(plugin_versions([family, specs.plugins.datasets.get(task.dataset), kind_of(family.kind),
                                      backend]))
+    judge_slug = family.judge(task, data.kind() == "demo")
+    if judge is not None and judge_slug is None:
+        raise ValueError(f"{task.ref} is not graded by a judge model: leave out the judge")
+    judge_spec = specs.model(judge or judge_slug) if judge_slug is not None else None
     return Evaluation(task, model, specs.dataset_of(task), snap.snapshot_id,
-                      run_id(model, task, snap.snapshot_id, plugins=plugins), family, backend, plugins)
+                      run_id(model, task, snap.snapshot_id, plugins=plugins, judge=judge_spec), family, backend,
+                      plugins, judge_spec, specs.backend_of(judge_spec) if judge_spec is not None else None)
 
 
 def existing_result(data: DataDir, run: str) -> ResultRecord | None:
@@ -156,11 +164,22 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
     predictions = pq.read_table(data.predictions_path(ev.run_id))
     summary = ev.family.score(ev.task, predictions, task_instances_path(data, ev.task, ev.family))
     parser = ev.family.parser_version(ev.task)
-    usage = Usage(**info.usage)
+    parts = {k: info.usage[k] for k in ("answering", "judging") if isinstance(info.usage.get(k), dict)}
+    usage = Usage(**{k: v for k, v in info.usage.items() if k not in parts})
+    cost = cost_usd(ev.model, usage, specs.prices)
+    answering = judging = judge_ref = None
+    if ev.judge is not None and parts:  # a judged task: the answering and the judging apart, cost their sum
+        answering = _part(Usage(**parts["answering"]), cost_usd(ev.model, Usage(**parts["answering"]), specs.prices))
+        judging = _part(Usage(**parts["judging"]), cost_usd(ev.judge, Usage(**parts["judging"]), specs.prices))
+        cost = round(answering.cost_usd + judging.cost_usd, 6)
+    if ev.judge is not None and isinstance(info.config.get("judge"), dict):
+        j = info.config["judge"]
+        judge_ref = JudgeRef(model=j["model"], revision=j["revision"], prompt_sha256=j["prompt_sha256"],
+                             samples=int(j["samples"]))
     record = ResultRecord(
         run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=tier,
         demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
-        parse_rate=summary.parse_rate, cost_usd=cost_usd(ev.model, usage, specs.prices),
+        parse_rate=summary.parse_rate, cost_usd=cost,
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
         contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model, ev.dataset),
         contamination_status=contamination_verdict(ev.model, ev.dataset)[0],
@@ -169,16 +188,22 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
                           dataset_snapshot=ev.snapshot_id, parser=parser, code_revision=code_revision(),
                           libraries=library_versions(), plugins=[PluginVersion(**p) for p in ev.plugins]),
         usage=UsageRecord(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                          wall_seconds=round(usage.wall_seconds, 3), hardware=usage.hardware),
+                          wall_seconds=round(usage.wall_seconds, 3), hardware=usage.hardware,
+                          answering=answering, judging=judging),
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
         subgroups=summary.subgroups, breakdowns=summary.breakdowns, provenance=provenance,
-        withheld=[Withheld(name, why) for name, why in summary.withheld],
+        withheld=[Withheld(name, why) for name, why in summary.withheld], judge=judge_ref,
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "
         f"[{record.primary.ci_low:.4f}, {record.primary.ci_high:.4f}] (run {ev.run_id})")
     return record
+
+
+def _part(usage: Usage, cost: float) -> UsagePart:
+    return UsagePart(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                     wall_seconds=round(usage.wall_seconds, 3), cost_usd=cost)
 
 
 def model_ref(model: ModelSpec) -> ModelRef:

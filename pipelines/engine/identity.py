@@ -21,12 +21,16 @@ LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn",
 
 
 def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None,
-           dependencies_sha256: str | None = None, plugins: list[dict[str, str]] | tuple = ()) -> str:
+           dependencies_sha256: str | None = None, plugins: list[dict[str, str]] | tuple = (),
+           judge: ModelSpec | None = None) -> str:
     """The run id; an official run (a submitted package) adds the package's sha256 and the hash of
     its set of dependency wheels, so it never shares an id with medbench's own run of the same model
     and task (whose ids stay as they were), and another set of dependencies is another run.
     ``plugins`` (``pipelines.engine.plugin_identity``): the plug-in distributions' code it used,
-    added only when there is any, so a changed plug-in makes new run ids and built-in ones stay."""
+    added only when there is any, so a changed plug-in makes new run ids and built-in ones stay.
+    ``judge``: the model that grades the answers (rubric tasks only): its slug, revision and spec hash
+    are added, so a result by another judge (or a changed judge spec) has an id of its own; tasks
+    without a judge keep their ids."""
     fields = {
         "model": model.slug,
         "model_revision": model.revision,
@@ -41,6 +45,8 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: s
         fields["dependencies_sha256"] = dependencies_sha256
     if plugins:
         fields["plugins"] = list(plugins)
+    if judge is not None:
+        fields["judge"] = {"model": judge.slug, "revision": judge.revision, "spec_hash": spec_hash(judge)}
     return hashlib.sha256(canonical_json(fields)).hexdigest()[:12]
 
 

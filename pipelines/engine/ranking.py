@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pipelines.core.kind import read_aligned
+from pipelines.kinds import board_judge
 from pipelines.kinds import kind as kind_of
 from pipelines.stats.ranks import RankIntervals, accuracy_rank_intervals
 from warehouse.layout import DataDir
@@ -63,12 +64,19 @@ def results_key(run_ids: Sequence[str]) -> str:
     return hashlib.sha256(",".join(sorted(run_ids)).encode()).hexdigest()
 
 
-def leaderboard_blocks(results: Sequence[ResultRecord]) -> dict[tuple[str, str], list[ResultRecord]]:
-    """(task, model type or '') -> current results in leaderboard order."""
+def leaderboard_blocks(results: Sequence[ResultRecord], tasks: Sequence[dict] = ()
+                       ) -> dict[tuple[str, str], list[ResultRecord]]:
+    """(task, model type or '') -> current results in leaderboard order; of a task graded by a judge
+    model, only the results by the task's judge (``pipelines.kinds.board_judge``)."""
     superseded = superseded_map(list(results))
+    spec_of = {f"{t['slug']}@{t['version']}": t for t in tasks}
     blocks: dict[tuple[str, str], list[ResultRecord]] = {}
     for r in results:
         if r.run_id in superseded:
+            continue
+        t = spec_of.get(r.task)
+        judge = board_judge(t.get("kind", ""), t.get("spec") or {}, r.demo) if t is not None else None
+        if judge is not None and (r.judge is None or r.judge.model != judge):
             continue
         blocks.setdefault((r.task, ""), []).append(r)
         blocks.setdefault((r.task, r.model.type), []).append(r)
@@ -125,7 +133,7 @@ def rank_rows(data: DataDir, results: Sequence[ResultRecord], tasks: Sequence[di
     for row in previous:
         old.setdefault((row.task, row.model_type, row.metric, row.results_key), []).append(row)
     rows: list[LeaderboardRankRow] = []
-    for (task, model_type), members in leaderboard_blocks(results).items():
+    for (task, model_type), members in leaderboard_blocks(results, tasks).items():
         key = results_key([r.run_id for r in members])
         spec = spec_of.get(task)
         if spec is None:

@@ -79,7 +79,8 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
                    withdrawn=public_map(withdrawals(data)), code_revision=code_revision(),
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
                    prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()],
-                   kind_columns={name: dict(k.sql_types) for name, k in kinds().items()})
+                   kind_columns={name: dict(k.sql_types) for name, k in kinds().items()},
+                   kind_unnest={name: tuple(getattr(k, "sql_unnest", ())) for name, k in kinds().items()})
 
 
 def _flow(data: DataDir, specs: Specs, task) -> dict:

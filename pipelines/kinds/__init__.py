@@ -3,7 +3,7 @@ engine, the Dagster checks, ``/v1/compare``, the publisher and the site ask inst
 kind's name (docs/adding-a-task.md, "A new kind").
 
 Kinds are plug-ins like families, datasets and backends: they live in a ``Registry``
-(``pipelines.core.registry``), the built-ins (``choice``, ``score``) registered directly and every
+(``pipelines.core.registry``), the built-ins (``choice``, ``score``, ``rubric``) registered directly and every
 installed distribution's entry points in the group ``medbench.kinds`` lazily (loaded on first use).
 A second kind under a taken name is an error naming both, never a silent first-wins. The registry
 is the process's one table of kinds because a kind is data about published files: the API, which
@@ -13,17 +13,20 @@ holds no ``Plugins``, reads the same table the engine wrote with.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from typing import Any
 from importlib.metadata import entry_points
 
 from pipelines.core.kind import Kind
 from pipelines.core.registry import GROUPS, Registry
 from pipelines.kinds.choice import Choice
+from pipelines.kinds.rubric import Rubric
 from pipelines.kinds.score import Score
 
-__all__ = ["Kind", "kind", "kind_registry", "kinds"]
+__all__ = ["Kind", "board_judge", "kind", "kind_registry", "kinds"]
 
 ENTRY_POINT_GROUP = GROUPS["kinds"]
-BUILTIN: tuple[type, ...] = (Choice, Score)
+BUILTIN: tuple[type, ...] = (Choice, Score, Rubric)
 
 _lock = threading.Lock()
 _registry: Registry[Kind] | None = None
@@ -57,3 +60,14 @@ def kinds() -> dict[str, Kind]:
 def kind(name: str) -> Kind:
     """The strategy of kind ``name``; an unknown name fails with the list of known ones."""
     return kind_registry().get(name)
+
+
+def board_judge(kind_name: str, spec: Mapping[str, Any], demo: bool) -> str | None:
+    """The judge model whose results make a task's leaderboard (a kind that grades with a judge
+    declares ``board_judge``; every other kind: None, all results count)."""
+    try:
+        strategy = kind(kind_name)
+    except KeyError:
+        return None
+    pick = getattr(strategy, "board_judge", None)  # optional: only kinds graded by a judge model declare it
+    return pick(spec, demo) if pick is not None else None

@@ -66,7 +66,7 @@ def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, s
                   dependencies_sha256: str) -> Evaluation:
     ev = plan(specs, data, task_ref, model_slug)
     return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, dependencies_sha256,
-                                    plugins=ev.plugins))
+                                    plugins=ev.plugins, judge=ev.judge))
 
 
 def kept_dependencies_dir(data: DataDir, sha256: str, package_file: str, set_sha256: str) -> Path:

@@ -94,7 +94,7 @@ def test_leaderboard_rows_order_and_ranks(client: TestClient) -> None:
     assert top["model"] == {"slug": "openai/gpt-oss-20b", "name": "gpt-oss 20B (OpenAI)", "type": "llm", "provider": "openai"}
     assert top["metric"] == {"name": "accuracy", "value": 0.71, "ci_low": pytest.approx(0.68), "ci_high": pytest.approx(0.74),
                             "method": "bootstrap-percentile", "direction": "higher", "target": None,
-                            "replicates_kept": None}
+                            "replicates_kept": None, "ci_low_items_only": None, "ci_high_items_only": None}
     assert top["tier"] == "baseline" and top["demo"] is False
     assert top["url"] == f"{BASE}/r/{top['run_id']}"
     assert [r["contamination"] for r in body["rows"]] == [False, True, None]
@@ -167,7 +167,8 @@ def test_result_full_object(client: TestClient) -> None:
     assert body["metrics"][0] == body["metric"]
     assert body["predictions_url"] == f"{BASE}/artifacts/{run}/predictions.parquet"
     assert body["superseded_by"] is None and body["versions"]["parser"] == "v2"
-    assert body["usage"] == {"prompt_tokens": 12000, "completion_tokens": 3000, "wall_seconds": 42.5, "hardware": "1x H200"}
+    assert body["usage"] == {"prompt_tokens": 12000, "completion_tokens": 3000, "wall_seconds": 42.5, "hardware": "1x H200",
+                             "answering": None, "judging": None}  # rubric tasks only
     assert body["config"]["bootstrap"] == {"replicates": 100, "seed": 1}
     assert body["extras"]["accuracy_by_category"]["내과"] == 0.71
     assert body["price_table_date"] == "2026-10-01" and body["dataset"] == "clinicalqa"

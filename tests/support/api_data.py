@@ -210,7 +210,8 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
-          "target": "float?", "replicates_kept": "int?"}
+          "target": "float?", "replicates_kept": "int?",
+          "ci_low_items_only": "float?", "ci_high_items_only": "float?"}  # rubric tasks' items-only interval
 WITHHELD = [{"name": "str", "reason": "str"}]  # CONTRACT.md "Numbers"
 DETECTABLE = "dict?"  # {metric, value, power, alpha, basis}, or null with fewer than two results to pair
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
@@ -226,13 +227,15 @@ RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
     "versions": {"task_spec_hash": "str", "model_spec_hash": "str", "dataset_snapshot": "str", "parser": "str?",
                  "code_revision": "str", "libraries": "dict", "plugins": "list"},
-    "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str"},
+    "usage": {"prompt_tokens": "int?", "completion_tokens": "int?", "wall_seconds": "float", "hardware": "str",
+              "answering": "dict?", "judging": "dict?"},  # rubric tasks: answering and judging apart
     "price_table_date": "date", "bibtex": "str", "predictions_url": "str", "predictions_sha256": "str", "superseded_by": "str?",
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
     "signature": {"key_id": "str", "value": "str", "signed": "str", "signed_at": "str?"},  # CONTRACT.md "Signatures"
     "withheld": WITHHELD,
+    "judge": "dict?",  # rubric tasks: {model, revision, prompt_sha256, samples}
 }
 DATASET = {"slug": "str", "name": "str", "license": "str", "license_url": "str", "citation": "str", "doi": "str",
            "public_since": "date", "source": "any"}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from support.paths import REPO
 
-KIND_NAMES = {"choice", "score"}
-EXTRAS_KEYS = {"roc", "calibration_curve", "decision_curve", "by_category", "unparsed_sample"}
+KIND_NAMES = {"choice", "score", "rubric"}
+EXTRAS_KEYS = {"roc", "calibration_curve", "decision_curve", "by_category", "unparsed_sample", "by_criterion"}
 
 
 def _sources(*roots: str, skip: str | None = None) -> list[Path]:

@@ -7,7 +7,10 @@ endpoint ``demo-sim``; it stops with the demo. Each request's prompt is matched 
 renders (its question, exam findings and option texts all appear in the prompt) and answered with
 that item's reply by the simulated model (``simulated.simulate``: the same replies as the replay
 files of ``specs/models/medbench-sim/``). The request's ``model`` picks the simulated model by name
-(``english``, ``terse``, ...; anything else: ``english``). A prompt that renders no demo item is
+(``english``, ``terse``, ...; anything else: ``english``). The model ``judge`` grades a rubric judge
+prompt (clinicalqa-open's) as the demo's simulated judge does (``pipelines.backends.matching_judge``),
+without flips: one request carries no judge sample, so this judge is the deterministic one (the e2e
+test's, and a submitter's real-backend judge in the demo). A prompt that renders no demo item is
 answered 404 with an OpenAI-style error: this server knows nothing else.
 """
 
@@ -21,6 +24,7 @@ from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
 from pipelines.datasets.clinicalqa.simulated import PANEL, simulate
 
 DEFAULT_MODEL = "english"
+JUDGE_MODEL = "judge"
 MAX_BODY = 1 << 20
 
 
@@ -39,10 +43,10 @@ class SimulatedAnswers:
         self._lock = threading.Lock()
 
     def models(self) -> list[str]:
-        return [p.name for p in PANEL]
+        return [p.name for p in PANEL] + [JUDGE_MODEL]
 
     def _of(self, model: str) -> dict[str, str]:
-        name = model if model in self.models() else DEFAULT_MODEL
+        name = model if model in [p.name for p in PANEL] else DEFAULT_MODEL
         with self._lock:
             if name not in self._replies:
                 profile = next(p for p in PANEL if p.name == name)
@@ -51,6 +55,11 @@ class SimulatedAnswers:
 
     def answer(self, model: str, prompt: str) -> str | None:
         """The reply, or None when the prompt renders no demo item."""
+        if model == JUDGE_MODEL:
+            from pipelines.backends.matching_judge import grade
+
+            reply = grade(prompt, "endpoint", 0, 0.0)
+            return reply if reply.startswith("{") else None
         matches = [row for row in self.rows if all(text in prompt for text in _fingerprint(row))]
         if not matches:
             return None

@@ -51,7 +51,7 @@ def _loop_items(a, b, y, replicates: int, seed: int) -> tuple[float, float, floa
 def test_lookup_knows_the_builtins_and_lists_them_on_a_miss() -> None:
     assert set(kinds()) >= {"choice", "score"}
     assert kind("score").name == "score" and kind("choice").name == "choice"
-    with pytest.raises(KeyError, match=r"unknown task kind 'ranking'; known: choice, score"):
+    with pytest.raises(KeyError, match=r"unknown task kind 'ranking'; known: choice, rubric, score"):
         kind("ranking")
 
 

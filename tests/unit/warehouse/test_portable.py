@@ -81,3 +81,37 @@ def test_a_kind_without_label_gets_its_own_typed_table_and_joins_the_view(tmp_pa
     assert con.execute("SELECT typeof(label) FROM predictions_score").fetchall() == []
     view = con.execute("SELECT run_id, label, observed FROM predictions ORDER BY run_id, instance_id").fetchall()
     assert view == [("aaaaaaaaaaaa", None, 4.0), ("aaaaaaaaaaaa", None, 3.8), ("bbbbbbbbbbbb", "A", None)]
+
+
+def test_the_rubric_kind_is_one_row_per_grade_with_the_answer_on_each(tmp_path: Path) -> None:
+    """``predictions_rubric`` (issue 44): the per-item grade lists unnested into one row per
+    (criterion, judge sample), the item's answer text repeated on each; empty, it is typed as unnested."""
+    import pyarrow.parquet as pq
+
+    from pipelines.kinds.rubric import Rubric
+    from warehouse.portable import DEFAULT_KIND_COLUMNS, create_prediction_tables
+
+    data = DataDir(tmp_path / "data")
+    pa_table = __import__("pyarrow").table(
+        {"instance_id": ["q1"], "score": [0.5], "answer": ["PCI now"], "rubric_sha256": ["h"],
+         "criterion_id": [["gold", "gold", "avoid-A", "avoid-A"]], "judge_sample": [[0, 1, 0, 1]],
+         "met": [[True, False, False, False]], "justification": [["names PCI", "vague", "no", "no"]],
+         "points": [[5.0, 5.0, -2.0, -2.0]]}, schema=Rubric.schema)
+    path = data.predictions_path("cccccccccccc")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa_table, path)
+    tasks = [{"slug": "open", "version": 0, "kind": "rubric"}, {"slug": "open", "version": 1, "kind": "rubric"}]
+    columns = {**DEFAULT_KIND_COLUMNS, "rubric": {}}
+    con = duckdb.connect()
+    create_prediction_tables(con, data, [_record("cccccccccccc", "open@0")], tasks, [Rubric.schema, Rubric.schema],
+                             columns, {"rubric": Rubric.sql_unnest})
+    rows = con.execute("SELECT instance_id, criterion_id, judge_sample, met, justification, answer "
+                       "FROM predictions_rubric ORDER BY criterion_id DESC, judge_sample").fetchall()
+    assert rows == [("q1", "gold", 0, True, "names PCI", "PCI now"), ("q1", "gold", 1, False, "vague", "PCI now"),
+                    ("q1", "avoid-A", 0, False, "no", "PCI now"), ("q1", "avoid-A", 1, False, "no", "PCI now")]
+    empty = duckdb.connect()
+    create_prediction_tables(empty, DataDir(tmp_path / "none"), [], tasks, [Rubric.schema, Rubric.schema], columns,
+                             {"rubric": Rubric.sql_unnest})
+    types = dict(empty.execute("SELECT column_name, data_type FROM information_schema.columns "
+                               "WHERE table_name = 'predictions_rubric'").fetchall())
+    assert types["met"] == "BOOLEAN" and types["criterion_id"] == "VARCHAR"

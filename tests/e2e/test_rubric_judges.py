@@ -1,0 +1,81 @@
+"""Rubric tasks end to end (issue 44): clinicalqa-open@0 materialised on demo data, then regraded by a
+second judge without calling the answering model; the board and lookups stay the task's judge's,
+``?judge=`` reaches the other, and ``/v1/compare`` pairs the two judges' results on the same answers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from api.app import create_app
+from pipelines.engine import evaluate as engine
+from pipelines.engine.release import release
+from support.paths import REPO
+from support.plugins import specs as load_specs
+from warehouse.layout import DataDir
+
+pytestmark = pytest.mark.slow
+TASK = "clinicalqa-open@0"
+OTHER = "medbench-sim-open/judge-exact"
+MODELS = ("medbench-sim-open/concise", "medbench-sim-open/hedging")
+
+
+def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_path: Path, monkeypatch) -> None:
+    data = DataDir(tmp_path / "data")
+    env = {**os.environ, "MEDBENCH_DATA": str(data.root), "PYTHONPATH": str(REPO)}
+    args = [sys.executable, "-m", "pipelines.cli.main", "materialize", "--demo", "--task", TASK]
+    for m in MODELS:
+        args += ["--model", m]
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    monkeypatch.setenv("MEDBENCH_DATA", str(data.root))
+    specs = load_specs()
+    answering_calls: list[str] = []
+    regraded = {}
+    for m in MODELS:
+        ev = engine.plan(specs, data, TASK, m, judge=OTHER)
+        assert ev.judge is not None and ev.judge.slug == OTHER
+        original = engine.plan(specs, data, TASK, m)
+        assert ev.run_id != original.run_id  # the judge is part of a rubric run id
+        backend = ev.backend
+
+        class Counting:
+            def __getattr__(self, name):
+                return getattr(backend, name)
+
+            def text_generator(self, *a, **k):
+                answering_calls.append(m)
+                return backend.text_generator(*a, **k)
+
+        ev = replace(ev, backend=Counting())
+        engine.make_predictions(ev, data, lambda s: None)
+        regraded[m] = (original.run_id, engine.compute_metrics(ev, specs, data, lambda s: None))
+    assert answering_calls == []  # every answer was stored: only the judge ran
+    release(specs, data, lambda s: None)
+    from pipelines.cli.leaderboards import render_leaderboards
+
+    board_text = render_leaderboards(data)  # what `medbench demo` prints: the judge and its agreement
+    assert "judged by medbench-sim-open/judge" in board_text and "judge agr." in board_text
+    with TestClient(create_app(data.root)) as client:
+        board = client.get(f"/v1/leaderboard?task={TASK}").json()
+        assert {r["run_id"] for r in board["rows"]} == {orig for orig, _ in regraded.values()}
+        other = client.get(f"/v1/leaderboard?task={TASK}&judge={OTHER}").json()
+        assert {r["run_id"] for r in other["rows"]} == {rec.run_id for _, rec in regraded.values()}
+        m = MODELS[0]
+        found = client.get(f"/v1/lookup?model={m}&task={TASK}&judge={OTHER}").json()
+        assert found["status"] == "evaluated" and found["result"]["judge"]["model"] == OTHER
+        assert client.get(f"/v1/lookup?model={m}&task={TASK}").json()["result"]["judge"]["model"] != OTHER
+        bad = client.get(f"/v1/lookup?model=medbench/random&task=clinicalqa@0&judge={OTHER}")
+        assert bad.status_code == 400 and bad.json()["error"] == "invalid_parameter"
+        orig, rec = regraded[m]
+        compared = client.get(f"/v1/compare?a={orig}&b={rec.run_id}").json()
+        assert compared["n_shared"] == 1045 and compared["metric"] == "rubric_score"
+        assert compared["ci_low"] <= compared["difference"] <= compared["ci_high"]
+        exact = client.get(f"/v1/results/{rec.run_id}").json()
+        assert exact["metrics"][1]["name"] == "judge_agreement" and exact["metrics"][1]["value"] == 1.0
