@@ -169,6 +169,10 @@ class TaskFamily(Protocol):
     # whether ``score_replay`` scores a file of raw outputs (``medbench score``).
     check_descriptions: ClassVar[Mapping[str, str]] = {}
     scores_replays: ClassVar[bool] = False
+    # the splits an official package scores: the test split's instances (``public_instances``), and
+    # where a family's finish fits on validation scores (a recalibration, thresholds), the validation
+    # split's inputs too (``public_validation_instances``); a family that adds one gets new official run ids
+    official_splits: ClassVar[tuple[str, ...]] = ("test",)
 
     def snapshot_options(self, task: TaskSpec) -> dict[str, Any]:
         """What the dataset's snapshot must honour for this task (e.g. a row count, a track name)."""
@@ -235,6 +239,12 @@ class TaskFamily(Protocol):
         it must answer (``expected_ids``), with ``instance_id`` and the task's public inputs only,
         never a label or an answer. Families without one take no official packages."""
         raise NotImplementedError(f"family {self.name!r} takes no official packages")
+
+    def public_validation_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
+        """The validation split's public inputs an official package also scores, shaped as
+        ``public_instances`` (never a label), where ``official_splits`` names ``validation``: its
+        scores feed the family's ``FitAndScore.finish`` exactly as a backend's validation scores do."""
+        raise NotImplementedError(f"family {self.name!r} gives official packages no validation inputs")
 
     def score_replay(self, task: TaskSpec, snapshot: Path, outputs: Path) -> ReplayScore:
         """Score a file of raw outputs locally (``medbench score``); only where ``scores_replays``."""

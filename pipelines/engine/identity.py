@@ -22,7 +22,7 @@ LIBRARIES = ("medbench", "numpy", "pyarrow", "polars", "duckdb", "scikit-learn",
 
 def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: str | None = None,
            dependencies_sha256: str | None = None, plugins: list[dict[str, str]] | tuple = (),
-           judge: ModelSpec | None = None) -> str:
+           judge: ModelSpec | None = None, official_splits: tuple[str, ...] = ("test",)) -> str:
     """The run id; an official run (a submitted package) adds the package's sha256 and the hash of
     its set of dependency wheels, so it never shares an id with medbench's own run of the same model
     and task (whose ids stay as they were), and another set of dependencies is another run.
@@ -30,7 +30,9 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: s
     added only when there is any, so a changed plug-in makes new run ids and built-in ones stay.
     ``judge``: the model that grades the answers (rubric tasks only): its slug, revision and spec hash
     are added, so a result by another judge (or a changed judge spec) has an id of its own; tasks
-    without a judge keep their ids."""
+    without a judge keep their ids. ``official_splits``: the splits an official package scored, added
+    only when it is more than the test split (vitaldb-ioh's packages also score validation windows
+    since issue 41), so an older package run on test windows alone is never reused for one."""
     fields = {
         "model": model.slug,
         "model_revision": model.revision,
@@ -43,6 +45,8 @@ def run_id(model: ModelSpec, task: TaskSpec, snapshot_id: str, package_sha256: s
         fields["package_sha256"] = package_sha256
     if dependencies_sha256 is not None:
         fields["dependencies_sha256"] = dependencies_sha256
+    if package_sha256 is not None and tuple(official_splits) != ("test",):
+        fields["official_splits"] = list(official_splits)
     if plugins:
         fields["plugins"] = list(plugins)
     if judge is not None:

@@ -66,7 +66,7 @@ def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, s
                   dependencies_sha256: str) -> Evaluation:
     ev = plan(specs, data, task_ref, model_slug)
     return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, dependencies_sha256,
-                                    plugins=ev.plugins, judge=ev.judge))
+                                    plugins=ev.plugins, judge=ev.judge, official_splits=ev.family.official_splits))
 
 
 def kept_dependencies_dir(data: DataDir, sha256: str, package_file: str, set_sha256: str) -> Path:
@@ -80,13 +80,25 @@ def resolve_dependencies(policy: SandboxPolicy, wheel: Path, scratch: Path) -> D
     return download(policy, wheel, Path(tempfile.mkdtemp(prefix="medbench-dependencies-", dir=scratch)))
 
 
-def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
-    """The task's public instances (no label, no answer) and the context the package is handed."""
+def public_splits(ev: Evaluation, data: DataDir) -> tuple[list[dict], list[dict]]:
+    """The test split's public instances and, where the family's ``official_splits`` names it, the
+    validation split's (inputs only, never a label: a family whose finish fits on validation scores
+    gets them from the package too, as from a backend); else no validation instances."""
     instances = task_instances_path(data, ev.task, ev.family)
-    public = ev.family.public_instances(ev.task, current_snapshot(data, ev.task.dataset).path, instances)
+    snapshot = current_snapshot(data, ev.task.dataset).path
+    test = ev.family.public_instances(ev.task, snapshot, instances)
+    validation = (ev.family.public_validation_instances(ev.task, snapshot, instances)
+                  if "validation" in ev.family.official_splits else [])
+    return test, validation
+
+
+def public_inputs(ev: Evaluation, data: DataDir) -> tuple[list[dict], dict]:
+    """What the package is handed: the public instances (test, then validation where the family gives
+    them; no label, no answer, no split) and the context."""
+    test, validation = public_splits(ev, data)
     context = {"task": ev.task.ref, "kind": ev.family.kind, "answer_field": kind_of(ev.family.kind).answer_field,
                "model": ev.model.slug, "revision": ev.model.revision}
-    return public, context
+    return [*test, *validation], context
 
 
 def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, dependencies: Dependencies,
@@ -97,18 +109,22 @@ def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, de
                        weights=weights, dependencies=dependencies)
 
 
-def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) -> pa.Table:
-    """The family's predictions table from the package's answers, through the family's own problem."""
+def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) -> tuple[pa.Table, dict]:
+    """The family's predictions table from the package's answers, through the family's own problem,
+    and what its finish adds to the result's config (a score task's validation recalibration and
+    alarm thresholds, fitted on the package's validation scores exactly as on a backend's)."""
     problem = ev.family.problem(ev, task_instances_path(data, ev.task, ev.family))
     if isinstance(problem, TextChoice):
-        return problem.parse(dict(answers.values))
+        return problem.parse(dict(answers.values)), {}
     if isinstance(problem, FitAndScore):
-        public, _ = public_inputs(ev, data)  # the test windows in the order ``problem.table`` takes them
-        table = problem.table(np.asarray([answers.values[p["instance_id"]] for p in public], dtype=np.float64))
-        if problem.finish is not None:  # the package's scores are probabilities: nothing is refitted
-            metadata, _ = problem.finish(np.zeros(0), True, log)
+        test, validation = public_splits(ev, data)  # each in the order ``problem`` takes its split
+        table = problem.table(np.asarray([answers.values[p["instance_id"]] for p in test], dtype=np.float64))
+        finished: dict = {}
+        if problem.finish is not None:  # the package's scores are probabilities: only the twins are fitted
+            val_scores = np.asarray([answers.values[p["instance_id"]] for p in validation], dtype=np.float64)
+            metadata, finished = problem.finish(val_scores, True, log)
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-        return table
+        return table, finished
     raise TypeError(f"family {ev.family.name!r} declared a {type(problem).__name__}")
 
 
@@ -139,14 +155,14 @@ def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: st
     dependencies = keep(dependencies, kept_dependencies_dir(data, sha, wheel.name, dependencies.set_sha256))
     answers = answer(ev, data, kept, policy, dependencies, weights)
     log(f"{ev.partition_key}: package {sha[:12]} answered {len(answers.values)} instances in the sandbox")
-    table = predictions_from(ev, data, answers, log)
+    table, finished = predictions_from(ev, data, answers, log)
     config = {"official": {"package_sha256": sha, "package_file": wheel.name, "entry_point_group": GROUP,
                            "installed": answers.installed, "sandbox": policy.describe(),
                            "dependencies_sha256": dependencies.set_sha256, "dependencies": list(dependencies.wheels),
                            "tree_limit": answers.limit,
                            "weights": str(weights) if weights is not None else None},
               "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "intervals": msgspec.to_builtins(ev.task.intervals),
-              "parser": ev.family.parser_version(ev.task)}
+              "parser": ev.family.parser_version(ev.task), **finished}
     usage = Usage(wall_seconds=answers.wall_seconds, device_seconds=answers.wall_seconds,
                   hardware=f"medbench sandbox ({policy.pool} pool)")
     with evaluation_lock(data, ev.run_id, log):

@@ -1,7 +1,8 @@
 """Reproduce an official result: rerun its kept package in the sandbox it ran under, compare.
 
-The package is rerun on the public instances of the local data directory (which must hold the
-snapshot the result records, the kept wheel and its kept dependency wheels, each checked against
+The package is rerun on the public instances of the local data directory, the same set it first
+answered (test instances, then validation inputs where the family gives them: ``evaluate.public_inputs``;
+the data directory must hold the snapshot the result records, the kept wheel and its kept dependency wheels, each checked against
 its recorded sha256: exactly those are installed, never the index's latest), under the recorded
 sandbox policy (a result made under another policy version is not rerun: ``PolicyChanged``); its answers
 are compared byte for byte with the ones kept beside the result, and the predictions it makes
@@ -67,7 +68,7 @@ def reproduce_official(specs: Specs, data: DataDir, result: dict[str, Any], log:
     differences = []
     if answers.answers_jsonl != kept_answers.read_bytes():
         differences.append("package answers: the rerun's differ from the kept ones (not byte for byte identical)")
-    again = parquet_sha256(predictions_from(ev, data, answers, log))
+    again = parquet_sha256(predictions_from(ev, data, answers, log)[0])
     if again != result["predictions_sha256"]:
         differences.append(f"predictions sha256: published {result['predictions_sha256']}, reproduced {again}")
     return differences

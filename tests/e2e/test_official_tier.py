@@ -67,6 +67,12 @@ def test_the_worked_example_reaches_the_official_leaderboard_and_reproduces(demo
             assert c.get(f"/artifacts/{baseline}/package.whl").json()["error"] == "run_not_found"
             page = c.get(f"/r/{run}").text
             assert "badge-official" in page and sha in page
+            if task.startswith("vitaldb-ioh"):  # the package's validation scores fit its twins and thresholds
+                fitted = result["config"]["probabilities"]
+                assert fitted["probabilistic"] and fitted["validation_recalibration"]["n_validation_windows"] > 0
+                assert set(fitted["alarm_thresholds"]) == {"0.05", "0.1"}
+                names = {m["name"] for m in result["metrics"]}
+                assert {"brier_recalibrated", "calibration_slope_recalibrated"} <= names
         none = c.get("/v1/results", params={"tier": "official", "model": "medbench/linear-extrapolation"}).json()
         assert none["results"] == []
     again = official(data, wheel, "clinicalqa@0", "medbench")
@@ -119,7 +125,10 @@ def test_a_wheel_whose_names_inject_a_command_is_refused_before_it_is_kept(demo,
 def test_the_package_sees_public_inputs_only(demo, monkeypatch):
     """What a package is handed: clinicalqa's question, findings and options; IOH's input window;
     never a label, an answer, a subject or a case."""
+    import pyarrow.parquet as pq
+
     from pipelines.engine.evaluate import plan
+    from pipelines.engine.inputs import task_instances_path
     from pipelines.official.evaluate import public_inputs
     from support.plugins import specs as load_specs
     from warehouse.layout import DataDir
@@ -132,6 +141,12 @@ def test_the_package_sees_public_inputs_only(demo, monkeypatch):
         public, context = public_inputs(plan(specs, data, task, model), data)
         assert public and all(set(p) == keys[task] for p in public)
         assert context["answer_field"] == ("output" if task.startswith("clinicalqa") else "score")
+    # IOH: the test windows, then the validation windows (inputs only), never a train window
+    ev = plan(specs, data, "vitaldb-ioh@0", PAIRS["vitaldb-ioh@0"])
+    windows = pq.read_table(task_instances_path(data, ev.task, ev.family), columns=["instance_id", "split"])
+    split_of = dict(zip(windows.column("instance_id").to_pylist(), windows.column("split").to_pylist()))
+    given = [split_of[p["instance_id"]] for p in public_inputs(ev, data)[0]]
+    assert given == sorted(given) and set(given) == {"test", "validation"}
     qa = public_inputs(plan(specs, data, "clinicalqa@0", PAIRS["clinicalqa@0"]), data)[0]
     assert all(set(p["options"]) == {"A", "B", "C", "D", "E"} for p in qa)
 

@@ -66,6 +66,15 @@ def test_attributes(instances: Path, predictions: pa.Table) -> dict[str, list]:
     return {"sex": [sex[k] for k in rows], "age": [age[k] for k in rows]}
 
 
+def _public_windows(task: TaskSpec, instances: Path, split: str) -> list[dict[str, Any]]:
+    """One split's windows as an official package sees them: id, step and MAP only."""
+    meta, inputs = read_windows(instances, split=split)
+    step = task.settings.bin_seconds
+    return [{"instance_id": iid, "step_seconds": step,
+             "map": [None if np.isnan(v) else round(float(v), 4) for v in row]}
+            for iid, row in zip(meta["instance_id"].to_list(), inputs)]
+
+
 def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=()):
     """The ``FitAndScore.finish`` of this family: a scorer whose score is no probability (a rule) is
     mapped to one by a logistic recalibration fitted on the validation split only; a probabilistic
@@ -75,7 +84,7 @@ def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=()):
 
     def finish(val_scores: np.ndarray, probabilistic: bool, log: Log) -> tuple[dict[bytes, bytes], dict[str, Any]]:
         recalibration = validation = None
-        if not len(val_scores):  # no validation scores (an official package answers test windows only)
+        if not len(val_scores):  # no validation scores (a package run before its validation windows were given)
             if not probabilistic:
                 raise ValueError(f"{partition_key}: scores that are not probabilities need validation scores "
                                  "to be recalibrated")
@@ -108,6 +117,7 @@ class VitalDbIoh(TaskFamily):
     settings_key = "ioh"
     settings_type = IohSettings
     instances_file = "windows.parquet"
+    official_splits = ("test", "validation")  # a package's validation scores fit its recalibration (issue 41)
     predictions_schema = PREDICTIONS_SCHEMA
     instance_check_names = ("subjects_in_one_split", "label_prevalence_in_range", "both_classes_in_test")
     prediction_check_names = ("every_instance_predicted_once", "scores_finite")
@@ -191,11 +201,13 @@ class VitalDbIoh(TaskFamily):
     def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
         """Each test window's input: mean arterial pressure (mmHg) every ``step_seconds``, null where
         missing; no label, no subject or case id."""
-        meta, inputs = read_windows(instances, split="test")
-        step = task.settings.bin_seconds
-        return [{"instance_id": iid, "step_seconds": step,
-                 "map": [None if np.isnan(v) else round(float(v), 4) for v in row]}
-                for iid, row in zip(meta["instance_id"].to_list(), inputs)]
+        return _public_windows(task, instances, "test")
+
+    def public_validation_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
+        """The validation windows' inputs, shaped as the test windows' (never a label), in the order
+        ``problem``'s validation labels take them: the package's scores for them fit the same
+        recalibration and alarm thresholds as a backend's (``probabilities``)."""
+        return _public_windows(task, instances, "validation")
 
     def participant_flow(self, task: TaskSpec, instances: Path) -> list[dict[str, Any]] | None:
         """Cases in the snapshot -> exclusions -> cohort -> windows -> splits, as built (None: not

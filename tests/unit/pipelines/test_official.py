@@ -27,6 +27,19 @@ def test_a_package_changes_the_run_id_and_no_package_keeps_it():
     assert run_id(model, task, "snap", SHA) != run_id(model, task, "snap", "cd" * 32)
 
 
+def test_a_package_that_scores_validation_windows_has_its_own_run_id():
+    """IOH packages also score the validation windows (issue 41): their run ids differ from a test-only
+    run of the same package, while families whose packages score test instances only keep theirs."""
+    specs = load_specs()
+    task, model = specs.task("vitaldb-ioh@0"), specs.model("medbench/neg-last-map")
+    test_only = run_id(model, task, "snap", SHA, "d")
+    assert run_id(model, task, "snap", SHA, "d", official_splits=("test", "validation")) != test_only
+    assert run_id(model, task, "snap", official_splits=("test", "validation")) == run_id(model, task, "snap")
+    from pipelines.tasks.clinicalqa.family import ClinicalQA
+    from pipelines.tasks.vitaldb_ioh.family import VitalDbIoh
+    assert ClinicalQA.official_splits == ("test",) and VitalDbIoh.official_splits == ("test", "validation")
+
+
 def test_check_wheel_names_what_is_wrong(tmp_path):
     good = build_wheel(tmp_path, "def predict(instances, context):\n    return []\n")
     assert check_wheel(good) == hashlib.sha256(good.read_bytes()).hexdigest()
