@@ -67,8 +67,9 @@ def test_a_trained_model_is_published_raw_and_recalibrated_with_validation_thres
 
 
 def test_without_validation_scores_a_probabilistic_scorer_keeps_the_old_method():
-    """An official package answers the test windows only (``pipelines.official.evaluate``): no
-    validation map and no validation thresholds, so its result keeps the method of results before."""
+    """A package result with no validation scores (made before packages scored the validation
+    windows, ``pipelines.official.evaluate``): no validation map and no validation thresholds, so
+    it keeps the method of results before."""
     metadata, config = probabilities("vitaldb-ioh@0|org/pkg", np.zeros(0, np.int8), (0.05,))(np.zeros(0), True,
                                                                                               lambda _: None)
     body = json.loads(metadata[PROBABILITIES_KEY])
