@@ -71,7 +71,7 @@ class MatchingJudgeRule(_Settings, tag_field="rule", tag="matching_judge"):
     flip: float
     demo_only: bool = True
 
-    public_fields: ClassVar[frozenset[str]] = frozenset({"seed", "flip"})
+    public_fields: ClassVar[frozenset[str]] = frozenset({"seed", "flip", "demo_only"})
 
 
 RuleSettings = UniformChoiceRule | NegLastMapRule | LinearExtrapolationRule | MatchingJudgeRule

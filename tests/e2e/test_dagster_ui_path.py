@@ -124,7 +124,8 @@ def test_publishing_follows_new_results_as_the_publish_job(data):
 
 def test_jobs_are_named_with_descriptions():
     names = {j.name for j in JOBS}
-    assert names == {"materialize_inputs", "evaluate_clinicalqa", "evaluate_vitaldb_ioh", "publish"}
+    assert names == {"materialize_inputs", "evaluate_clinicalqa", "evaluate_vitaldb_ioh", "evaluate_clinicalqa_open",
+                     "publish"}
     assert all(j.description for j in JOBS)
     assert defs.resolve_sensor_def("publish_on_new_results").description
 

@@ -55,7 +55,7 @@ BAD = [
      "unknown key `settings.sede` (remove it or fix its spelling)"),
     ("medbench/random", "seed = 20261029\n", "", "missing required key `settings.seed`"),
     ("medbench/random", "seed = 20261029", 'seed = "7"', "key `settings.seed`: expected `int`, got `str`"),
-    ("medbench/random", 'rule = "uniform_choice"', 'rule = "uniform"', "key `settings.rule`: invalid value 'uniform' (one of: uniform_choice, neg_last_map, linear_extrapolation)"),
+    ("medbench/random", 'rule = "uniform_choice"', 'rule = "uniform"', "key `settings.rule`: invalid value 'uniform' (one of: uniform_choice, neg_last_map, linear_extrapolation, matching_judge)"),
     ("medbench/random", 'rule = "uniform_choice"\n', "", "missing required key `settings.rule`"),
     ("medbench/random", '[settings]\nrule = "uniform_choice"\nseed = 20261029\n', "", "missing required key `settings`"),
     ("medbench/neg-last-map", 'rule = "neg_last_map"', 'rule = "neg_last_map"\nfit_seconds = 60',

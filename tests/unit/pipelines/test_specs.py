@@ -157,6 +157,9 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
         "chat_template_kwargs": {},
     },
     "ReplaySettings": {"demo_only": False},
+    "MatchingJudgeRule": {"demo_only": True},
+    "RubricSettings": {"judge_samples": 3, "judge_temperature": 0.0, "judge_max_new_tokens": 1024, "min_judge_kappa": 0.6,
+                       "demo_judge": "", "reference_grades": ""},
     "VllmSettings": {"seed": 0, "max_new_tokens": None, "chunk_size": 256, "chat_template_kwargs": {}, "engine": {}},
     "VllmEngine": {
         "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "dtype": None, "max_model_len": None,
@@ -234,5 +237,5 @@ def test_a_task_kind_is_any_known_kind_and_an_unknown_one_is_named(specs_copy: P
     type, so a kind added as one module needs no edit here; an unknown one lists the known."""
     path = specs_copy / "tasks" / "clinicalqa" / "0.toml"
     path.write_text(path.read_text().replace('kind = "choice"', 'kind = "ranking"'))
-    with pytest.raises(SpecError, match=r"key `kind`: unknown .*'ranking'.*choice, score"):
+    with pytest.raises(SpecError, match=r"key `kind`: unknown .*'ranking'.*choice, rubric, score"):
         load_specs(specs_copy)
