@@ -287,6 +287,27 @@ class Health(msgspec.Struct):
     warehouse_version: str
 
 
+class CriterionAgreement(msgspec.Struct):
+    """Two judges on one criterion id (``/v1/compare`` of two judges' results)."""
+
+    criterion: str
+    n: int  # graded answers both judges graded on this criterion
+    agreement: float  # share of them with the same majority verdict
+    kappa: float  # Cohen's kappa of the two judges' majority verdicts
+
+
+class JudgesCompared(msgspec.Struct):
+    """``/v1/compare`` of two results graded by different judges: their agreement on the same answers."""
+
+    judge_a: str
+    judge_b: str
+    n_items: int  # shared items whose answer text is the same in both results
+    n_grades: int  # (item, criterion) pairs both judges graded there
+    agreement: float
+    kappa: float
+    criteria: list[CriterionAgreement]
+
+
 class Compare(msgspec.Struct):
     """``GET /v1/compare``: a paired comparison of two results of one task on their shared items."""
 
@@ -310,6 +331,8 @@ class Compare(msgspec.Struct):
     p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
     direction: Literal["higher", "lower", "target"] = "higher"  # addition: which way the metric is better
     better: Literal["a", "b"] | None = None  # addition: the result the whole interval favours (docs/api.md)
+    # addition: rubric results graded by two judges: their agreement on the same answers (docs/api.md)
+    judges: JudgesCompared | None = None
 
 
 class Evaluation(msgspec.Struct):

@@ -77,5 +77,14 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
         compared = client.get(f"/v1/compare?a={orig}&b={rec.run_id}").json()
         assert compared["n_shared"] == 1045 and compared["metric"] == "rubric_score"
         assert compared["ci_low"] <= compared["difference"] <= compared["ci_high"]
+        judges = compared["judges"]  # the two judges on the same answers, criterion by criterion
+        assert judges["judge_b"] == OTHER and judges["judge_a"] != OTHER and judges["n_items"] == 1045
+        assert judges["criteria"] and sum(c["n"] for c in judges["criteria"]) == judges["n_grades"]
+        assert all(0.0 <= c["agreement"] <= 1.0 for c in judges["criteria"]) and -1.0 <= judges["kappa"] <= 1.0
+        page = client.get(f"/compare?a={orig}&b={rec.run_id}")
+        assert page.status_code == 200 and 'id="judges-agreement"' in page.text
+        assert judges["criteria"][0]["criterion"] in page.text
+        other_model = regraded[MODELS[1]][0]  # two answering models: no answers in common, no judges block
+        assert client.get(f"/v1/compare?a={orig}&b={other_model}").json()["judges"] is None
         exact = client.get(f"/v1/results/{rec.run_id}").json()
         assert exact["metrics"][1]["name"] == "judge_agreement" and exact["metrics"][1]["value"] == 1.0
