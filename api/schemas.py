@@ -249,11 +249,24 @@ class TaskList(msgspec.Struct):
     tasks: list[Task]
 
 
-class Leaderboard(msgspec.Struct):
+class JudgeWarning(msgspec.Struct):
+    """A row whose judge failed its scorecard: kappa with the reference grades below the task's threshold."""
+
+    run_id: str
+    model: str  # the answering model's slug
+    judge: str  # the judge model's slug
+    kappa: float  # the result's judge_kappa
+    min_kappa: float  # the task spec's min_judge_kappa
+    message: str
+
+
+class Leaderboard(msgspec.Struct, omit_defaults=True):
     task: str
     metric: str  # the metric ranked by (``?metric=``, default the primary), in its direction
     rows: list[Row]
     rank_method: str  # how rank_low/rank_high were computed, or that no rank set is available
+    # addition: rubric tasks, the shown rows whose judge failed its scorecard (docs/api.md); absent when none
+    judge_warnings: list[JudgeWarning] = []
 
 
 class ResultPage(msgspec.Struct):

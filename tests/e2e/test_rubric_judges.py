@@ -67,6 +67,16 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
         assert {r["run_id"] for r in board["rows"]} == {orig for orig, _ in regraded.values()}
         other = client.get(f"/v1/leaderboard?task={TASK}&judge={OTHER}").json()
         assert {r["run_id"] for r in other["rows"]} == {rec.run_id for _, rec in regraded.values()}
+        for body in (board, other):  # a row whose judge's kappa is below min_judge_kappa (0.6) carries a note
+            kappas = {}
+            for r in body["rows"]:
+                metrics = client.get(f"/v1/results/{r['run_id']}").json()["metrics"]
+                kappas[r["run_id"]] = next((x["value"] for x in metrics if x["name"] == "judge_kappa"), None)
+            failing = {rid for rid, k in kappas.items() if k is not None and k < 0.6}
+            assert {w["run_id"] for w in body.get("judge_warnings", [])} == failing
+            assert all(w["min_kappa"] == 0.6 and w["judge"] in w["message"] for w in body.get("judge_warnings", []))
+        task_page = client.get("/tasks/clinicalqa-open?version=0").text
+        assert ('id="judge-warnings"' in task_page) == bool(board.get("judge_warnings"))
         m = MODELS[0]
         found = client.get(f"/v1/lookup?model={m}&task={TASK}&judge={OTHER}").json()
         assert found["status"] == "evaluated" and found["result"]["judge"]["model"] == OTHER
