@@ -38,7 +38,7 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
     specs = load_specs()
     answering_calls: list[str] = []
     regraded = {}
-    for m in MODELS:
+    for m in MODELS[:1]:  # the engine's steps, the answering backend counted; MODELS[1] by the CLI below
         ev = engine.plan(specs, data, TASK, m, judge=OTHER)
         assert ev.judge is not None and ev.judge.slug == OTHER
         original = engine.plan(specs, data, TASK, m)
@@ -58,10 +58,24 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
         regraded[m] = (original.run_id, engine.compute_metrics(ev, specs, data, lambda s: None))
     assert answering_calls == []  # every answer was stored: only the judge ran
     release(specs, data, lambda s: None)
+    m = MODELS[1]  # `medbench eval MODEL TASK --judge SLUG`, the API unreachable: regraded locally
+    cli = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "eval", m, TASK, "--judge", OTHER,
+                          "--api-url", "http://127.0.0.1:9", "--json"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stdout[-2000:] + cli.stderr[-2000:]
+    import json
+    from warehouse.records import decode_record
+
+    said = json.loads(cli.stdout)
+    assert said["status"] == "regraded" and said["answering_called"] is False
+    assert "the answering model is not called" in cli.stderr
+    regraded[m] = (engine.plan(specs, data, TASK, m).run_id, decode_record(json.dumps(said["result"]).encode()))
     from pipelines.cli.leaderboards import render_leaderboards
 
     board_text = render_leaderboards(data)  # what `medbench demo` prints: the judge and its agreement
     assert "judged by medbench-sim-open/judge" in board_text and "judge agr." in board_text
+    assert not any(rec.run_id in board_text for _, rec in regraded.values())  # the task's own judge only
+    assert all(orig in board_text for orig, _ in regraded.values())
     with TestClient(create_app(data.root)) as client:
         board = client.get(f"/v1/leaderboard?task={TASK}").json()
         assert {r["run_id"] for r in board["rows"]} == {orig for orig, _ in regraded.values()}
