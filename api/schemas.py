@@ -18,6 +18,7 @@ from warehouse.records import PluginVersion
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
+from api.judge_schemas import CriterionAgreement, JudgesCompared, JudgeWarning  # noqa: F401  (api.schemas.X)
 from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
     Breakdown, DetectableDifference, Judge, Metric, Subgroup, UsagePart, Withheld,
 )
@@ -249,17 +250,6 @@ class TaskList(msgspec.Struct):
     tasks: list[Task]
 
 
-class JudgeWarning(msgspec.Struct):
-    """A row whose judge failed its scorecard: kappa with the reference grades below the task's threshold."""
-
-    run_id: str
-    model: str  # the answering model's slug
-    judge: str  # the judge model's slug
-    kappa: float  # the result's judge_kappa
-    min_kappa: float  # the task spec's min_judge_kappa
-    message: str
-
-
 class Leaderboard(msgspec.Struct, omit_defaults=True):
     task: str
     metric: str  # the metric ranked by (``?metric=``, default the primary), in its direction
@@ -298,27 +288,6 @@ class Stats(msgspec.Struct):
 class Health(msgspec.Struct):
     status: Literal["ok"]
     warehouse_version: str
-
-
-class CriterionAgreement(msgspec.Struct):
-    """Two judges on one criterion id (``/v1/compare`` of two judges' results)."""
-
-    criterion: str
-    n: int  # graded answers both judges graded on this criterion
-    agreement: float  # share of them with the same majority verdict
-    kappa: float  # Cohen's kappa of the two judges' majority verdicts
-
-
-class JudgesCompared(msgspec.Struct):
-    """``/v1/compare`` of two results graded by different judges: their agreement on the same answers."""
-
-    judge_a: str
-    judge_b: str
-    n_items: int  # shared items whose answer text is the same in both results
-    n_grades: int  # (item, criterion) pairs both judges graded there
-    agreement: float
-    kappa: float
-    criteria: list[CriterionAgreement]
 
 
 class Compare(msgspec.Struct):
