@@ -7,9 +7,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import msgspec
+from support.api_data import RUNS, make_record
 
 from api.judge_checks import judge_warnings, min_judge_kappa
-from support.api_data import RUNS, make_record
 from warehouse.layout import DataDir
 from warehouse.records import JudgeRef, MetricValue
 

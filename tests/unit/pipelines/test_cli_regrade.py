@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import msgspec
 import pytest
+from support.api_data import RUNS, make_record
 
 from pipelines.cli import regrade as cli_regrade
 from pipelines.engine import evaluate as engine
 from pipelines.engine import release as release_module
-from support.api_data import RUNS, make_record
 from warehouse.layout import DataDir
 from warehouse.records import UsagePart
 
