@@ -83,7 +83,7 @@ REASONING = [i % 3 == 0 for i in range(N)]  # the two judges agree on every reas
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory) -> Iterator[TestClient]:
+def data(tmp_path_factory) -> DataDir:
     data = DataDir(tmp_path_factory.mktemp("rubric"))
     records = [
         _record(data, A_OWN, "kgpu/medgemma-27b", OWN, 0.41, ANSWERS, GOLD_OWN, REASONING),  # fails the scorecard
@@ -93,8 +93,20 @@ def client(tmp_path_factory) -> Iterator[TestClient]:
     cat = Catalog(datasets=DATASETS[:1], tasks=[_task()], models=MODELS, results=records, demo=False)
     sign = sign_catalog(data, cat, load_key(Path(os.environ[KEY_ENV])), today=dt.date(2026, 11, 2))
     publish(data, cat, now=dt.datetime(2026, 11, 2, tzinfo=UTC), sign=sign)
+    return data
+
+
+@pytest.fixture(scope="module")
+def client(data: DataDir) -> Iterator[TestClient]:
     with TestClient(create_app(data.root)) as c:
         yield c
+
+
+def test_the_printed_board_keeps_the_tasks_own_judge(data: DataDir) -> None:
+    from pipelines.cli.leaderboards import render_leaderboards
+
+    text = render_leaderboards(data)  # what `medbench demo` prints
+    assert A_OWN in text and B_OWN in text and A_OTHER not in text and f"judged by {OWN}" in text
 
 
 def test_compare_of_two_judges_gives_their_agreement_per_criterion(client: TestClient) -> None:
