@@ -64,12 +64,12 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert cli.returncode == 0, cli.stdout[-2000:] + cli.stderr[-2000:]
     import json
-    from warehouse.records import decode_record
 
     said = json.loads(cli.stdout)
-    assert said["status"] == "regraded" and said["answering_called"] is False
+    assert said["status"] == "regraded" and said["answering_called"] is False and said["judge"] == OTHER
     assert "the answering model is not called" in cli.stderr
-    regraded[m] = (engine.plan(specs, data, TASK, m).run_id, decode_record(json.dumps(said["result"]).encode()))
+    assert said["run_id"] == engine.plan(specs, data, TASK, m, judge=OTHER).run_id
+    regraded[m] = (engine.plan(specs, data, TASK, m).run_id, engine.existing_result(data, said["run_id"]))
     from pipelines.cli.leaderboards import render_leaderboards
 
     board_text = render_leaderboards(data)  # what `medbench demo` prints: the judge and its agreement
