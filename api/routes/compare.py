@@ -119,7 +119,9 @@ def handlers() -> list[HTTPRouteHandler]:
         description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
         "`difference` is metric(a) - metric(b) there, with a 95% paired interval and a two-sided p-value from "
         "one procedure, named in `method`, so that the interval excludes 0 exactly when p < 0.05. "
-        + comparison_methods() + " Seed and replicates are the task's own bootstrap settings.",
+        + comparison_methods() + " Seed and replicates are the task's own bootstrap settings. Two results of a "
+        "rubric task graded by different judges also get `judges`: their agreement on the answers both hold, "
+        "overall and per criterion (docs/api.md).",
         body=schemas.Compare,
         errors={
             400: "`invalid_parameter`: a or b missing or not a run id, results of different task versions, "
