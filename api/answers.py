@@ -14,6 +14,7 @@ from api import render, schemas
 from api.answer import Answer
 from api.detectable import detectable_difference
 from api.errors import ApiError, invalid_parameter, metric_not_found, run_not_found, task_not_found
+from api.judge_checks import judge_warnings
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref, require
 from api.rank_sets import (
     RankEntry,
@@ -143,7 +144,8 @@ def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, b
         kept = [(rank, p, e) for rank, (p, e) in enumerate(ranked, start=1) if tier is None or p.record.tier == tier]
         rows = [render.row(p, base, rank, e, name) for rank, p, e in kept[:limit]]
         prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=name, rows=rows,
-                                               rank_method=board_method([e for _, _, e in kept[:limit]])))
+                                               rank_method=board_method([e for _, _, e in kept[:limit]]),
+                                               judge_warnings=judge_warnings(entry.spec, [p for _, p, _ in kept[:limit]])))
         if _small(task, metric, judge):
             tables.bodies.put(key, prepared)
     return prepared

@@ -18,6 +18,7 @@ from warehouse.records import PluginVersion
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
+from api.judge_schemas import CriterionAgreement, JudgesCompared, JudgeWarning  # noqa: F401  (api.schemas.X)
 from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
     Breakdown, DetectableDifference, Judge, Metric, Subgroup, UsagePart, Withheld,
 )
@@ -249,11 +250,13 @@ class TaskList(msgspec.Struct):
     tasks: list[Task]
 
 
-class Leaderboard(msgspec.Struct):
+class Leaderboard(msgspec.Struct, omit_defaults=True):
     task: str
     metric: str  # the metric ranked by (``?metric=``, default the primary), in its direction
     rows: list[Row]
     rank_method: str  # how rank_low/rank_high were computed, or that no rank set is available
+    # addition: rubric tasks, the shown rows whose judge failed its scorecard (docs/api.md); absent when none
+    judge_warnings: list[JudgeWarning] = []
 
 
 class ResultPage(msgspec.Struct):
@@ -310,6 +313,8 @@ class Compare(msgspec.Struct):
     p_at_floor: bool  # p is its procedure's floor (a bootstrap's 2/(R+1)): read "p <= p_value"; never for exact McNemar
     direction: Literal["higher", "lower", "target"] = "higher"  # addition: which way the metric is better
     better: Literal["a", "b"] | None = None  # addition: the result the whole interval favours (docs/api.md)
+    # addition: rubric results graded by two judges: their agreement on the same answers (docs/api.md)
+    judges: JudgesCompared | None = None
 
 
 class Evaluation(msgspec.Struct):

@@ -29,6 +29,7 @@ from api.responses import prepare, respond
 from api.routing import read_only
 from api.service import Service
 from api.tables import Published, Tables, TaskEntry
+from pipelines.kinds.rubric import judges_agreement
 from warehouse.layout import DataDir
 
 DEFAULT_REPLICATES = 2000  # for a task spec without bootstrap settings
@@ -72,7 +73,24 @@ def _compute(data: DataDir, first: Published, second: Published, task: TaskEntry
         value_a=c.value_a, value_b=c.value_b, replicates=c.replicates, seed=c.seed,
         dropped_replicates=c.dropped_replicates, a_only_correct=c.a_only_correct, b_only_correct=c.b_only_correct,
         p_at_floor=c.p_at_floor, direction=direction, better=better(direction, c.ci_low, c.ci_high),
+        judges=_judges(first, second, paths),
     )
+
+
+def _judges(first: Published, second: Published, paths: list) -> schemas.JudgesCompared | None:
+    """Two judges' agreement on the answers both results hold (docs/api.md, "Rubric tasks"): None
+    unless both were graded by judges that differ, on at least one identical answer."""
+    ja, jb = first.record.judge, second.record.judge
+    if ja is None or jb is None or ja == jb:
+        return None
+    agreed = judges_agreement(paths[0], paths[1])
+    if agreed is None:
+        return None
+    return schemas.JudgesCompared(
+        judge_a=ja.model, judge_b=jb.model, n_items=agreed.n_items, n_grades=agreed.n_grades,
+        agreement=agreed.agreement, kappa=agreed.kappa,
+        criteria=[schemas.CriterionAgreement(criterion=c.criterion, n=c.n, agreement=c.agreement, kappa=c.kappa)
+                  for c in agreed.criteria])
 
 
 def better(direction: str, ci_low: float, ci_high: float) -> str | None:
@@ -101,7 +119,9 @@ def handlers() -> list[HTTPRouteHandler]:
         description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
         "`difference` is metric(a) - metric(b) there, with a 95% paired interval and a two-sided p-value from "
         "one procedure, named in `method`, so that the interval excludes 0 exactly when p < 0.05. "
-        + comparison_methods() + " Seed and replicates are the task's own bootstrap settings.",
+        + comparison_methods() + " Seed and replicates are the task's own bootstrap settings. Two results of a "
+        "rubric task graded by different judges also get `judges`: their agreement on the answers both hold, "
+        "overall and per criterion (docs/api.md).",
         body=schemas.Compare,
         errors={
             400: "`invalid_parameter`: a or b missing or not a run id, results of different task versions, "

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from markupsafe import Markup
 
 from api import render, schemas
+from api.judge_checks import judge_warnings
 from api.params import BLANKS
 from api.reporting import interval_lines
 from api.rank_sets import rank_entry
@@ -95,7 +96,7 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
     drawn = reference if reference is not None and scale.contains(reference) else None
     return {"rows": rows, "total": len(ranked), "axis": svg.scale_axis(scale), "chance_line": drawn,
-            "truncated": len(ranked) > len(shown)}
+            "truncated": len(ranked) > len(shown), "judge_warnings": judge_warnings(task.spec, [p for _, p in shown])}
 
 
 def present_model_types(tables: Tables, task: TaskEntry, chosen: str | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""``medbench eval MODEL TASK [--force] [--demo]``: rule one as a command.
+"""``medbench eval MODEL TASK [--force] [--demo] [--judge SLUG]``: rule one as a command.
 
 1. Look the pair up in the API (``--api-url``). A published result is printed and the command
    stops (exit 0): nothing runs, nothing heavy is even imported.
@@ -10,6 +10,9 @@
    then says where the result was published (run id, data directory, DuckDB file). Rule one also
    holds inside the pipeline: a finished run in the data directory is reused, not rerun, unless
    ``--force``.
+
+``--judge SLUG`` (a task graded by a judge model): the pair's stored answers regraded by that judge,
+the answering model not called (``pipelines.cli.regrade``); steps 1-2 look for that judge's result.
 
 The data directory's kind decides demo or real data: ``--demo`` asks for demo data, and a data
 directory that already holds demo results is evaluated on demo data. Exit codes: 0 a result exists
@@ -43,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task", help="slug@version, or slug for the latest version")
     p.add_argument("--force", action="store_true", help="evaluate locally even if a result is published")
     p.add_argument("--demo", action="store_true", help="evaluate on the built-in generated demo data")
+    p.add_argument("--judge", metavar="SLUG", default=None,
+                   help="a task graded by a judge model: regrade MODEL's stored answers with this judge instead "
+                        "(the answering model is not called; pipelines/cli/regrade.py)")
     p.set_defaults(func=run)
 
 
@@ -50,10 +56,11 @@ def run(args: argparse.Namespace) -> int:
     from api.client import ApiClient, NotFound, Unreachable, UsageError
 
     resolved = None
+    judge = {"judge": args.judge} if args.judge else {}
     if not args.force:
         with ApiClient(args.api_url) as client:
             try:
-                body = client.get("/v1/lookup", model=args.model, task=args.task)
+                body = client.get("/v1/lookup", model=args.model, task=args.task, **judge)
             except UsageError as exc:
                 print(f"medbench eval: {exc.message}", file=sys.stderr)
                 return 2
@@ -65,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
                 resolved = _resolve(args)
                 if isinstance(resolved, int):
                     return resolved
+                if args.judge:  # a regrade: the data directory's own run of it is rule one's answer
+                    return _regrade(args, resolved)
                 _, task, model = resolved
                 local = _local_published(args, task, model)
                 if local is not None:
@@ -76,8 +85,21 @@ def run(args: argparse.Namespace) -> int:
             with ApiClient(args.api_url) as client:
                 return _withdrawn(args, client.get(f"/v1/results/{body['withdrawn'][-1]}"))
         if body is not None:
-            say(args, f"not evaluated: no published result for {args.model} on {args.task} at {client.base_url}")
-    return _evaluate(args, resolved)
+            say(args, f"not evaluated: no published result for {args.model} on {args.task}"
+                f"{f' graded by {args.judge}' if args.judge else ''} at {client.base_url}")
+    return _regrade(args, resolved) if args.judge else _evaluate(args, resolved)
+
+
+def _regrade(args: argparse.Namespace, resolved=None) -> int:
+    """Regrade the pair's stored answers with ``--judge`` (``pipelines.cli.regrade``)."""
+    if resolved is None:
+        resolved = _resolve(args)
+    if isinstance(resolved, int):
+        return resolved
+    from pipelines.cli.regrade import regrade
+
+    specs, task, model = resolved
+    return regrade(args, specs, task, model)
 
 
 def _already(args: argparse.Namespace, result: dict[str, Any], source: str) -> int:

@@ -1,14 +1,31 @@
-"""Plain-text leaderboards from the published warehouse (what `medbench demo` prints)."""
+"""Plain-text leaderboards from the published warehouse (what `medbench demo` prints).
+
+A task graded by a judge model prints its own judge's results only, as ``/v1/leaderboard`` shows
+them (``pipelines.kinds.board_judge``): a regrade by another judge (``medbench eval --judge``) is
+published beside them and reached with ``?judge=``, never a second row of the same model here."""
 
 from __future__ import annotations
 
+import msgspec
+
+from pipelines.kinds import board_judge
 from warehouse.layout import DataDir
-from warehouse.read import leaderboard_lines
+from warehouse.read import Catalogue, leaderboard_lines
+
+
+def board_judges(data: DataDir) -> dict[str, str | None]:
+    """task ref -> the judge whose results make its board (None: every result counts)."""
+    catalogue = Catalogue.open(data)
+    return {t.ref: board_judge(t.kind, msgspec.json.decode(t.spec) if t.spec else {}, catalogue.demo)
+            for t in catalogue.tasks}
 
 
 def render_leaderboards(data: DataDir) -> str:
+    judges = board_judges(data)
     out, current = [], None
     for line in leaderboard_lines(data):
+        if judges.get(line.task) is not None and line.judge != judges[line.task]:
+            continue  # another judge's regrade: off the board, as on /v1/leaderboard
         if line.task != current:
             current = line.task
             out.append(f"\n{line.task}{' (DEMO DATA)' if line.demo else ''}")

@@ -10,7 +10,8 @@
   items-only one (``ci_low_items_only``, ``ci_high_items_only``); ``judge_agreement``.
 - Pairing (``/v1/compare``, the baseline difference): the same items drawn for both results per
   replicate, the difference of their mean scores; its percentile interval, the p-value inverting it.
-  Two judges' results on the same answers compare the same way (docs/adding-a-task.md, "The rubric kind").
+  Two judges' results on the same answers compare the same way (docs/adding-a-task.md, "The rubric kind"),
+  and ``judges_agreement`` says how often their majority verdicts agree, criterion by criterion.
 - Rank intervals: the same draws for every result of a block (``replicate_rank_intervals``).
 - Resampling unit: items (a family of this kind declares no cluster column).
 """
@@ -18,14 +19,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipelines.core.figures import Axis, Figure, Interval
 from pipelines.core.kind import BaselineDifference, Columns, Comparison, ComparisonError, RankBlock
 from pipelines.stats.ranks import replicate_rank_intervals
+from pipelines.stats.rubric import cohens_kappa
 
 METHOD = "paired bootstrap over items; percentile interval, p-value from inverting it"
 
@@ -62,6 +67,68 @@ def paired_scores(a: np.ndarray, b: np.ndarray, replicates: int, seed: int) -> C
                       p_at_floor=floor, method=f"{METHOD} ({replicates} replicates, seed {seed})",
                       replicates=replicates, seed=seed, dropped_replicates=0, a_only_correct=None,
                       b_only_correct=None)
+
+
+@dataclass(frozen=True)
+class CriterionAgreement:
+    """Two judges on one criterion id: over how many graded answers, the share of equal majority
+    verdicts and Cohen's kappa."""
+
+    criterion: str
+    n: int
+    agreement: float
+    kappa: float
+
+
+@dataclass(frozen=True)
+class JudgesAgreement:
+    """Two judges' majority verdicts on the same answers: items whose answer text is the same in both
+    results, graded (item, criterion) pairs, overall agreement and kappa, and per criterion id."""
+
+    n_items: int
+    n_grades: int
+    agreement: float
+    kappa: float
+    criteria: list[CriterionAgreement]
+
+
+def _verdicts(row: Mapping[str, Any]) -> dict[str, bool]:
+    """criterion id -> the judge's majority verdict over its samples (more than half met; a tie: not met)."""
+    votes: dict[str, list[bool]] = {}
+    for c, m in zip(row["criterion_id"] or [], row["met"] or []):
+        votes.setdefault(c, []).append(bool(m))
+    return {c: sum(v) * 2 > len(v) for c, v in votes.items()}
+
+
+def judges_agreement(path_a: Path | str, path_b: Path | str) -> JudgesAgreement | None:
+    """How two judges' results agree on the answers they share (same instance_id and the same answer
+    text): None where they share none (results of two answering models, say)."""
+    columns = ["instance_id", "answer", "criterion_id", "met"]
+    a = {r["instance_id"]: r for r in pq.read_table(path_a, columns=columns).to_pylist()}
+    pairs: dict[str, list[tuple[bool, bool]]] = {}
+    n_items = 0
+    for rb in pq.read_table(path_b, columns=columns).to_pylist():
+        ra = a.get(rb["instance_id"])
+        if ra is None or ra["answer"] != rb["answer"]:
+            continue
+        va, vb = _verdicts(ra), _verdicts(rb)
+        shared = sorted(va.keys() & vb.keys())
+        if not shared:
+            continue
+        n_items += 1
+        for c in shared:
+            pairs.setdefault(c, []).append((va[c], vb[c]))
+    if n_items == 0:
+        return None
+
+    def stats(v: list[tuple[bool, bool]]) -> tuple[float, float]:
+        x = np.array(v, dtype=bool)
+        return float((x[:, 0] == x[:, 1]).mean()), float(cohens_kappa(x[:, 0], x[:, 1]))
+
+    every = [p for c in sorted(pairs) for p in pairs[c]]
+    agreement, kappa = stats(every)
+    criteria = [CriterionAgreement(c, len(pairs[c]), *stats(pairs[c])) for c in sorted(pairs)]
+    return JudgesAgreement(n_items, len(every), agreement, kappa, criteria)
 
 
 class Rubric:
