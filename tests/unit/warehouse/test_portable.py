@@ -109,6 +109,12 @@ def test_the_rubric_kind_is_one_row_per_grade_with_the_answer_on_each(tmp_path: 
                        "FROM predictions_rubric ORDER BY criterion_id DESC, judge_sample").fetchall()
     assert rows == [("q1", "gold", 0, True, "names PCI", "PCI now"), ("q1", "gold", 1, False, "vague", "PCI now"),
                     ("q1", "avoid-A", 0, False, "no", "PCI now"), ("q1", "avoid-A", 1, False, "no", "PCI now")]
+    # the predictions view keeps one row per item: the per-grade columns stay in predictions_rubric
+    view = con.execute("SELECT run_id, instance_id, answer FROM predictions WHERE run_id = 'cccccccccccc'").fetchall()
+    assert view == [("cccccccccccc", "q1", "PCI now")]
+    view_columns = {c for c, in con.execute("SELECT column_name FROM information_schema.columns "
+                                            "WHERE table_name = 'predictions'").fetchall()}
+    assert not view_columns & set(Rubric.sql_unnest), view_columns
     empty = duckdb.connect()
     create_prediction_tables(empty, DataDir(tmp_path / "none"), [], tasks, [Rubric.schema, Rubric.schema], columns,
                              {"rubric": Rubric.sql_unnest})
