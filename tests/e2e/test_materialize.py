@@ -64,7 +64,7 @@ def test_second_run_reuses_everything(demo_data):
 
     from pipelines.dagster.inputs_state import shown_versions
 
-    reused = {key: rid for key, (status, rid) in got.items() if status == "reused" and key.startswith("clinicalqa")}
+    reused = {key: rid for key, (status, rid) in got.items() if status == "reused" and key.startswith("clinicalqa@")}
     with dg.DagsterInstance.from_config(str(demo_data / "dagster")) as instance:
         shown = shown_versions(instance, dg.AssetKey("clinicalqa_metrics"), list(reused))
     assert shown == reused  # the UI shows each reused partition with its run id
