@@ -49,12 +49,14 @@ def lookup(tables: Tables, model: str | None, task: str | None, base: str, judge
 
 def judged(tables: Tables, entry: TaskEntry, judge: str | None) -> dict[tuple, Published] | None:
     """(model slug, task ref) -> the current result graded by ``judge`` on ``entry``; None: ``judge``
-    not given, or the task's own judge (the tables' maps answer)."""
+    not given, or the task's own judge (the tables' maps answer). On a task no judge grades, no
+    result is graded by ``judge``: {} (an empty board, ``not_evaluated``), as ``?tier=`` with no match
+    gives ``rows: []`` rather than refusing a well-formed request."""
     if judge is None or not judge.strip(BLANKS):
         return None
     judge = judge.strip(BLANKS)
     if entry.ref not in tables.board_judges or tables.board_judges[entry.ref] is None:
-        raise invalid_parameter(f"query parameter 'judge': task {entry.ref} is not graded by a judge model")
+        return {}
     if judge == tables.board_judges[entry.ref]:
         return None
     return current_results([p for p in tables.results.values() if p.record.task == entry.ref and by_judge(p, judge)])

@@ -6,35 +6,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-from pathlib import Path
 
 import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
-from support.api_data import catalog
-from warehouse.keys import KEY_ENV, load_key
+from support.api_data import ORIGIN, catalog, log_everything
 from warehouse.layout import DataDir
 from warehouse.releases import read_releases
 from warehouse.tlog.checkpoint import verify_checkpoint
-from warehouse.tlog.entries import record_sha256, release_entry, result_entry
+from warehouse.tlog.entries import record_sha256
 from warehouse.tlog.merkle import verify_consistency, verify_inclusion
-from warehouse.tlog.publisher import append
-from warehouse.tlog.signer import from_signing_key
 from warehouse.tlog.store import LogStore
-
-ORIGIN = "medbench.test/log"
-
-
-def log_everything(root: Path, kept: Path, results=None) -> None:
-    """What the publisher will do at each publish: every result and release as an entry, signed."""
-    data = DataDir(root)
-    records = results if results is not None else catalog(data).results
-    entries = [result_entry(r.run_id, record_sha256(r)) for r in records]
-    entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(data)]
-    append(LogStore.of_data(root), entries, from_signing_key(load_key(Path(os.environ[KEY_ENV]))), ORIGIN, kept)
-
 
 def test_log_routes_answer_503_until_a_log_exists(own_data) -> None:
     root, _ = own_data

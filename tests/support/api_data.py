@@ -197,6 +197,28 @@ def publish_signed(data: DataDir, with_late_run: bool = False, now: dt.datetime 
     return publish(data, cat, now=now, sign=sign)
 
 
+ORIGIN = "medbench.test/log"  # the fixture log's checkpoint origin
+
+
+def log_everything(root: Path, kept: Path, results=None) -> None:
+    """What the publisher does at each publish (docs/transparency-log.md): every result and release of
+    the published fixture as a log entry, with a signed checkpoint (``kept``: the publisher's copy)."""
+    import os
+
+    from warehouse.keys import KEY_ENV, load_key
+    from warehouse.releases import read_releases
+    from warehouse.tlog.entries import record_sha256, release_entry, result_entry
+    from warehouse.tlog.publisher import append
+    from warehouse.tlog.signer import from_signing_key
+    from warehouse.tlog.store import LogStore
+
+    data = DataDir(root)
+    records = results if results is not None else catalog(data).results
+    entries = [result_entry(r.run_id, record_sha256(r)) for r in records]
+    entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(data)]
+    append(LogStore.of_data(root), entries, from_signing_key(load_key(Path(os.environ[KEY_ENV]))), ORIGIN, kept)
+
+
 def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | None = None) -> str:
     """Publish the fixture catalog, signed."""
     return publish_signed(DataDir(root), with_late_run, now or dt.datetime(2026, 10, 29, 12, tzinfo=UTC))[0]
