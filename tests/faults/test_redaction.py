@@ -48,13 +48,14 @@ backend = "openai"
 tasks = ["clinicalqa@0"]
 
 [settings]
-base_url = "{base_url}?accessToken={query_token}"
+base_url = "{base_url}"
 api_key_env = "LEAKY_KEY"
 concurrency = 4
 
 [settings.extra_body]
 {probes}
 callback = "https://bob:{userinfo_pw}@cb.example/hook"
+webhook = "https://cb.example/hook?accessToken={query_token}"
 list = ["{in_list}", 3]
 
 [settings.extra_body.headers]
@@ -127,7 +128,8 @@ def test_no_secret_in_the_settings_is_published_anywhere(tmp_path: Path) -> None
     assert {key: shown["extra_body"][key] for key in SECRETS} == {key: "<redacted>" for key in SECRETS}
     assert shown["extra_body"]["headers"] == {"Authorization": "<redacted>", "nested": {"deep": "<redacted>"}}
     assert shown["extra_body"]["list"] == ["<redacted>", "<redacted>"]
-    assert shown["base_url"] == f"{server.base_url}?accessToken=<redacted>"
+    # a query in base_url is a spec error since issue 35: the query token stands in a free-form URL
+    assert shown["base_url"] == server.base_url and shown["extra_body"]["webhook"] == "<redacted>"
     assert (shown["api_key_env"], shown["concurrency"], shown["model"]) == ("LEAKY_KEY", 4, None)
     with duckdb.connect(str(layout.duckdb_link), read_only=True) as con:
         spec = json.loads(con.execute("SELECT spec FROM models WHERE slug = 'acme/leaky'").fetchone()[0])
