@@ -146,7 +146,9 @@ def log_synthetic(data: DataDir, catalog: Catalog) -> None:
     """The transparency log of the synthetic warehouse, as a publish writes it (every result and
     release an entry, one signed checkpoint), so the proof routes can be measured
     (docs/transparency-log.md). Signed with a throwaway key; the kept checkpoint lies beside the
-    data directory."""
+    data directory, one per directory (``<name>.log-checkpoint``): a run builds several (the small
+    board and the larger one of ``--results``) in one scratch folder, and a shared copy would make the
+    second's new, empty log look truncated."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from warehouse.releases import read_releases
@@ -158,4 +160,4 @@ def log_synthetic(data: DataDir, catalog: Catalog) -> None:
     entries = [result_entry(r.run_id, record_sha256(r)) for r in catalog.results]
     entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(data)]
     append(LogStore.of_data(data.root), entries, Ed25519NoteSigner(Ed25519PrivateKey.generate()), "medbench.bench/log",
-           data.root.parent / "bench-log.checkpoint")
+           data.root.parent / f"{data.root.name}.log-checkpoint")
