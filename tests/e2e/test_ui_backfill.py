@@ -29,8 +29,9 @@ from warehouse.layout import DataDir
 pytestmark = pytest.mark.slow
 WORK = "vitaldb-ioh@0|medbench/neg-last-map"
 VLLM = "clinicalqa@0|google/medgemma-27b-text-it"
-# Columns that differ between two evaluations of the same run id (when and how long), nothing else.
-VOLATILE = {"results": {"eval_date", "created_at", "record"}}
+# Columns that differ between two evaluations of the same run id (when and how long), nothing else. The
+# signature signs the whole record with its signed_at (warehouse.signing), so it differs with them.
+VOLATILE = {"results": {"eval_date", "created_at", "record", "signature"}}
 TABLES = ["results", "metrics", "leaderboard_ranks", "baseline_comparisons", "models", "tasks", "datasets",
           "predictions"]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from litestar.testing import TestClient
 
@@ -43,7 +44,9 @@ def test_a_plain_run_republishes_what_a_failed_publish_after_force_left_behind(t
     forced = run_medbench("materialize", *SELECTION, "--force", data=data.root, check=False)
     assert forced.returncode == 1 and "publish failed" in forced.stdout, forced.stdout + forced.stderr
     lock.rmdir()
-    stored = decode_record(data.result_path(run_id).read_bytes())
+    # the record as published: result.json less generation_key, which is kept for the pipeline and
+    # published nowhere (warehouse.signing.NOT_PUBLISHED)
+    stored = msgspec.structs.replace(decode_record(data.result_path(run_id).read_bytes()), generation_key=None)
     assert read_pointer(data) == before
     assert result_by_id(data, run_id).record != stored  # the precondition: the warehouse is behind
 
