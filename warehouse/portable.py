@@ -121,8 +121,9 @@ def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, resu
             con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {t}' for n, t in cols.items())})")
     # A kind whose table unnests per-grade lists (one row per grade) joins the view with one row per
     # item: its per-grade columns stay in its own table, so the view keeps one row per (run, instance).
-    per_grade = {table_name(kind): [c for c in unnest.get(kind, ())] for kind in typed}
-    shapes = {table: {c: t for c, t in _columns(con, table).items() if c not in per_grade.get(table, ())}
+    per_grade = {table_name(kind): unnest.get(kind, ()) for kind in typed}
+    columns = {table: _columns(con, table) for table in tables}
+    shapes = {table: {c: t for c, t in columns[table].items() if c not in per_grade.get(table, ())}
               for table in tables}
     types: dict[str, set[str]] = {}
     for cols in shapes.values():
@@ -132,7 +133,7 @@ def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, resu
     selects = []
     for table, cols in shapes.items():
         casts = [f"CAST({c} AS VARCHAR) AS {c}" for c in cols if c in mixed and cols[c] != "VARCHAR"]
-        dropped = [c for c in per_grade.get(table, ()) if c in _columns(con, table)]
+        dropped = [c for c in per_grade.get(table, ()) if c in columns[table]]
         if dropped:
             selects.append(f"SELECT DISTINCT ON (run_id, instance_id) * EXCLUDE ({', '.join(dropped)})"
                            f"{f' REPLACE ({chr(44).join(casts)})' if casts else ''} FROM {table}")
