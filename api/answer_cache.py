@@ -35,7 +35,10 @@ cache, and a replay never mixes versions. Keys are bounded too: a long query str
 and the origin in a key is bounded as the links' is (a long or odd Host gives the server's address).
 A proof is made from the transparency log's files, which change apart from the version: it is kept
 with their state (sizes, mtimes, inodes) taken before the app read them, and replayed only while
-they are unchanged, so that a log edited on disk answers ``log_unavailable`` at once.
+they are unchanged, so that a log edited on disk answers ``log_unavailable``. The state is looked at
+again at most once per the store's poll interval (``TableStore.poll_s``, 0.25 s), the same delay
+within which a new warehouse version is seen: three ``stat`` calls on every replay cost the proof
+route a quarter of its throughput (``bench/api_load``, docs/benchmarks.md).
 A first HEAD is asked of the app as a GET, to learn the body its headers describe,
 except on the lookup, whose GET counts a reuse (the HEAD then goes through as itself).
 
@@ -45,7 +48,9 @@ counts one (a 304 revalidation too; HEAD never), through the same ``Service.repl
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -86,7 +91,19 @@ def _evaluated(body: bytes) -> bool:
 
 
 def _fresh(service: Service, stamp: Callable[[Service], object], kept: object) -> Callable[[], bool]:
-    return lambda: stamp(service) == kept
+    """Whether the files are still as ``kept``, looked at again at most once per poll interval; once
+    changed, always False (the entry is replaced by the app's next answer)."""
+    poll_s = getattr(service.store, "poll_s", 0.0)
+    checked = {"until": -math.inf, "fresh": True}
+
+    def fresh() -> bool:
+        now = time.monotonic()
+        if now >= checked["until"] and checked["fresh"]:
+            checked["fresh"] = stamp(service) == kept
+            checked["until"] = now + poll_s
+        return checked["fresh"]
+
+    return fresh
 
 
 @dataclass(frozen=True)
