@@ -87,7 +87,10 @@ class IntervalsSpec(_Spec):
     bootstrap over items, or by the Wilson score interval (honest at 0/n and n/n);
     ``prevalence``: the cluster-bootstrap prevalence interval over the replicates that hold both
     classes only, or over all replicates (prevalence is defined in one-class replicates too);
-    ``cluster`` and ``min_clusters``: see docs/statistics.md, "Intervals with few subjects".
+    ``cluster`` and ``min_clusters``: see docs/statistics.md, "Intervals with few subjects";
+    ``recalibration``: the validation recalibration map and alarm thresholds of a score task held
+    fixed in every bootstrap replicate, or refit in each on its resampled validation subjects
+    (docs/statistics.md, "Fair calibration and thresholds from validation").
     """
 
     proportion: Literal["bootstrap-percentile", "wilson"] = "bootstrap-percentile"
@@ -97,6 +100,7 @@ class IntervalsSpec(_Spec):
     cluster: Literal["percentile", "expanded-percentile"] = "percentile"
     # subgroups with fewer clusters than this publish counts only (0: no minimum)
     min_clusters: int = 0
+    recalibration: Literal["fixed", "per-replicate"] = "fixed"
 
 
 class TaskSpec(_Spec):

@@ -64,9 +64,36 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
     return out
 
 
+def fit_logistic_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray, offset: bool = False) -> np.ndarray:
+    """``fit_logistic`` with a regressor of its own in every fit: ``x`` and ``w`` are both [R, n]
+    (row r fits ``y`` on ``x[r]`` with weights ``w[r]``), e.g. the logits of probabilities that a
+    recalibration map refit in each bootstrap replicate gives (``pipelines.stats.refit``). Same
+    model, Newton steps and NaN rules as ``fit_logistic``; each fit starts at a = 0 (offset) or at the
+    identity map a = 0, b = 1, near which the logits of recalibrated probabilities lie."""
+    x, w = np.atleast_2d(np.asarray(x, dtype=np.float64)), np.atleast_2d(np.asarray(w, dtype=np.float64))
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    out = np.empty((len(w), 1 if offset else 2))
+    batch = max(1, _BATCH_ELEMENTS // max(x.shape[1], 1))
+    for r0 in range(0, len(w), batch):
+        rows, xs = w[r0:r0 + batch], x[r0:r0 + batch]
+        out[r0:r0 + len(rows)] = _fit_intercept(xs, y, rows) if offset else _fit_line(xs, y, rows)
+    return out
+
+
+def _rows(x: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """The regressor of the active fits: one shared 1-d ``x``, or each fit's own row of a 2-d one."""
+    return x[None, :] if x.ndim == 1 else x[active]
+
+
+def _dot(m: np.ndarray, z: np.ndarray, active: np.ndarray) -> np.ndarray:
+    return m @ z if z.ndim == 1 else (m * z[active]).sum(axis=1)
+
+
 def _fit_intercept(x, y, w) -> np.ndarray:
     # start every replicate at the unweighted fit: replicates are near it, so Newton needs few steps
-    a = np.full(len(w), _newton_intercept(x, y, np.ones((1, len(x))), np.zeros(1))[0][0])
+    # (each fit's own regressor: at 0, the start of a calibrated model's intercept)
+    a = np.full(len(w), _newton_intercept(x, y, np.ones((1, len(x))), np.zeros(1))[0][0]) if x.ndim == 1 \
+        else np.zeros(len(w))
     a, failed = _newton_intercept(x, y, w, a)
     return _undefined(a[:, None], w, y, failed)
 
@@ -76,7 +103,7 @@ def _newton_intercept(x, y, w, a) -> tuple[np.ndarray, np.ndarray]:
     active = np.arange(len(w))
     for _ in range(_ITERATIONS):
         wa = w[active]
-        p = sigmoid(a[active, None] + x[None, :])
+        p = sigmoid(a[active, None] + _rows(x, active))
         grad = (wa * (y - p)).sum(axis=1)
         hess = (wa * p * (1 - p)).sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -89,6 +116,16 @@ def _newton_intercept(x, y, w, a) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fit_line(x, y, w) -> np.ndarray:
+    if x.ndim == 2:  # each fit its own regressor, standardised row by row, Newton from the identity
+        mu, sd = x.mean(axis=1), x.std(axis=1)  # map a = 0, b = 1 (the rows are logits near calibration)
+        sd = np.where(sd > 0, sd, 1.0)
+        z = (x - mu[:, None]) / sd[:, None]
+        beta, failed = _newton_line(z, y, w, np.stack([mu, sd], axis=1))
+        if failed.any():  # far from the identity Newton can overshoot: those fits again from 0
+            again = np.flatnonzero(failed)
+            beta[again], failed[again] = _newton_line(z[again], y, w[again], np.zeros((len(again), 2)))
+        b = beta[:, 1] / sd
+        return _undefined(np.stack([beta[:, 0] - b * mu, b], axis=1), w, y, failed)
     mu, sd = x.mean(), x.std()
     sd = sd if sd > 0 else 1.0
     z = (x - mu) / sd
@@ -104,10 +141,10 @@ def _newton_line(z, y, w, beta) -> tuple[np.ndarray, np.ndarray]:
     active = np.arange(len(w))
     for _ in range(_ITERATIONS):
         wa = w[active]
-        p = sigmoid(beta[active, :1] + beta[active, 1:] * z[None, :])
+        p = sigmoid(beta[active, :1] + beta[active, 1:] * _rows(z, active))
         r, v = wa * (y - p), wa * p * (1 - p)
-        g0, g1 = r.sum(axis=1), r @ z
-        h00, h01, h11 = v.sum(axis=1), v @ z, v @ (z * z)
+        g0, g1 = r.sum(axis=1), _dot(r, z, active)
+        h00, h01, h11 = v.sum(axis=1), _dot(v, z, active), _dot(v, z * z, active)
         det = h00 * h11 - h01 * h01
         with np.errstate(invalid="ignore", divide="ignore"):
             s0 = np.where(det > 0, (h11 * g0 - h01 * g1) / det, np.nan)

@@ -18,6 +18,7 @@ import numpy as np
 from pipelines.stats.calibration import brier, calibration_intercept, calibration_slope, quantile_bins
 from pipelines.stats.decision import (alarm_rate_confusion, cluster_confusion, net_benefit, rates, treat_all)
 from pipelines.stats.intervals import percentile_interval
+from pipelines.stats.refit import ReplicateFits, alarm_confusion, recalibrated_replicates
 
 _BATCH_ELEMENTS = 4_000_000
 DECISION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 61))  # thresholds the decision curve draws
@@ -58,7 +59,7 @@ def alarm_name(metric: str, r: float) -> str:
 
 def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rates=(), scores=None,
                     curves: bool = True, n_bins: int = 10, alpha: float = 0.05, decision_p=None,
-                    alarm_thresholds: dict | None = None) -> ClinicalReport:
+                    alarm_thresholds: dict | None = None, refit: ReplicateFits | None = None) -> ClinicalReport:
     """The report for probabilities ``p`` (scores for alarm rates default to ``p``) and labels ``y``.
 
     ``clusters`` is each window's index 0..C-1 into the columns of ``counts`` [R, C]; ``alpha`` is
@@ -69,6 +70,11 @@ def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rat
     ``alarm_thresholds`` ({rate: score threshold} chosen on validation): each alarm rate's operating
     point at that fixed threshold, with ``alarm_rate[alarm=r]``, the rate achieved on these windows;
     without it the threshold is found in each replicate (the method of results before).
+    ``refit`` (``pipelines.stats.refit``, rows aligned with ``counts``): the replicates of every
+    metric that reads ``decision_p`` (and, where ``refit.maps_p``, of those that read ``p``) come from
+    the map each replicate refit on its resampled validation subjects, and each alarm rate's from
+    the threshold it re-chose there; the point estimates stay those of ``decision_p`` and
+    ``alarm_thresholds``. Without it they are conditional on the map and thresholds as fitted.
     """
     p = np.asarray(p, dtype=np.float64)
     q = p if decision_p is None else np.asarray(decision_p, dtype=np.float64)
@@ -79,34 +85,47 @@ def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rat
     sizes = np.bincount(c, minlength=n_clusters).astype(np.float64)
     sq = np.bincount(c, weights=(p - y) ** 2, minlength=n_clusters)
     m = counts.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        brier_reps = (m @ sq) / (m @ sizes)
+    refits = recalibrated_replicates(refit, y, c, counts, thresholds) if refit is not None else None
+    if refits is not None and refit.maps_p:
+        brier_reps, intercept_reps, slope_reps = (refits[k] for k in ("brier", "calibration_intercept",
+                                                                         "calibration_slope"))
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            brier_reps = (m @ sq) / (m @ sizes)
+        intercept_reps = _per_replicate(calibration_intercept, p, y, c, counts)
+        slope_reps = _per_replicate(calibration_slope, p, y, c, counts)
     rows = [
         _row("brier", brier(p, y), brier_reps, direction="lower", alpha=alpha),
-        _row("calibration_intercept", calibration_intercept(p, y)[0], _per_replicate(calibration_intercept, p, y, c, counts),
+        _row("calibration_intercept", calibration_intercept(p, y)[0], intercept_reps,
              direction="target", target=0.0, alpha=alpha),
-        _row("calibration_slope", calibration_slope(p, y)[0], _per_replicate(calibration_slope, p, y, c, counts),
-             direction="target", target=1.0, alpha=alpha),
+        _row("calibration_slope", calibration_slope(p, y)[0], slope_reps, direction="target", target=1.0, alpha=alpha),
     ]
     if decision_p is not None:
-        sq_q = np.bincount(c, weights=(q - y) ** 2, minlength=n_clusters)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rows.append(_row("brier_recalibrated", brier(q, y), (m @ sq_q) / (m @ sizes), direction="lower", alpha=alpha))
+        if refits is not None:
+            q_brier, q_intercept, q_slope = (refits[k] for k in ("brier", "calibration_intercept", "calibration_slope"))
+        else:
+            sq_q = np.bincount(c, weights=(q - y) ** 2, minlength=n_clusters)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                q_brier = (m @ sq_q) / (m @ sizes)
+            q_intercept = _per_replicate(calibration_intercept, q, y, c, counts)
+            q_slope = _per_replicate(calibration_slope, q, y, c, counts)
         rows += [
-            _row("calibration_intercept_recalibrated", calibration_intercept(q, y)[0],
-                 _per_replicate(calibration_intercept, q, y, c, counts), direction="target", target=0.0, alpha=alpha),
-            _row("calibration_slope_recalibrated", calibration_slope(q, y)[0],
-                 _per_replicate(calibration_slope, q, y, c, counts), direction="target", target=1.0, alpha=alpha),
+            _row("brier_recalibrated", brier(q, y), q_brier, direction="lower", alpha=alpha),
+            _row("calibration_intercept_recalibrated", calibration_intercept(q, y)[0], q_intercept,
+                 direction="target", target=0.0, alpha=alpha),
+            _row("calibration_slope_recalibrated", calibration_slope(q, y)[0], q_slope,
+                 direction="target", target=1.0, alpha=alpha),
         ]
     positives = np.bincount(c, weights=y, minlength=n_clusters)
     with np.errstate(invalid="ignore", divide="ignore"):
         prevalence_reps = (m @ positives) / (m @ sizes)
     for t in thresholds:
         conf = cluster_confusion(q, y, c, n_clusters, t)
-        point, reps = rates(conf.sum(axis=1)), rates(conf @ m.T)
+        rep_conf = refits["confusion"][t] if refits is not None else conf @ m.T
+        point, reps = rates(conf.sum(axis=1)), rates(rep_conf)
         for name in ("sensitivity", "specificity", "ppv", "npv"):
             rows.append(_row(threshold_name(name, t), point[name], reps[name], alpha))
-        rows.append(_row(threshold_name("net_benefit", t), net_benefit(conf.sum(axis=1), t), net_benefit(conf @ m.T, t), alpha))
+        rows.append(_row(threshold_name("net_benefit", t), net_benefit(conf.sum(axis=1), t), net_benefit(rep_conf, t), alpha))
         rows.append(_row(threshold_name("net_benefit_treat_all", t), treat_all(y.mean(), t),
                          treat_all(prevalence_reps, t), alpha))
     ones = np.ones((1, n_clusters), dtype=np.int64)
@@ -114,7 +133,9 @@ def clinical_report(p, y, clusters, counts: np.ndarray, thresholds=(), alarm_rat
         fixed = (alarm_thresholds or {}).get(r)
         if fixed is not None:  # the validation split's threshold, applied to these windows
             conf = cluster_confusion(s, y, c, n_clusters, fixed)
-            point_conf, rep_conf = conf.sum(axis=1), conf @ m.T
+            point_conf = conf.sum(axis=1)
+            rep_conf = (alarm_confusion(refit, r, y, c, counts) if refit is not None and float(r) in refit.thresholds
+                        else conf @ m.T)
             with np.errstate(invalid="ignore", divide="ignore"):
                 achieved = (rep_conf[0] + rep_conf[1]) / rep_conf.sum(axis=0)
             rows.append(_row(alarm_name("alarm_rate", r), (point_conf[0] + point_conf[1]) / point_conf.sum(), achieved,

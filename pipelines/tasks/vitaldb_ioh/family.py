@@ -31,7 +31,7 @@ from pipelines.tasks.base import (
 )
 from pipelines.tasks.vitaldb_ioh.grid import check_settings
 from pipelines.tasks.vitaldb_ioh.instances import build_windows, flow_path, flow_steps, read_windows
-from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
+from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata, validation_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 
@@ -75,12 +75,15 @@ def _public_windows(task: TaskSpec, instances: Path, split: str) -> list[dict[st
             for iid, row in zip(meta["instance_id"].to_list(), inputs)]
 
 
-def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=()):
+def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=(), val_subjects: np.ndarray | None = None):
     """The ``FitAndScore.finish`` of this family: a scorer whose score is no probability (a rule) is
     mapped to one by a logistic recalibration fitted on the validation split only; a probabilistic
     scorer gets the same recalibration of logit p, for the recalibrated twins of its calibration
     metrics; and each alarm rate's score threshold is chosen on the validation windows. All of it is
-    stored in the predictions' metadata (``reporting.probability_metadata``) and the result's config."""
+    stored in the predictions' metadata (``reporting.probability_metadata``) and the result's config,
+    and, given ``val_subjects``, the validation windows themselves (score, label, subject:
+    ``reporting.validation_metadata``), for scoring to refit the map and thresholds in every
+    bootstrap replicate on resampled validation subjects."""
 
     def finish(val_scores: np.ndarray, probabilistic: bool, log: Log) -> tuple[dict[bytes, bytes], dict[str, Any]]:
         recalibration = validation = None
@@ -104,7 +107,10 @@ def probabilities(partition_key: str, val_labels: np.ndarray, alarm_rates=()):
                                     "recalibration": recalibration.as_dict() if recalibration else None,
                                     "validation_recalibration": validation.as_dict() if validation else None,
                                     "alarm_thresholds": {f"{r:g}": t for r, t in thresholds.items()}}}
-        return probability_metadata(probabilistic, recalibration, validation, thresholds), config
+        metadata = probability_metadata(probabilistic, recalibration, validation, thresholds)
+        if val_subjects is not None:
+            metadata.update(validation_metadata(val_scores, val_labels, val_subjects))
+        return metadata, config
 
     return finish
 
@@ -191,7 +197,7 @@ class VitalDbIoh(TaskFamily):
             test=test_x, step_seconds=ev.task.settings.bin_seconds, table=table, seed=seed,
             config={"fit_seed": seed, "fit_seed_from": seed_from},
             finish=probabilities(ev.partition_key, val_meta["label"].to_numpy(),
-                                 ev.task.settings.reporting.alarm_rates),
+                                 ev.task.settings.reporting.alarm_rates, val_meta["subjectid"].to_numpy()),
         )
 
     def score(self, task: TaskSpec, predictions: pa.Table, instances: Path) -> ScoreSummary:

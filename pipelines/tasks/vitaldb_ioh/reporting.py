@@ -8,6 +8,11 @@ the predictions it applies to, in the Parquet file's key-value metadata under
 ``medbench.probabilities`` (the file's columns are pinned, and the test windows alone cannot
 refit it), and in the result's ``config.probabilities``.
 
+The validation windows the map and the alarm thresholds were fitted on (each window's score, label
+and subject) travel the same way, under ``medbench.validation`` (an Arrow IPC stream, base64), so
+that scoring can refit both in every bootstrap replicate on resampled validation subjects
+(``replicate_fits``; docs/statistics.md, "Fair calibration and thresholds from validation").
+
 Subgroups use the same bootstrap replicates as everything else (the columns of their own subjects
 in the replicate counts), all of a subgroup's intervals the same subset of them (those holding both
 classes in it), and a subgroup with fewer than ``MIN_SUBJECTS`` subjects says so; below the task's
@@ -16,6 +21,7 @@ classes in it), and a subgroup with fewer than ``MIN_SUBJECTS`` subjects says so
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -25,8 +31,11 @@ from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs
 from pipelines.stats.calibration import Recalibration
 from pipelines.stats.clinical import MetricRow, clinical_report
 from pipelines.stats.intervals import level, percentile_interval
+from pipelines.stats.refit import ReplicateFits, refit, validation_counts
 
 PROBABILITIES_KEY = b"medbench.probabilities"
+VALIDATION_KEY = b"medbench.validation"
+VALIDATION_SCHEMA = pa.schema([("score", pa.float64()), ("label", pa.int8()), ("subjectid", pa.int32())])
 MIN_SUBJECTS = 30
 RECALIBRATED = "; probabilities by logistic recalibration fitted on the validation split"
 
@@ -58,9 +67,51 @@ def validation_fits(predictions: pa.Table) -> tuple[np.ndarray | None, dict[floa
     if body.get("recalibration"):
         return Recalibration.from_dict(body["recalibration"]).apply(predictions.column("score").to_numpy()), fixed
     if body.get("validation_recalibration"):
-        p = np.clip(predictions.column("score").to_numpy().astype(np.float64), 1e-12, 1 - 1e-12)
-        return Recalibration.from_dict(body["validation_recalibration"]).apply(np.log(p / (1 - p))), fixed
+        return Recalibration.from_dict(body["validation_recalibration"]).apply(_logit(predictions.column("score").to_numpy())), fixed
     return None, fixed
+
+
+def validation_metadata(scores, labels, subjects) -> dict[bytes, bytes]:
+    """The validation windows' scores, labels and subjects as the predictions' metadata (never columns:
+    the predictions file's columns are the test windows', pinned)."""
+    table = pa.table({"score": np.asarray(scores, dtype=np.float64), "label": np.asarray(labels).astype(np.int8),
+                      "subjectid": np.asarray(subjects).astype(np.int32)}, schema=VALIDATION_SCHEMA)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, VALIDATION_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table)
+    return {VALIDATION_KEY: base64.b64encode(sink.getvalue().to_pybytes())}
+
+
+def validation_windows(predictions: pa.Table) -> pa.Table | None:
+    """The validation windows stored with the predictions, or None (predictions made before they were)."""
+    raw = (predictions.schema.metadata or {}).get(VALIDATION_KEY)
+    if raw is None:
+        return None
+    return pa.ipc.open_stream(base64.b64decode(raw)).read_all()
+
+
+def _logit(scores) -> np.ndarray:
+    """logit p as the validation map of a probabilistic scorer reads it (``family.probabilities``)."""
+    p = np.clip(np.asarray(scores, dtype=np.float64), 1e-12, 1 - 1e-12)
+    return np.log(p / (1 - p))
+
+
+def replicate_fits(predictions: pa.Table, replicates: int, seed: int) -> ReplicateFits | None:
+    """The recalibration map and alarm thresholds refit in each of ``replicates`` replicates on its
+    resampled validation subjects (draws ``refit.validation_counts(.., seed)``), for the test windows
+    of ``predictions``; None where the predictions carry no validation windows or no validation map."""
+    val = validation_windows(predictions)
+    body = json.loads((predictions.schema.metadata or {}).get(PROBABILITIES_KEY, b"{}"))
+    rule = bool(body.get("recalibration"))
+    if val is None or not (rule or body.get("validation_recalibration")):
+        return None
+    s_val = val.column("score").to_numpy().astype(np.float64)
+    s_test = predictions.column("score").to_numpy().astype(np.float64)
+    ids, clusters = np.unique(val.column("subjectid").to_numpy(), return_inverse=True)
+    rates = [float(r) for r in (body.get("alarm_thresholds") or {})]
+    return refit(s_val if rule else _logit(s_val), val.column("label").to_numpy(), s_val, clusters,
+                 validation_counts(len(ids), replicates, seed), s_test if rule else _logit(s_test), s_test,
+                 alarm_rates=rates, maps_p=rule)
 
 
 def probabilities_of(predictions: pa.Table) -> tuple[np.ndarray, Recalibration | None]:
@@ -94,7 +145,7 @@ def age_band(age: float, edges) -> str | None:
 
 def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndarray],
                   thresholds=(), expanded: bool = False, min_clusters: int = 0,
-                  decision_p=None) -> dict[str, list[dict]]:
+                  decision_p=None, refit_fits: ReplicateFits | None = None) -> dict[str, list[dict]]:
     """{field: [{group, n, n_subjects, metrics: [MetricRow], caveat, replicates_kept, withheld_reason}]}
     over each field's non-null groups.
 
@@ -102,7 +153,9 @@ def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndar
     interval of a subgroup comes from the same replicates: those in which the subgroup holds both
     classes (``replicates_kept``); ``expanded`` reads them at the expanded level of its own number of
     subjects. A subgroup with fewer than ``min_clusters`` subjects publishes counts only
-    (``metrics`` empty, ``withheld_reason`` says why).
+    (``metrics`` empty, ``withheld_reason`` says why). ``refit_fits``: each replicate's map refit on
+    its resampled validation subjects (rows aligned with ``counts``); a subgroup's replicates are then
+    those that also have a map, so its intervals still share one subset.
     """
     out: dict[str, list[dict]] = {}
     for name, values in groups.items():
@@ -113,20 +166,23 @@ def subgroup_rows(p, scores, y, clusters, ids, counts, groups: dict[str, np.ndar
             local = np.searchsorted(own, clusters[mine])
             if len(own) < min_clusters:
                 rows.append({"group": str(group), "n": int(mine.sum()), "n_subjects": int(len(own)), "metrics": [],
-                             "caveat": None, "replicates_kept": None,
+                             "caveat": None, "replicates_kept": 0,
                              "withheld_reason": f"only {len(own)} subjects, fewer than the {min_clusters} a "
                                                 "cluster-bootstrap interval needs to hold its 95%: counts only"})
                 continue
             pos = np.bincount(local, weights=y[mine], minlength=len(own))
             size = np.bincount(local, minlength=len(own)).astype(np.float64)
             both = (counts[:, own] @ pos > 0) & (counts[:, own] @ (size - pos) > 0)
+            if refit_fits is not None:
+                both &= refit_fits.defined
             if not both.any():  # one class only: prevalence alone is defined, over every replicate
                 both = np.ones(len(counts), dtype=bool)
             sub = counts[both][:, own]  # the same replicates for every interval of the subgroup
             alpha = level(expanded, len(own))
             metrics = [_auroc_row(scores[mine], y[mine], local, sub, alpha)]
             rep = clinical_report(p[mine], y[mine], local, sub, thresholds=thresholds, curves=False, alpha=alpha,
-                                  decision_p=None if decision_p is None else decision_p[mine])
+                                  decision_p=None if decision_p is None else decision_p[mine],
+                                  refit=None if refit_fits is None else refit_fits.subset(both, mine))
             metrics += [m for m in rep.metrics if not m.name.startswith("net_benefit_treat_all")]
             with np.errstate(invalid="ignore", divide="ignore"):
                 prev = (sub.astype(np.float64) @ pos) / (sub.astype(np.float64) @ size)

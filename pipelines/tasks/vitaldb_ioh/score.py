@@ -19,8 +19,8 @@ from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, ro
 from pipelines.stats.clinical import MetricRow, clinical_report
 from pipelines.stats.intervals import level
 from pipelines.stats.validity import gate, reason
-from pipelines.tasks.vitaldb_ioh.reporting import (RECALIBRATED, age_band, probabilities_of, subgroup_rows,
-                                                   validation_fits)
+from pipelines.tasks.vitaldb_ioh.reporting import (RECALIBRATED, age_band, probabilities_of, replicate_fits,
+                                                   subgroup_rows, validation_fits)
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting
 from warehouse.records import MetricValue, Subgroup
 
@@ -105,13 +105,20 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
         ids, clusters = np.unique(subjects, return_inverse=True)
         counts = resample_cluster_counts(len(ids), bootstrap.replicates, bootstrap.seed)  # the AUROC's draws
         recalibrated, alarm_thresholds = validation_fits(predictions)
+        fits = (replicate_fits(predictions, bootstrap.replicates, bootstrap.seed)
+                if intervals.recalibration == "per-replicate" and recalibrated is not None else None)
         rep = clinical_report(p, labels, clusters, counts, reporting.thresholds, reporting.alarm_rates,
                               scores=scores, n_bins=reporting.calibration_bins, alpha=alpha,
-                              decision_p=recalibrated, alarm_thresholds=alarm_thresholds)
-        method = plain + RECALIBRATED if recal is not None else plain
+                              decision_p=recalibrated, alarm_thresholds=alarm_thresholds, refit=fits)
+        refit_note = REFIT if fits is not None else ""
+        method = plain + RECALIBRATED + refit_note if recal is not None else plain
         for m in rep.metrics:  # the undefined ones are withheld below
             reads_recalibrated = recal is None and recalibrated is not None and _reads_decision_p(m.name)
-            metrics.append(_tuple(m, plain + RECALIBRATED_LOGIT if reads_recalibrated else method, plain))
+            if reads_recalibrated:
+                metrics.append(_tuple(m, plain + RECALIBRATED_LOGIT + refit_note, plain))
+            else:
+                alarm = fits is not None and "[alarm=" in m.name and alarm_thresholds is not None
+                metrics.append(_tuple(m, method, plain + ALARM_REFIT if alarm else plain))
         extras.update(calibration_curve=CalibrationCurve(**rep.calibration_curve),
                       decision_curve=DecisionCurve(**rep.decision_curve),
                       probabilities=recal.as_dict() if recal is not None else {"as_given": True},
@@ -124,14 +131,20 @@ def score_metrics(predictions: pa.Table, bootstrap: BootstrapSpec, intervals: In
                 groups["age_band"] = np.array([age_band(a, reporting.age_bands) for a in attributes["age"]],
                                               dtype=object)
             found = subgroup_rows(p, scores, labels, clusters, ids, counts, groups, reporting.thresholds,
-                                  expanded=expanded, min_clusters=intervals.min_clusters, decision_p=recalibrated)
-            subgroups = {name: [_subgroup(g, method, plain) for g in rows] for name, rows in found.items()}
+                                  expanded=expanded, min_clusters=intervals.min_clusters, decision_p=recalibrated,
+                                  refit_fits=fits)
+            logit_method = plain + RECALIBRATED_LOGIT + refit_note if recal is None and recalibrated is not None else None
+            subgroups = {name: [_subgroup(g, method, plain, logit_method) for g in rows] for name, rows in found.items()}
     metrics, withheld = gate(metrics, bootstrap.replicates)
     return ScoreSummary(metrics=metrics, n=int(len(scores)), parse_rate=None, extras=IohExtras(**extras),
                         subgroups=subgroups, withheld=withheld)
 
 
 RECALIBRATED_LOGIT = "; probabilities after a logistic recalibration of logit p fitted on the validation split"
+# [intervals] recalibration = "per-replicate" (docs/statistics.md, "Fair calibration and thresholds from validation")
+REFIT = ", refit in each bootstrap replicate on its resampled validation subjects"
+ALARM_REFIT = ("; alarm threshold chosen on the validation split, re-chosen in each bootstrap replicate on its "
+               "resampled validation subjects")
 
 
 def _reads_decision_p(name: str) -> bool:
@@ -149,9 +162,11 @@ def _tuple(m: MetricRow, method: str, plain: str) -> tuple:
             m.replicates_kept)
 
 
-def _subgroup(g: dict, method: str, plain: str) -> Subgroup:
-    """A subgroup's publishable metrics: the undefined and degenerate ones are left out, as for the result."""
-    rows = [MetricValue(*t) for t in (_tuple(m, method, plain) for m in g["metrics"])
+def _subgroup(g: dict, method: str, plain: str, logit_method: str | None = None) -> Subgroup:
+    """A subgroup's publishable metrics: the undefined and degenerate ones are left out, as for the result.
+    ``logit_method``: the method of the metrics that read a probabilistic scorer's recalibrated probabilities."""
+    rows = [MetricValue(*t) for t in (_tuple(m, logit_method if logit_method and _reads_decision_p(m.name)
+                                                else method, plain) for m in g["metrics"])
             if reason(t, g["replicates_kept"]) is None]
     return Subgroup(group=g["group"], n=g["n"], n_subjects=g["n_subjects"], metrics=rows, caveat=g["caveat"],
                     replicates_kept=g["replicates_kept"], withheld_reason=g["withheld_reason"])

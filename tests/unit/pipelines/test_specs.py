@@ -138,7 +138,7 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
     "PriceSpec": {"key": ""},
     "TaskSpec": {"intervals": {}},
     "IntervalsSpec": {"proportion": "bootstrap-percentile", "prevalence": "two-class-replicates", "cluster": "percentile",
-                      "min_clusters": 0},
+                      "min_clusters": 0, "recalibration": "fixed"},
     "IohSettings": {"fit_seed": "task", "baseline_model": "", "reporting": {}},
     "IohReporting": {"thresholds": [], "alarm_rates": [], "age_bands": [], "calibration_bins": 10},
     "ModelSpec": {"release_date": None, "knowledge_cutoff": None, "training_data": []},
