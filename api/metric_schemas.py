@@ -17,7 +17,8 @@ class Metric(msgspec.Struct):
     method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile | cluster-bootstrap-expanded-percentile
     direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)
-    replicates_kept: int | None = None  # bootstrap replicates behind the interval (None: not a bootstrap's)
+    # bootstrap replicates behind the interval; 0: an analytic interval (Wilson), no replicates
+    replicates_kept: int = 0
     # rubric tasks' primary metric: the interval without judge resampling (items alone); [ci_low, ci_high]
     # is then the two-stage interval over items and judge samples. None for every other metric
     ci_low_items_only: float | None = None
@@ -39,7 +40,7 @@ class Subgroup(msgspec.Struct):
     n_subjects: int
     metrics: list[Metric]
     caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
-    replicates_kept: int | None = None  # replicates every interval of the subgroup was computed from
+    replicates_kept: int = 0  # replicates every interval of the subgroup was computed from (0: counts only)
     withheld_reason: str | None = None  # metrics is [] because the subgroup has too few subjects
 
 

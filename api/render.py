@@ -20,7 +20,7 @@ from pipelines.core.figures import Figure, flow_steps, valid_figures
 from pipelines.core.kind import Kind
 from pipelines.kinds import kind as kind_of
 from pipelines.kinds import kinds
-from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of
+from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of, replicates_published
 
 
 def result_url(base: str, run_id: str) -> str:
@@ -47,6 +47,13 @@ def _usage_part(part: Any) -> schemas.UsagePart | None:
     return schemas.UsagePart(**msgspec.structs.asdict(part)) if part is not None else None
 
 
+def _replicates(r: ResultRecord) -> int | None:
+    """The bootstrap replicates the result's task drew (its config), for a record that did not count
+    them per metric (written before ``replicates_kept`` was recorded)."""
+    boot = r.config.get("bootstrap") if isinstance(r.config, dict) else None
+    return boot.get("replicates") if isinstance(boot, dict) and isinstance(boot.get("replicates"), int) else None
+
+
 def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     """A metric with its interval method; a result written before methods were recorded gets its
     kind's (``Kind.legacy_method``), the kind told by the record itself: a parse rate is recorded
@@ -54,7 +61,8 @@ def metric(m: MetricValue, r: ResultRecord) -> schemas.Metric:
     method = m.method or legacy_method(r)
     return schemas.Metric(name=m.name, value=m.value, ci_low=m.ci_low, ci_high=m.ci_high, method=method,
                           direction=m.direction, target=m.target,  # type: ignore[arg-type]
-                          replicates_kept=m.replicates_kept, ci_low_items_only=m.ci_low_items_only,
+                          replicates_kept=replicates_published(method, m.replicates_kept, _replicates(r)),
+                          ci_low_items_only=m.ci_low_items_only,
                           ci_high_items_only=m.ci_high_items_only)
 
 
@@ -66,7 +74,7 @@ BREAKDOWNS_CAVEAT = ("Per-group 95% intervals, not simultaneous ones: with many 
 def subgroups(r: ResultRecord) -> dict[str, list[schemas.Subgroup]]:
     return {name: [schemas.Subgroup(group=g.group, n=g.n, n_subjects=g.n_subjects,
                                     metrics=[metric(m, r) for m in g.metrics], caveat=g.caveat,
-                                    replicates_kept=g.replicates_kept, withheld_reason=g.withheld_reason)
+                                    replicates_kept=g.replicates_kept or 0, withheld_reason=g.withheld_reason)
                    for g in rows]
             for name, rows in r.subgroups.items()}
 

@@ -43,8 +43,9 @@ class MetricValue(msgspec.Struct, frozen=True):
     # (closest to ``target`` is best, e.g. calibration slope 1); older records are "higher"
     direction: str = "higher"
     target: float | None = None
-    # bootstrap replicates the interval was computed from (the others undefined there); None for an
-    # interval that is not a bootstrap's or a result written before this was recorded
+    # bootstrap replicates the interval was computed from (the others undefined there); 0 for an
+    # interval that is not a bootstrap's (Wilson: analytic, no replicates); None only in results
+    # written before this was recorded (published through ``replicates_published``)
     replicates_kept: int | None = None
     # the rubric kind's primary metric: the interval without the judge's resampling (items alone);
     # [ci_low, ci_high] is then the two-stage one (docs/statistics.md); None for every other metric
@@ -60,7 +61,8 @@ class Subgroup(msgspec.Struct, frozen=True, kw_only=True):
     n_subjects: int  # distinct resampling clusters (patients) in it
     metrics: list[MetricValue]
     caveat: str | None = None  # e.g. fewer than 30 subjects: wide, unstable intervals
-    replicates_kept: int | None = None  # replicates holding both classes in the subgroup: all its intervals use them
+    # replicates holding both classes in the subgroup: all its intervals use them (0: no intervals)
+    replicates_kept: int | None = None
     withheld_reason: str | None = None  # set with metrics == []: too few clusters for an interval
 
 
@@ -70,6 +72,18 @@ class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
     group: str
     n: int
     metric: MetricValue
+
+
+def replicates_published(method: str | None, kept: int | None, replicates: int | None) -> int:
+    """``replicates_kept`` as published, always an int (docs/statistics.md, "Intervals with few
+    subjects"): the count recorded with the interval; else, for a bootstrap's interval, the
+    ``replicates`` drawn (a bootstrap of a mean over items defines it in every replicate); else 0:
+    an analytic interval (Wilson), no replicates behind it."""
+    if kept is not None:
+        return int(kept)
+    if method and "bootstrap" in method and replicates:
+        return int(replicates)
+    return 0
 
 
 def metric_order_value(m: MetricValue | None) -> float:

@@ -40,7 +40,7 @@ from warehouse.files import atomic_write_bytes
 from warehouse.layout import DataDir
 from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, JudgeRef, MetricValue, ModelRef, Provenance,
                                ResultRecord, UsagePart, UsageRecord, Versions, Withheld, decode_record, encode_record,
-                               PluginVersion)
+                               PluginVersion, replicates_published)
 
 Log = Callable[[str], None]
 TIER = "baseline"
@@ -178,7 +178,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
                              samples=int(j["samples"]))
     record = ResultRecord(
         run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=tier,
-        demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
+        demo=data.kind() == "demo", metrics=[_counted(MetricValue(*m), ev) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost,
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
         contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model, ev.dataset),
@@ -192,13 +192,25 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
                           answering=answering, judging=judging),
         price_table_date=specs.prices.date, predictions_sha256=info.predictions_sha256,
         generation_key=info.generation_key, extras=summary.extras_json(),
-        subgroups=summary.subgroups, breakdowns=summary.breakdowns, provenance=provenance,
+        subgroups=summary.subgroups, breakdowns=_counted_breakdowns(summary.breakdowns, ev), provenance=provenance,
         withheld=[Withheld(name, why) for name, why in summary.withheld], judge=judge_ref,
     )
     atomic_write_bytes(data.result_path(ev.run_id), encode_record(record))
     log(f"{ev.partition_key}: {record.primary.name} = {record.primary.value:.4f} "
         f"[{record.primary.ci_low:.4f}, {record.primary.ci_high:.4f}] (run {ev.run_id})")
     return record
+
+
+def _counted(m: MetricValue, ev: Evaluation) -> MetricValue:
+    """The metric with ``replicates_kept`` an int: its own count, the task's replicates for a
+    bootstrap interval that did not count them (every replicate defines a mean), 0 for an analytic one."""
+    kept = replicates_published(m.method, m.replicates_kept, ev.task.bootstrap.replicates)
+    return m if kept == m.replicates_kept else msgspec.structs.replace(m, replicates_kept=kept)
+
+
+def _counted_breakdowns(breakdowns: dict[str, list], ev: Evaluation) -> dict[str, list]:
+    return {name: [msgspec.structs.replace(b, metric=_counted(b.metric, ev)) for b in rows]
+            for name, rows in breakdowns.items()}
 
 
 def _part(usage: Usage, cost: float) -> UsagePart:

@@ -94,7 +94,7 @@ def test_leaderboard_rows_order_and_ranks(client: TestClient) -> None:
     assert top["model"] == {"slug": "openai/gpt-oss-20b", "name": "gpt-oss 20B (OpenAI)", "type": "llm", "provider": "openai"}
     assert top["metric"] == {"name": "accuracy", "value": 0.71, "ci_low": pytest.approx(0.68), "ci_high": pytest.approx(0.74),
                             "method": "bootstrap-percentile", "direction": "higher", "target": None,
-                            "replicates_kept": None, "ci_low_items_only": None, "ci_high_items_only": None}
+                            "replicates_kept": 100, "ci_low_items_only": None, "ci_high_items_only": None}
     assert top["tier"] == "baseline" and top["demo"] is False
     assert top["url"] == f"{BASE}/r/{top['run_id']}"
     assert [r["contamination"] for r in body["rows"]] == [False, True, None]

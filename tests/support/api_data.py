@@ -232,7 +232,7 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
-          "target": "float?", "replicates_kept": "int?",
+          "target": "float?", "replicates_kept": "int",
           "ci_low_items_only": "float?", "ci_high_items_only": "float?"}  # rubric tasks' items-only interval
 WITHHELD = [{"name": "str", "reason": "str"}]  # CONTRACT.md "Numbers"
 DETECTABLE = "dict?"  # {metric, value, power, alpha, basis}, or null with fewer than two results to pair
