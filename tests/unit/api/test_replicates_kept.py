@@ -46,3 +46,20 @@ def test_scoring_writes_the_count_into_the_record():
                     ev).replicates_kept == 480
     assert replicates_published(None, None, None) == 0
 
+
+
+def test_a_result_signed_with_a_null_count_still_verifies_when_served_as_an_int():
+    """Results signed before ``replicates_kept`` was always an int carry null in their signed string;
+    served as 0 (or the bootstrap's replicates) they still verify, and any other change does not."""
+    from warehouse.signing import result_mismatches
+
+    signed = msgspec.json.encode({"signed_at": "2026-12-01T00:00:00Z", "key_id": "k", "metrics": [{"name": "parse_rate", "value": 1.0, "replicates_kept": None}],
+                                  "subgroups": {"sex": [{"group": "F", "n": 4, "replicates_kept": None,
+                                                         "metrics": []}]}}).decode()
+    served = {"metrics": [{"name": "parse_rate", "value": 1.0, "replicates_kept": 0}],
+              "subgroups": {"sex": [{"group": "F", "n": 4, "replicates_kept": 0, "metrics": []}]}}
+    assert result_mismatches(signed, served) == []
+    changed = {**served, "metrics": [{"name": "parse_rate", "value": 0.9, "replicates_kept": 0}]}
+    assert result_mismatches(signed, changed) == ["metrics"]
+    counted = signed.replace("null", "7", 1)  # a count that was signed must be served as signed
+    assert result_mismatches(counted, served) == ["metrics"]
