@@ -11,12 +11,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
+from pipelines.tasks.vitaldb_ioh.reporting import validation_windows
+from pipelines.tasks.vitaldb_ioh.score import REFIT
 from support.commands import run_medbench
 from support.wheels import build_example_wheel, build_wheel
+from warehouse.layout import DataDir
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +77,11 @@ def test_the_worked_example_reaches_the_official_leaderboard_and_reproduces(demo
                 assert set(fitted["alarm_thresholds"]) == {"0.05", "0.1"}
                 names = {m["name"] for m in result["metrics"]}
                 assert {"brier_recalibrated", "calibration_slope_recalibrated"} <= names
+                # its validation windows travel with its predictions, and every replicate refits on them
+                stored = validation_windows(pq.read_table(DataDir(data).predictions_path(run)))
+                assert stored.num_rows == fitted["validation_recalibration"]["n_validation_windows"]
+                method = next(m["method"] for m in result["metrics"] if m["name"] == "brier_recalibrated")
+                assert method.endswith(REFIT)
         none = c.get("/v1/results", params={"tier": "official", "model": "medbench/linear-extrapolation"}).json()
         assert none["results"] == []
     again = official(data, wheel, "clinicalqa@0", "medbench")
