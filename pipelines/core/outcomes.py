@@ -8,6 +8,7 @@ shape alone, never on one another.
 
 from __future__ import annotations
 
+import hashlib
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,27 @@ class Usage:
 class PromptItem:
     instance_id: str
     prompt: str  # the user message; chat models apply their own chat template to it
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding by sampling at ``temperature`` instead of greedily: a rubric judge sampled
+    ``judge_samples`` times at its spec's temperature (docs/adding-a-task.md, "The rubric kind").
+
+    Each prompt draws with its own seed, derived from ``seed`` and its instance id (a judge sample's
+    id carries the sample's number): the samples of one answer differ, and a rerun draws the same.
+    """
+
+    temperature: float
+    seed: int = 0
+
+    def item_seed(self, instance_id: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}:{instance_id}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") >> 1  # below 2**31: every backend's seed type takes it
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
 
 
 @dataclass(frozen=True)

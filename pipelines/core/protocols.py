@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pipelines.core.kind import Kind
 from pipelines.core.outcomes import (
-    CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, ScoreSummary, Usage,
+    CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, Sampling, ScoreSummary, Usage,
 )
 from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 
@@ -301,8 +301,11 @@ class Backend(Protocol):
         return None
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
-        """The generator that answers a ``TextChoice`` with ``model`` (at most ``max_new_tokens`` each)."""
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
+        """The generator that answers a ``TextChoice`` with ``model`` (at most ``max_new_tokens`` each).
+
+        ``sampling``: given only where a task decodes by sampling (a rubric judge at a temperature
+        above 0); a backend that cannot sample may raise ``NotRunnable``. Absent, decoding is greedy."""
         raise NotRunnable(f"{model.slug}: backend {self.name!r} does not answer choice tasks")
 
     def window_scorer(self, model: ModelSpec, step_seconds: int) -> WindowScorer:

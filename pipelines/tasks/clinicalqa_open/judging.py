@@ -27,7 +27,7 @@ import msgspec
 import pyarrow as pa
 
 from pipelines.core.canonical import spec_builtins
-from pipelines.core.outcomes import Log, Predicted, PromptItem, Usage
+from pipelines.core.outcomes import Log, Predicted, PromptItem, Sampling, Usage
 from pipelines.engine.generations import GenerationStore, generation_key
 
 UNGRADED = "(the judge gave no verdict for this criterion)"
@@ -69,6 +69,13 @@ def parse_verdicts(reply: str, criteria: list[dict[str, Any]]) -> tuple[list[tup
         except json.JSONDecodeError:
             ok = False
     return [found.get(c["id"], (False, UNGRADED)) for c in criteria], ok
+
+
+def sampling_kwargs(temperature: float) -> dict[str, Any]:
+    """``text_generator``'s ``sampling`` argument for a spec's temperature: absent at 0 (greedy, the
+    call every backend takes), else the temperature with per-prompt seeds (``Sampling``), so each of a
+    judge's samples draws on its own."""
+    return {"sampling": Sampling(temperature=temperature)} if temperature > 0 else {}
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,7 @@ class AnswerAndJudge:
             answering = Usage(wall_seconds=0.0)
         else:
             generator = ev.backend.text_generator(ev.model, data, max_new_tokens=decoding["max_new_tokens"],
-                                                  options=())
+                                                  options=(), **sampling_kwargs(self.temperature))
             answering = generator.generate(prompts, store, log)
         answers = {iid: g.output for iid, g in store.load().items()}
         judge = self.judge_for(data)
@@ -161,6 +168,9 @@ class AnswerAndJudge:
                    for r in self.items for s in range(j.samples)]
         have = store.load()
         missing = [p for p in prompts if p.instance_id not in have]
+        if missing and j.samples > 1 and j.temperature <= 0 and j.backend in ("openai", "vllm", "transformers"):
+            log(f"judge {j.model}: {j.samples} samples at temperature 0 decode greedily and repeat one verdict; "
+                "set the task's judge_temperature above 0 for the samples to measure the judge's uncertainty")
         usage = j.generator().generate(missing, store, log) if missing else Usage(wall_seconds=0.0)
         replies = {iid: g.output for iid, g in store.load().items()}
         verdicts: dict[str, list[list[tuple[bool, str]]]] = {}
