@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -60,6 +60,23 @@ class Usage:
     hardware: str = field(default_factory=lambda: f"cpu ({platform.machine()})")
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def combined_usage(answering: Usage, judging: Usage, wall_seconds: float | None = None) -> dict[str, Any]:
+    """A judged result's usage (a rubric task's): the totals (the answering's hardware; the wall time
+    given, else the parts' sum; ``cost_usd`` is derived from them), and each part apart
+    (``usage.answering``, ``usage.judging``), whether a backend or an official package answered."""
+    wall = answering.wall_seconds + judging.wall_seconds if wall_seconds is None else wall_seconds
+    usage = asdict(Usage(wall_seconds=wall, device_seconds=answering.device_seconds + judging.device_seconds,
+                         hardware=answering.hardware,
+                         prompt_tokens=_sum(answering.prompt_tokens, judging.prompt_tokens),
+                         completion_tokens=_sum(answering.completion_tokens, judging.completion_tokens)))
+    usage["answering"], usage["judging"] = asdict(answering), asdict(judging)
+    return usage
 
 
 @dataclass(frozen=True)

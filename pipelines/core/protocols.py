@@ -97,6 +97,19 @@ class Problem(Protocol):
     def solve(self, ev: Any, data: Any, log: Log) -> Any: ...
 
 
+@runtime_checkable
+class JudgesAnswers(Protocol):
+    """A self-solving problem whose answers may come from elsewhere and are then only judged: an official
+    package's (``pipelines.official``, docs/official-tier.md). ``judge_answers`` grades ``answers``
+    (instance id -> the kind's answer field) by the path ``solve`` grades the model's own answers on,
+    its stored judge replies keyed by ``answers_key``, and returns the predictions with the judging's
+    usage and config (``pipelines.core.outcomes.Predicted``)."""
+
+    def solve(self, ev: Any, data: Any, log: Log) -> Any: ...
+
+    def judge_answers(self, ev: Any, data: Any, answers: Mapping[str, Any], answers_key: str, log: Log) -> Any: ...
+
+
 # --------------------------------------------------------------------------- what a backend gives
 
 

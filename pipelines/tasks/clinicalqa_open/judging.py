@@ -21,13 +21,14 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import msgspec
 import pyarrow as pa
 
 from pipelines.core.canonical import spec_builtins
-from pipelines.core.outcomes import Log, Predicted, PromptItem, Sampling, Usage
+from pipelines.core.outcomes import Log, Predicted, PromptItem, Sampling, Usage, combined_usage
 from pipelines.engine.generations import GenerationStore, generation_key
 
 UNGRADED = "(the judge gave no verdict for this criterion)"
@@ -102,10 +103,6 @@ def _usage_dict(u: Usage) -> dict[str, Any]:
     return asdict(u)
 
 
-def _sum(a: int | None, b: int | None) -> int | None:
-    return None if a is None and b is None else (a or 0) + (b or 0)
-
-
 @dataclass(frozen=True)
 class AnswerAndJudge:
     """The rubric problem: ``items`` rows with instance_id, prompt, criteria (list of dicts)."""
@@ -140,20 +137,23 @@ class AnswerAndJudge:
                                                   options=(), **sampling_kwargs(self.temperature))
             answering = generator.generate(prompts, store, log)
         answers = {iid: g.output for iid, g in store.load().items()}
-        judge = self.judge_for(data)
-        verdicts, judging, unread, jkey = self.grade(judge, answers, key, data, log)
-        wall = time.monotonic() - started
-        usage = _usage_dict(Usage(wall_seconds=wall, device_seconds=answering.device_seconds + judging.device_seconds,
-                                  hardware=answering.hardware,
-                                  prompt_tokens=_sum(answering.prompt_tokens, judging.prompt_tokens),
-                                  completion_tokens=_sum(answering.completion_tokens, judging.completion_tokens)))
-        usage["answering"], usage["judging"] = _usage_dict(answering), _usage_dict(judging)
-        config = {"decoding": decoding, "prompt_hash": self.prompt_hash, **self.config,
+        judged = self.judge_answers(ev, data, answers, key, log)
+        usage = combined_usage(answering, Usage(**judged.usage["judging"]), wall_seconds=time.monotonic() - started)
+        config = {"decoding": decoding, "prompt_hash": self.prompt_hash, **self.config,  # the order results had
                   "backend": ev.model.backend, "backend_settings": ev.backend.published(ev.model.settings),
-                  "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "judge": judge.record(),
+                  **judged.config}
+        return Predicted(table=judged.table, usage=usage, config=config, generation_key=key)
+
+    def judge_answers(self, ev: Any, data: Any, answers: Mapping[str, str], answers_key: str,
+                      log: Log) -> Predicted:
+        """The task's judge over ``answers`` (the model's stored ones, or an official package's): the
+        predictions, the judging's usage (``usage.judging``) and the judge's config."""
+        judge = self.judge_for(data)
+        verdicts, judging, unread, jkey = self.grade(judge, dict(answers), answers_key, data, log)
+        config = {**self.config, "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "judge": judge.record(),
                   "judge_generation_key": jkey, "judge_replies_unread": unread}
-        return Predicted(table=self.table(answers, verdicts, judge), usage=usage, config=config,
-                         generation_key=key)
+        return Predicted(table=self.table(dict(answers), verdicts, judge), usage={"judging": _usage_dict(judging)},
+                         config=config)
 
     def grade(self, j: Judge, answers: dict[str, str], answers_key: str, data: Any,
               log: Log) -> tuple[dict[str, list[list[tuple[bool, str]]]], Usage, int, str]:
