@@ -153,11 +153,6 @@ class ClinicalQAOpen(TaskFamily):
     def expected_ids(self, task: TaskSpec, instances: Path) -> set[str]:
         return set(pq.read_table(instances, columns=["instance_id"]).column("instance_id").to_pylist())
 
-    def public_instances(self, task: TaskSpec, snapshot: Path, instances: Path) -> list[dict[str, Any]]:
-        """What an official package answers: each item's prompt (question and findings, no options),
-        never its criteria, which hold the gold answer (docs/official-tier.md)."""
-        return pq.read_table(instances, columns=["instance_id", "prompt"]).to_pylist()
-
     def problem(self, ev: Evaluation, instances: Path) -> AnswerAndJudge:
         s: RubricSettings = ev.task.settings
         items = pq.read_table(instances).to_pylist()
