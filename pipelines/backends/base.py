@@ -9,7 +9,7 @@ for the backend modules that build on them.
 
 from __future__ import annotations
 
-from pipelines.core.outcomes import PromptItem, Usage
+from pipelines.core.outcomes import PromptItem, Sampling, Usage
 from pipelines.core.protocols import TextGenerator, WindowScorer
 
-__all__ = ["PromptItem", "TextGenerator", "Usage", "WindowScorer"]
+__all__ = ["PromptItem", "Sampling", "TextGenerator", "Usage", "WindowScorer"]

@@ -27,7 +27,7 @@ import httpx
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, missing_api_key
-from pipelines.backends.base import PromptItem, Usage
+from pipelines.backends.base import PromptItem, Sampling, Usage
 from pipelines.backends.redact import REDACTED, has_userinfo, redact_url
 from pipelines.core.specs import query_or_fragment
 from pipelines.engine.progress import Progress
@@ -42,7 +42,9 @@ class OpenAIRequestError(RuntimeError):
 
 
 class OpenAIChatGenerator:
-    """Greedy chat completions (temperature 0, ``max_tokens`` = max new tokens, no stop strings).
+    """Greedy chat completions (temperature 0, ``max_tokens`` = max new tokens, no stop strings), or
+    sampled ones where ``sampling`` says so (a rubric judge at its spec's temperature): each request then
+    carries that ``temperature`` and its own ``seed`` (``Sampling.item_seed`` of the prompt's id).
 
     ``base_url`` includes the API version path, as OpenAI clients expect (``http://host:8000/v1``);
     requests go to ``{base_url}/chat/completions``. ``checkpoint_every`` / ``checkpoint_seconds``:
@@ -68,6 +70,7 @@ class OpenAIChatGenerator:
         backoff_max_s: float = 60.0,
         seed: int = 0,
         extra_body: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
         if concurrency < 1 or max_new_tokens < 1 or max_retries < 0 or checkpoint_every < 1:
@@ -90,6 +93,7 @@ class OpenAIChatGenerator:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.extra_body = dict(extra_body or {})
+        self.sampling = sampling if sampling is not None and not sampling.greedy else None
         self._rng = random.Random(seed)
         self._sleep = sleep
 
@@ -188,6 +192,9 @@ class OpenAIChatGenerator:
             "temperature": 0,
             "max_tokens": self.max_new_tokens,
         }
+        if self.sampling is not None:
+            payload["temperature"] = self.sampling.temperature
+            payload["seed"] = self.sampling.item_seed(item.instance_id)
         url = f"{self.base_url}/chat/completions"
 
         async def attempt() -> Generation | Again:

@@ -31,6 +31,7 @@ from pipelines.backends.settings import (
     VllmSettings,
 )
 from pipelines.backends.window_scorers import make_window_scorer
+from pipelines.core.outcomes import Sampling
 from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
 from pipelines.core.specs import ModelSpec, SpecError, query_or_fragment
 from warehouse.layout import DataDir
@@ -63,7 +64,7 @@ class RuleBackend(_WindowScoring):
     settings_type: ClassVar[Any] = RuleSettings
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
         s = model.settings
         if isinstance(s, MatchingJudgeRule):
             if reason := self.not_runnable_reason(model, data):
@@ -117,7 +118,7 @@ class ReplayBackend(_Builtin):
         return [Path(model.settings.resolved)]
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
         if reason := self.not_runnable_reason(model, data):
             raise NotRunnable(f"{model.slug}: {reason}")
         s = model.settings
@@ -145,7 +146,7 @@ class TransformersBackend(_LanguageModel):
     settings_type: ClassVar[Any] = TransformersSettings
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
         self._checked(model)
         from pipelines.backends.transformers_backend import TransformersGenerator
 
@@ -154,7 +155,7 @@ class TransformersBackend(_LanguageModel):
         return TransformersGenerator(
             model_path=path, max_new_tokens=max_new_tokens, batch_size=s.batch_size,
             device=s.device, dtype=s.dtype, revision=revision, num_threads=s.num_threads,
-            chat_template_kwargs=s.chat_template_kwargs,
+            chat_template_kwargs=s.chat_template_kwargs, sampling=sampling,
         )
 
 
@@ -166,7 +167,7 @@ class VllmBackend(_LanguageModel):
         return model.settings.engine.devices
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
         self._checked(model)
         from pipelines.backends.vllm_backend import VllmGenerator
 
@@ -174,7 +175,7 @@ class VllmBackend(_LanguageModel):
         path, revision = model_source(model, data)
         return VllmGenerator(model=path, max_new_tokens=max_new_tokens, chunk_size=s.chunk_size,
                              engine_kwargs=s.engine.kwargs(), revision=revision,
-                             chat_template_kwargs=s.chat_template_kwargs)
+                             chat_template_kwargs=s.chat_template_kwargs, sampling=sampling)
 
 
 class OpenAIBackend(_LanguageModel):
@@ -203,7 +204,7 @@ class OpenAIBackend(_LanguageModel):
         return spec
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
         self._checked(model)
         from pipelines.backends.openai_backend import OpenAIChatGenerator
 
@@ -212,7 +213,7 @@ class OpenAIBackend(_LanguageModel):
             base_url=resolve_base_url(s), model=model.provider_model_id if s.model is None else s.model,
             max_new_tokens=max_new_tokens, api_key_env=resolve_api_key_env(s), concurrency=s.concurrency,
             timeout_s=s.timeout_s, max_retries=s.max_retries, checkpoint_every=s.checkpoint_every,
-            extra_body=s.extra_body,
+            extra_body=s.extra_body, sampling=sampling,
         )
 
 

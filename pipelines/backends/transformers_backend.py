@@ -17,7 +17,7 @@ from typing import Any
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import chunks, cpu_hardware, pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, check_transformers
-from pipelines.backends.base import PromptItem, Usage
+from pipelines.backends.base import PromptItem, Sampling, Usage
 from pipelines.engine.progress import Progress
 
 
@@ -30,6 +30,9 @@ class TransformersGenerator:
     ``num_threads``: torch's intra-op CPU threads for this process (None leaves torch's default).
     For a tiny model thread hand-offs cost more than they save: 1 is ~10x faster on 2 cores.
     ``chat_template_kwargs``: extra variables for the chat template (e.g. ``{"enable_thinking": false}``).
+    ``sampling``: sample at its temperature instead of decoding greedily (a rubric judge at its spec's
+    temperature); torch's generator is seeded before each batch from the batch's prompt ids
+    (``Sampling.item_seed``), so a rerun of the same batches draws the same.
     """
 
     def __init__(
@@ -42,6 +45,7 @@ class TransformersGenerator:
         revision: str | None = None,
         num_threads: int | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
     ):
         if max_new_tokens < 1 or batch_size < 1:
             raise ValueError("max_new_tokens and batch_size must be >= 1")
@@ -53,6 +57,7 @@ class TransformersGenerator:
         self.revision = revision
         self.num_threads = num_threads
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.sampling = sampling if sampling is not None and not sampling.greedy else None
         self._loaded: tuple[Any, Any, Any] | None = None  # (model, tokenizer, generation config)
 
     # -- TextGenerator -----------------------------------------------------------------------
@@ -125,20 +130,29 @@ class TransformersGenerator:
         model = AutoModelForCausalLM.from_pretrained(self.model_path, revision=self.revision, dtype=self._torch_dtype(),
                                                      trust_remote_code=False, use_safetensors=True)
         model = model.to(device).eval()
-        config = copy.deepcopy(model.generation_config)
-        config.update(
-            max_new_tokens=self.max_new_tokens,
-            do_sample=False,
-            num_beams=1,
-            temperature=None,
-            top_p=None,
-            top_k=None,
-            stop_strings=None,
-            pad_token_id=tokenizer.pad_token_id,
-        )
+        self._loaded = (model, tokenizer, self.generation_config(model.generation_config, tokenizer))
+
+    def generation_config(self, model_config: Any, tokenizer: Any) -> Any:
+        """The model's generation config with this run's decoding (``decoding``) and padding."""
+        config = copy.deepcopy(model_config)
+        config.update(**self.decoding(), pad_token_id=tokenizer.pad_token_id)
         if config.eos_token_id is None:
             config.eos_token_id = tokenizer.eos_token_id
-        self._loaded = (model, tokenizer, config)
+        return config
+
+    def decoding(self) -> dict[str, Any]:
+        """The generation config's decoding fields: greedy, or plain sampling at the temperature (no
+        top-p or top-k cut, which the spec's decoding does not name)."""
+        sampled = self.sampling is not None
+        return {"max_new_tokens": self.max_new_tokens, "do_sample": sampled, "num_beams": 1,
+                "temperature": self.sampling.temperature if sampled else None, "top_p": None, "top_k": None,
+                "stop_strings": None}
+
+    def batch_seed(self, batch: Sequence[PromptItem]) -> int | None:
+        """The seed torch draws one sampled batch with (None when greedy)."""
+        if self.sampling is None:
+            return None
+        return self.sampling.item_seed("\n".join(item.instance_id for item in batch))
 
     def _generate_batch(self, batch: Sequence[PromptItem]) -> list[Generation]:
         import torch
@@ -156,6 +170,8 @@ class TransformersGenerator:
         ]
         # The chat template already holds any BOS token; adding special tokens again would double it.
         encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+        if (seed := self.batch_seed(batch)) is not None:
+            torch.manual_seed(seed)
         with torch.inference_mode():
             output = model.generate(**encoded, generation_config=config)
         new_tokens = output[:, encoded["input_ids"].shape[1] :].tolist()

@@ -20,12 +20,15 @@ from typing import Any
 from pipelines.engine.generations import Generation, GenerationStore
 from pipelines.backends.accounting import chunks, cpu_hardware, pending_items, stored_usage
 from pipelines.backends.availability import VLLM_EXTRA, BackendUnavailable, parallel_devices
-from pipelines.backends.base import PromptItem, Usage
+from pipelines.backends.base import PromptItem, Sampling, Usage
 from pipelines.engine.progress import Progress
 
 
 class VllmGenerator:
-    """Greedy generation (temperature 0, ``max_tokens`` = max new tokens, no stop strings).
+    """Greedy generation (temperature 0, ``max_tokens`` = max new tokens, no stop strings), or sampled
+    generation where ``sampling`` says so (a rubric judge at its spec's temperature): each prompt then
+    draws at that temperature with its own seed (``Sampling.item_seed``), so a judge's samples differ
+    and a rerun draws the same.
 
     ``engine_kwargs`` go to ``vllm.LLM`` unchanged (tensor_parallel_size, pipeline_parallel_size,
     dtype, max_model_len, gpu_memory_utilization, enforce_eager, ...). ``revision`` pins the hub
@@ -41,6 +44,7 @@ class VllmGenerator:
         engine_kwargs: dict[str, Any] | None = None,
         revision: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
     ):
         if max_new_tokens < 1 or chunk_size < 1:
             raise ValueError("max_new_tokens and chunk_size must be >= 1")
@@ -50,6 +54,7 @@ class VllmGenerator:
         self.engine_kwargs = dict(engine_kwargs or {})
         self.revision = revision
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.sampling = sampling if sampling is not None and not sampling.greedy else None
         self._llm: Any = None
         self._unbilled_start_s = 0.0  # engine start time not yet counted in a generate() call
 
@@ -109,11 +114,11 @@ class VllmGenerator:
             self.start(log)
             from vllm import SamplingParams
 
-            params = SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens)
             tokenizer = self.engine.get_tokenizer()
             progress = Progress(f"generating with {self.model}", len(todo), log)
             for chunk in chunks(todo, self.chunk_size):
                 prompts = [{"prompt_token_ids": self._chat_token_ids(tokenizer, item.prompt)} for item in chunk]
+                params = [SamplingParams(**kw) for kw in self.sampling_params(chunk)]
                 outputs = self.engine.generate(prompts, params, use_tqdm=False)
                 store.append(_generations(chunk, outputs))
                 progress.advance(len(chunk))
@@ -127,6 +132,14 @@ class VllmGenerator:
             device_seconds=device_seconds,
             hardware=self.hardware(),
         )
+
+    def sampling_params(self, chunk: Sequence[PromptItem]) -> list[dict[str, Any]]:
+        """``vllm.SamplingParams`` arguments per prompt: greedy, or the sampling temperature and the
+        prompt's own seed."""
+        if self.sampling is None:
+            return [{"temperature": 0.0, "max_tokens": self.max_new_tokens} for _ in chunk]
+        return [{"temperature": self.sampling.temperature, "seed": self.sampling.item_seed(item.instance_id),
+                 "max_tokens": self.max_new_tokens} for item in chunk]
 
     def _chat_token_ids(self, tokenizer: Any, prompt: str) -> list[int]:
         text = tokenizer.apply_chat_template(

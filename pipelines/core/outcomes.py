@@ -8,8 +8,9 @@ shape alone, never on one another.
 
 from __future__ import annotations
 
+import hashlib
 import platform
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -61,10 +62,48 @@ class Usage:
     completion_tokens: int | None = None
 
 
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def combined_usage(answering: Usage, judging: Usage, wall_seconds: float | None = None) -> dict[str, Any]:
+    """A judged result's usage (a rubric task's): the totals (the answering's hardware; the wall time
+    given, else the parts' sum; ``cost_usd`` is derived from them), and each part apart
+    (``usage.answering``, ``usage.judging``), whether a backend or an official package answered."""
+    wall = answering.wall_seconds + judging.wall_seconds if wall_seconds is None else wall_seconds
+    usage = asdict(Usage(wall_seconds=wall, device_seconds=answering.device_seconds + judging.device_seconds,
+                         hardware=answering.hardware,
+                         prompt_tokens=_sum(answering.prompt_tokens, judging.prompt_tokens),
+                         completion_tokens=_sum(answering.completion_tokens, judging.completion_tokens)))
+    usage["answering"], usage["judging"] = asdict(answering), asdict(judging)
+    return usage
+
+
 @dataclass(frozen=True)
 class PromptItem:
     instance_id: str
     prompt: str  # the user message; chat models apply their own chat template to it
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding by sampling at ``temperature`` instead of greedily: a rubric judge sampled
+    ``judge_samples`` times at its spec's temperature (docs/adding-a-task.md, "The rubric kind").
+
+    Each prompt draws with its own seed, derived from ``seed`` and its instance id (a judge sample's
+    id carries the sample's number): the samples of one answer differ, and a rerun draws the same.
+    """
+
+    temperature: float
+    seed: int = 0
+
+    def item_seed(self, instance_id: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}:{instance_id}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") >> 1  # below 2**31: every backend's seed type takes it
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
 
 
 @dataclass(frozen=True)

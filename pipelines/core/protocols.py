@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pipelines.core.kind import Kind
 from pipelines.core.outcomes import (
-    CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, ScoreSummary, Usage,
+    CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, Sampling, ScoreSummary, Usage,
 )
 from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 
@@ -95,6 +95,19 @@ class Problem(Protocol):
     it as it calls its own solvers of the built-in shapes (``pipelines.engine.solvers``)."""
 
     def solve(self, ev: Any, data: Any, log: Log) -> Any: ...
+
+
+@runtime_checkable
+class JudgesAnswers(Protocol):
+    """A self-solving problem whose answers may come from elsewhere and are then only judged: an official
+    package's (``pipelines.official``, docs/official-tier.md). ``judge_answers`` grades ``answers``
+    (instance id -> the kind's answer field) by the path ``solve`` grades the model's own answers on,
+    its stored judge replies keyed by ``answers_key``, and returns the predictions with the judging's
+    usage and config (``pipelines.core.outcomes.Predicted``)."""
+
+    def solve(self, ev: Any, data: Any, log: Log) -> Any: ...
+
+    def judge_answers(self, ev: Any, data: Any, answers: Mapping[str, Any], answers_key: str, log: Log) -> Any: ...
 
 
 # --------------------------------------------------------------------------- what a backend gives
@@ -301,8 +314,11 @@ class Backend(Protocol):
         return None
 
     def text_generator(self, model: ModelSpec, data: DataDir, *, max_new_tokens: int,
-                       options: Sequence[str]) -> TextGenerator:
-        """The generator that answers a ``TextChoice`` with ``model`` (at most ``max_new_tokens`` each)."""
+                       options: Sequence[str], sampling: Sampling | None = None) -> TextGenerator:
+        """The generator that answers a ``TextChoice`` with ``model`` (at most ``max_new_tokens`` each).
+
+        ``sampling``: given only where a task decodes by sampling (a rubric judge at a temperature
+        above 0); a backend that cannot sample may raise ``NotRunnable``. Absent, decoding is greedy."""
         raise NotRunnable(f"{model.slug}: backend {self.name!r} does not answer choice tasks")
 
     def window_scorer(self, model: ModelSpec, step_seconds: int) -> WindowScorer:

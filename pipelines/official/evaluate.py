@@ -17,6 +17,7 @@ exactly those wheels, rerun it in the same sandbox policy and compare its answer
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, replace
@@ -28,9 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.core.evaluation import Evaluation
-from pipelines.core.outcomes import Predicted, Usage
-from pipelines.core.protocols import FitAndScore, TextChoice
+from pipelines.core.outcomes import Predicted, Usage, combined_usage
+from pipelines.core.protocols import FitAndScore, JudgesAnswers, TextChoice
 from pipelines.engine.evaluate import compute_metrics, existing_result, plan, write_predictions
+from pipelines.engine.generations import generation_key
 from pipelines.engine.identity import run_id
 from pipelines.engine.inputs import task_instances_path
 from pipelines.engine.locks import evaluation_lock
@@ -109,13 +111,23 @@ def answer(ev: Evaluation, data: DataDir, wheel: Path, policy: SandboxPolicy, de
                        weights=weights, dependencies=dependencies)
 
 
-def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) -> tuple[pa.Table, dict]:
-    """The family's predictions table from the package's answers, through the family's own problem,
-    and what its finish adds to the result's config (a score task's validation recalibration and
-    alarm thresholds, fitted on the package's validation scores exactly as on a backend's)."""
+def predictions_from(ev: Evaluation, data: DataDir, answers: Answers,
+                     log: Log) -> tuple[pa.Table, dict, dict | None]:
+    """The family's predictions table from the package's answers, through the family's own problem;
+    what its finish adds to the result's config (a score task's validation recalibration and alarm
+    thresholds, fitted on the package's validation scores exactly as on a backend's; a judged task's
+    judge); and a judged task's judging usage (else None).
+
+    A judged kind's answers (a rubric task's free text) are graded by the task's judge, by the path
+    that regrades stored answers (``JudgesAnswers.judge_answers``); its replies are stored under a key
+    of the answers' bytes, so ``medbench reproduce`` rereads them instead of calling the judge again."""
     problem = ev.family.problem(ev, task_instances_path(data, ev.task, ev.family))
+    if isinstance(problem, JudgesAnswers):
+        key = generation_key({"official_answers_sha256": hashlib.sha256(answers.answers_jsonl).hexdigest()})
+        judged = problem.judge_answers(ev, data, dict(answers.values), key, log)
+        return judged.table, judged.config, judged.usage["judging"]
     if isinstance(problem, TextChoice):
-        return problem.parse(dict(answers.values)), {}
+        return problem.parse(dict(answers.values)), {}, None
     if isinstance(problem, FitAndScore):
         test, validation = public_splits(ev, data)  # each in the order ``problem`` takes its split
         table = problem.table(np.asarray([answers.values[p["instance_id"]] for p in test], dtype=np.float64))
@@ -124,7 +136,7 @@ def predictions_from(ev: Evaluation, data: DataDir, answers: Answers, log: Log) 
             val_scores = np.asarray([answers.values[p["instance_id"]] for p in validation], dtype=np.float64)
             metadata, finished = problem.finish(val_scores, True, log)
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-        return table, finished
+        return table, finished, None
     raise TypeError(f"family {ev.family.name!r} declared a {type(problem).__name__}")
 
 
@@ -155,7 +167,7 @@ def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: st
     dependencies = keep(dependencies, kept_dependencies_dir(data, sha, wheel.name, dependencies.set_sha256))
     answers = answer(ev, data, kept, policy, dependencies, weights)
     log(f"{ev.partition_key}: package {sha[:12]} answered {len(answers.values)} instances in the sandbox")
-    table, finished = predictions_from(ev, data, answers, log)
+    table, finished, judging = predictions_from(ev, data, answers, log)
     config = {"official": {"package_sha256": sha, "package_file": wheel.name, "entry_point_group": GROUP,
                            "installed": answers.installed, "sandbox": policy.describe(),
                            "dependencies_sha256": dependencies.set_sha256, "dependencies": list(dependencies.wheels),
@@ -165,8 +177,10 @@ def evaluate_official(specs: Specs, data: DataDir, task_ref: str, model_slug: st
               "parser": ev.family.parser_version(ev.task), **finished}
     usage = Usage(wall_seconds=answers.wall_seconds, device_seconds=answers.wall_seconds,
                   hardware=f"medbench sandbox ({policy.pool} pool)")
+    # a judged task's usage keeps the package's answering and medbench's judging apart
+    usage_dict = asdict(usage) if judging is None else combined_usage(usage, Usage(**judging))
     with evaluation_lock(data, ev.run_id, log):
-        write_predictions(ev, data, Predicted(table=table, usage=asdict(usage), config=config))
+        write_predictions(ev, data, Predicted(table=table, usage=usage_dict, config=config))
         atomic_write_bytes(data.run_dir(ev.run_id) / ANSWERS_FILE, answers.answers_jsonl)
     provenance = Provenance(submitted_by=submitter.owner, submission_id=submitter.submission_id,
                             package_sha256=sha, sandbox=policy.describe())

@@ -67,12 +67,19 @@ class SimulatedAnswers:
         return self._of(model)[str(best["question_id"])]
 
 
+class _Server(ThreadingHTTPServer):
+    """A listen backlog for a client's whole connection pool: with the default 5, a burst of 16 connects
+    was reset and the clients' retries, not the server, set the pace (bench/vs_inspect)."""
+
+    request_queue_size = 256
+
+
 class SimulatedChatServer:
     """``with SimulatedChatServer() as server: server.base_url`` (``http://127.0.0.1:<port>/v1``)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.answers = SimulatedAnswers()
-        self._server = ThreadingHTTPServer((host, port), _handler(self.answers))
+        self._server = _Server((host, port), _handler(self.answers))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="demo-sim-endpoint")
 
@@ -98,6 +105,8 @@ class SimulatedChatServer:
 
 def _handler(answers: SimulatedAnswers) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as a served model's endpoint: every reply has a length
+
         def log_message(self, *args) -> None:  # quiet: the demo's console is the API's
             pass
 
@@ -110,6 +119,7 @@ def _handler(answers: SimulatedAnswers) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _error(self, status: int, message: str) -> None:
+            self.close_connection = True  # a body left unread must not be read as the next request
             self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
 
         def do_GET(self) -> None:

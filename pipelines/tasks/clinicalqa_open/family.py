@@ -25,7 +25,7 @@ from pipelines.core.specs import TaskSpec
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
 from pipelines.kinds.rubric import Rubric
 from pipelines.tasks.base import CheckOutcome, Instances, Log, ScoreSummary, TaskFamily, predicted_once
-from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge, judge_prompt_sha256
+from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge, judge_prompt_sha256, sampling_kwargs
 from pipelines.tasks.clinicalqa_open.rubric_rule import derive_criteria, rubric_sha256
 from pipelines.tasks.clinicalqa_open.scorecard import judge_scorecard, read_reference
 from pipelines.tasks.clinicalqa_open.scoring import score_rubric
@@ -92,7 +92,8 @@ def resolve_judge(ev: Evaluation, data: Any) -> Judge:
     return Judge(model=spec.slug, revision=spec.revision, prompt_sha256=judge_prompt_sha256(s.judge_prompt_template),
                  samples=s.judge_samples, temperature=s.judge_temperature, max_new_tokens=cap, backend=spec.backend,
                  backend_settings=backend.published(spec.settings),
-                 generator=lambda: backend.text_generator(spec, data, max_new_tokens=cap, options=()))
+                 generator=lambda: backend.text_generator(spec, data, max_new_tokens=cap, options=(),
+                                                          **sampling_kwargs(s.judge_temperature)))
 
 
 class ClinicalQAOpen(TaskFamily):

@@ -21,13 +21,14 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import msgspec
 import pyarrow as pa
 
 from pipelines.core.canonical import spec_builtins
-from pipelines.core.outcomes import Log, Predicted, PromptItem, Usage
+from pipelines.core.outcomes import Log, Predicted, PromptItem, Sampling, Usage, combined_usage
 from pipelines.engine.generations import GenerationStore, generation_key
 
 UNGRADED = "(the judge gave no verdict for this criterion)"
@@ -71,6 +72,13 @@ def parse_verdicts(reply: str, criteria: list[dict[str, Any]]) -> tuple[list[tup
     return [found.get(c["id"], (False, UNGRADED)) for c in criteria], ok
 
 
+def sampling_kwargs(temperature: float) -> dict[str, Any]:
+    """``text_generator``'s ``sampling`` argument for a spec's temperature: absent at 0 (greedy, the
+    call every backend takes), else the temperature with per-prompt seeds (``Sampling``), so each of a
+    judge's samples draws on its own."""
+    return {"sampling": Sampling(temperature=temperature)} if temperature > 0 else {}
+
+
 @dataclass(frozen=True)
 class Judge:
     """The judge as the result records it (``judge``) and what runs it."""
@@ -93,10 +101,6 @@ class Judge:
 
 def _usage_dict(u: Usage) -> dict[str, Any]:
     return asdict(u)
-
-
-def _sum(a: int | None, b: int | None) -> int | None:
-    return None if a is None and b is None else (a or 0) + (b or 0)
 
 
 @dataclass(frozen=True)
@@ -130,23 +134,26 @@ class AnswerAndJudge:
             answering = Usage(wall_seconds=0.0)
         else:
             generator = ev.backend.text_generator(ev.model, data, max_new_tokens=decoding["max_new_tokens"],
-                                                  options=())
+                                                  options=(), **sampling_kwargs(self.temperature))
             answering = generator.generate(prompts, store, log)
         answers = {iid: g.output for iid, g in store.load().items()}
-        judge = self.judge_for(data)
-        verdicts, judging, unread, jkey = self.grade(judge, answers, key, data, log)
-        wall = time.monotonic() - started
-        usage = _usage_dict(Usage(wall_seconds=wall, device_seconds=answering.device_seconds + judging.device_seconds,
-                                  hardware=answering.hardware,
-                                  prompt_tokens=_sum(answering.prompt_tokens, judging.prompt_tokens),
-                                  completion_tokens=_sum(answering.completion_tokens, judging.completion_tokens)))
-        usage["answering"], usage["judging"] = _usage_dict(answering), _usage_dict(judging)
-        config = {"decoding": decoding, "prompt_hash": self.prompt_hash, **self.config,
+        judged = self.judge_answers(ev, data, answers, key, log)
+        usage = combined_usage(answering, Usage(**judged.usage["judging"]), wall_seconds=time.monotonic() - started)
+        config = {"decoding": decoding, "prompt_hash": self.prompt_hash, **self.config,  # the order results had
                   "backend": ev.model.backend, "backend_settings": ev.backend.published(ev.model.settings),
-                  "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "judge": judge.record(),
+                  **judged.config}
+        return Predicted(table=judged.table, usage=usage, config=config, generation_key=key)
+
+    def judge_answers(self, ev: Any, data: Any, answers: Mapping[str, str], answers_key: str,
+                      log: Log) -> Predicted:
+        """The task's judge over ``answers`` (the model's stored ones, or an official package's): the
+        predictions, the judging's usage (``usage.judging``) and the judge's config."""
+        judge = self.judge_for(data)
+        verdicts, judging, unread, jkey = self.grade(judge, dict(answers), answers_key, data, log)
+        config = {**self.config, "bootstrap": msgspec.to_builtins(ev.task.bootstrap), "judge": judge.record(),
                   "judge_generation_key": jkey, "judge_replies_unread": unread}
-        return Predicted(table=self.table(answers, verdicts, judge), usage=usage, config=config,
-                         generation_key=key)
+        return Predicted(table=self.table(dict(answers), verdicts, judge), usage={"judging": _usage_dict(judging)},
+                         config=config)
 
     def grade(self, j: Judge, answers: dict[str, str], answers_key: str, data: Any,
               log: Log) -> tuple[dict[str, list[list[tuple[bool, str]]]], Usage, int, str]:
@@ -161,6 +168,9 @@ class AnswerAndJudge:
                    for r in self.items for s in range(j.samples)]
         have = store.load()
         missing = [p for p in prompts if p.instance_id not in have]
+        if missing and j.samples > 1 and j.temperature <= 0 and j.backend in ("openai", "vllm", "transformers"):
+            log(f"judge {j.model}: {j.samples} samples at temperature 0 decode greedily and repeat one verdict; "
+                "set the task's judge_temperature above 0 for the samples to measure the judge's uncertainty")
         usage = j.generator().generate(missing, store, log) if missing else Usage(wall_seconds=0.0)
         replies = {iid: g.output for iid, g in store.load().items()}
         verdicts: dict[str, list[list[tuple[bool, str]]]] = {}

@@ -8,6 +8,8 @@ package loads its weights (from the read-only cache medbench mounts) and decodes
   (letter -> text); yield the raw text your model answers. medbench parses it with the task's parser.
 - Score tasks (vitaldb-ioh): each instance holds ``map`` (the input window of mean arterial
   pressure, mmHg, ``step_seconds`` apart, null where missing); yield a probability of hypotension.
+- Rubric tasks (clinicalqa-open): each instance holds ``prompt`` (the question and findings, no
+  options); yield the free-text answer. medbench's judge grades it against the item's rubric.
 """
 
 import math
@@ -27,9 +29,16 @@ def _risk(instance):
     return 1.0 / (1.0 + math.exp((last - 70.0) / 5.0))
 
 
+def _answer(instance):
+    """A cautious free-text answer, the same for every question (a real package generates one)."""
+    return "추가 병력 청취와 검사 결과를 확인한 뒤 진료 지침에 따라 치료합니다."
+
+
 def predict(instances, context):
     for instance in instances:
         if context["answer_field"] == "output":
             yield {"instance_id": instance["instance_id"], "output": _choose(instance)}
+        elif context["answer_field"] == "answer":
+            yield {"instance_id": instance["instance_id"], "answer": _answer(instance)}
         else:
             yield {"instance_id": instance["instance_id"], "score": _risk(instance)}
