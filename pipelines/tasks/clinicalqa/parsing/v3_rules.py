@@ -26,10 +26,20 @@ hedge rules are v3's own copy of v2's (``parsing.v3_scan``), never the frozen v2
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER
+from pipelines.tasks.clinicalqa.parsing.v3_find import (
+    PREFIX_MARKER_KEYS,
+    Anchor,
+    may_hold,
+    scan,
+    token_pattern,
+    tokens_followed_by,
+)
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
     last_of,
@@ -37,8 +47,6 @@ from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     sentence_rest,
     statement_hedge,
     token_at,
-    token_pattern,
-    tokens_followed_by,
 )
 
 
@@ -58,6 +66,13 @@ NONE_OF_THE_OPTIONS = re.compile(
     r"|(?:보기|선택지)\s*(?:가|는|이)?\s*모두\s*(?:틀|오답|부적절)",
     re.IGNORECASE,
 )
+# Words one of which every match of NONE_OF_THE_OPTIONS holds (lower-cased; ``v3_scan.scan``).
+NONE_KEYS = ("none", "option", "answer", "choice", "없", "모두")
+# ... of the choosing sentences and "가장 적절한 것은", of a JSON answer key, and of an answer lead-in line.
+_CHOOSE_KEYS = ("choose", "go", "pick", "select", "for", "choice")
+_MOST_KEYS = ("가장",)
+_JSON_KEYS = ("answer", "정답")
+_LEAD_IN_KEYS = ("답", "결론", "answer", "conclusion")
 
 _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
                           re.IGNORECASE)
@@ -153,57 +168,74 @@ _COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.
 
 
 _SENTENCE_TAILS = (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE, _COPULA_END)
+# Where each of them can start: blanks before "is ... correct", before a particle and its 정답/가장, before
+# 을/를 and its 선택; blanks, bold marks and a copula before a sentence end.
+_SENTENCE_ANCHORS = (
+    Anchor(re.compile(r"i(?=s[ \t]+(?:the[ \t]+)?(?:most[ \t]+)?(?:correct|right|best|appropriate))", re.IGNORECASE), r" \t"),
+    Anchor(re.compile(r"[가이은는](?=[ \t]*(?:가장|최종|정답|답))"), r" \t"),
+    Anchor(re.compile(r"[을를](?=[ \t]*(?:최종[ \t]*)?(?:정답으로[ \t]*)?(?:선택|택|고르|고릅|골라|골랐|고름))"), r" \t"),
+    Anchor(re.compile(r"[.!。\n]"), r" \t*입니다이예요에임죠", at_end=True),
+)
+Candidate = tuple[int, Callable[[], "Statement | None"]]  # a statement's position, and how to read it
 
 
-def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
-    """Committing sentences in English and Korean (see the module docstring)."""
-    out: list[Statement] = []
-    for start in tokens_followed_by(body, options, _SENTENCE_TAILS):  # each branch below needs one of them
+def sentence_candidates(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    """Committing sentences in English and Korean (see the module docstring), as (position, reader)
+    pairs in the order v3 read them: a reader gives the statement or None. ``parsing.v3`` reads
+    them from the last one back, as far as the last statement matters."""
+    out: list[Candidate] = []
+    pattern = token_pattern(options)
+    for start in tokens_followed_by(body, options, _SENTENCE_TAILS, _SENTENCE_ANCHORS):  # each branch needs one
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
-        token = token_at(body, start, options, option_texts=texts)
-        if token is None or token.conflict is not None or _plain_digit(body, token):
-            continue
-        preceding = body[max(0, token.start - 20) : token.start]
-        if (tail := _EN_OPTION_CORRECT.match(body, token.end)) and re.search(r"(?:option|choice)[ \t]*$", preceding, re.I):
-            lead = token.start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
-        elif (tail := _KO_MARKED.match(body, token.end) or _KO_CHOOSE.match(body, token.end)) is not None:
-            lead = token.start
-        elif _starts_sentence(body, token.start) and (
-            (tail := _COPULA_END.match(body, token.end)) is not None and (tail.group() or _connective_before(body, token))
-            or (tail := _EN_OPTION_CORRECT.match(body, token.end)) is not None
+        end = pattern.match(body, start).end()  # where token_at's token ends, if it reads one here
+        preceding = body[max(0, start - 20) : start]
+        if (tail := _EN_OPTION_CORRECT.match(body, end)) and re.search(r"(?:option|choice)[ \t]*$", preceding, re.I):
+            lead = start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
+        elif (tail := _KO_MARKED.match(body, end) or _KO_CHOOSE.match(body, end)) is not None:
+            lead = start
+        elif _starts_sentence(body, start) and (
+            (tail := _COPULA_END.match(body, end)) is not None and (tail.group() or _connective_before(body, start))
+            or (tail := _EN_OPTION_CORRECT.match(body, end)) is not None
         ):
-            lead = token.start  # "E입니다.", "Therefore, C.", "C is correct."
+            lead = start  # "E입니다.", "Therefore, C.", "C is correct."
         else:
             continue
-        statement = _committed(body, lead, token, options, tail.end())
-        if statement is not None:
-            out.append(statement)
-    for finder in (_EN_CHOOSE, _KO_MOST):
-        for m in finder.finditer(body):
-            pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if finder is _EN_CHOOSE else m.end()
-            token = _token_after_lead(body, pos, options, texts)
-            if token is None:
-                continue
-            conj = _CONJUNCTION.match(body, token.end)
-            if conj and token_at(body, conj.end(), options) is not None:
-                out.append(Statement(m.start(), None))  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
-                continue
-            tail = (_EN_CHOOSE_TAIL if finder is _EN_CHOOSE else _COPULA_END).match(body, token.end)
-            if tail is None:
-                continue
-            statement = _committed(body, m.start(), token, options, tail.end())
-            if statement is not None:
-                out.append(statement)
+        out.append((lead, partial(_sentence_one, body, start, lead, tail.end(), options, texts)))
+    for finder, keys in ((_EN_CHOOSE, _CHOOSE_KEYS), (_KO_MOST, _MOST_KEYS)):
+        out += [(m.start(), partial(_chosen_one, body, m, finder is _EN_CHOOSE, options, texts)) for m in scan(finder, body, keys)]
     return out
 
 
-def _connective_before(body: str, token: Token) -> bool:
+def _sentence_one(body: str, start: int, lead: int, tail_end: int, options: tuple[str, ...],
+                  texts: Mapping[str, str] | None) -> Statement | None:
+    token = token_at(body, start, options, option_texts=texts)
+    if token is None or token.conflict is not None or _plain_digit(body, token):
+        return None
+    return _committed(body, lead, token, options, tail_end)
+
+
+def _chosen_one(body: str, m: re.Match[str], english: bool, options: tuple[str, ...],
+                texts: Mapping[str, str] | None) -> Statement | None:
+    pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if english else m.end()
+    token = _token_after_lead(body, pos, options, texts)
+    if token is None:
+        return None
+    conj = _CONJUNCTION.match(body, token.end)
+    if conj and token_at(body, conj.end(), options) is not None:
+        return Statement(m.start(), None)  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
+    tail = (_EN_CHOOSE_TAIL if english else _COPULA_END).match(body, token.end)
+    if tail is None:
+        return None
+    return _committed(body, m.start(), token, options, tail.end())
+
+
+def _connective_before(body: str, token_start: int) -> bool:
     """``Therefore, C.``: a bare option closing a sentence counts only after a connective (or ``Option``)."""
-    start = last_of(body, _SENTENCE_BOUNDARY, token.start) + 1
-    if _CONNECTIVE.fullmatch(body, start, token.start) is None:
+    start = last_of(body, _SENTENCE_BOUNDARY, token_start) + 1
+    if _CONNECTIVE.fullmatch(body, start, token_start) is None:
         return False
-    return bool(body[start : token.start].strip(" \t*_#>-•+"))
+    return bool(body[start:token_start].strip(" \t*_#>-•+"))
 
 
 # -- structured answers ----------------------------------------------------------------------
@@ -235,7 +267,7 @@ def _value_statement(
 def json_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``{"answer": "B"}``, ``'final_answer': 'B. Metformin'``, ``"정답": ["C"]``, fenced or bare."""
     out = []
-    for key in _JSON_KEY.finditer(body):
+    for key in scan(_JSON_KEY, body, _JSON_KEYS):
         if (string := _JSON_STRING.match(body, key.end())) is not None:
             values = [string.group("v")]
         elif (listed := _JSON_LIST.match(body, key.end())) is not None:
@@ -296,7 +328,7 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
     if not texts:
         return []
     out = []
-    for marker in PREFIX_MARKER.finditer(body):
+    for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue
@@ -316,6 +348,8 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
 def lead_in_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """The first line after ``정답은 다음과 같습니다.`` or ``### 정답``: a bold option line or an option's text."""
     out = []
+    if not may_hold(body, _LEAD_IN_KEYS):
+        return out
     lines = body.split("\n")
     offsets = [0]
     for line in lines[:-1]:

@@ -18,11 +18,14 @@ import re
 import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal, Mapping
 
-from pipelines.tasks.clinicalqa.parsing import tokens
-from pipelines.tasks.clinicalqa.parsing.tokens import HANGUL_AFTER_DIGIT, HANGUL_AFTER_LETTER, HEDGE
+from pipelines.tasks.clinicalqa.parsing.tokens import (
+    HANGUL_AFTER_DIGIT,
+    HANGUL_AFTER_LETTER,
+    HEDGE,
+)
+from pipelines.tasks.clinicalqa.parsing.v3_find import token_pattern
 
 Hedge = Literal["plain", "soft", "void"]
 
@@ -35,22 +38,6 @@ class Token:
     labelled: bool = False  # bracketed, bold, or followed by a label mark: "(C)", "C.", "C:"
     text_match: bool = False  # the text after it is this option's text (option texts given)
     conflict: str | None = None  # another option whose text follows it: letter and text disagree
-
-
-@lru_cache(maxsize=16)
-def token_pattern(options: tuple[str, ...]) -> re.Pattern[str]:
-    """``tokens.token_pattern`` with possessive bracket runs: the same matches, with the same groups.
-
-    A bracket run is followed by ``**``/``__`` or a letter, which it cannot take, so stopping it
-    early never helps a match; the shared pattern still tried every split of a run between its two
-    halves, cubic in all on ``"(" * 4000`` (266 s).
-    """
-    shared = tokens.token_pattern(options).pattern
-    own = shared.replace("]*(?:\\*\\*|__)?[", "]*+(?:\\*\\*|__)?[").replace("]*)(?P<value>", "]*+)(?P<value>")
-    own = own[: -len("]*)")] + "]*+)" if own.endswith("]*)") else own
-    if own.count("]*+") != 4:  # both halves of the opening run and of the closing run
-        raise RuntimeError(f"parsing.tokens.token_pattern changed shape; v3_scan.token_pattern needs updating: {shared}")
-    return re.compile(own)
 
 
 _NUMBER_CONTINUES = re.compile(r"[.,]\d")  # "1.5", "2,000"
@@ -320,33 +307,6 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     if void.within(before_start, position) or void.within(rest_from, min(rest_from + _CLAUSE_REACH, rest_end)):
         return hedge_of(text[before_start:position], text[rest_from:rest_end])
     return "soft" if hedge.within(rest_from, rest_end) and HEDGE.search(text[rest_from:rest_end]) else "plain"
-
-
-def _inline(pattern: re.Pattern[str]) -> str:
-    return f"(?i:{pattern.pattern})" if pattern.flags & re.IGNORECASE else f"(?:{pattern.pattern})"
-
-
-@lru_cache(maxsize=32)
-def _followed(options: tuple[str, ...], tails: tuple[re.Pattern[str], ...], every_start: bool) -> re.Pattern[str]:
-    token = f"(?>{token_pattern(options).pattern})"  # atomic: the token exactly as token_pattern matches it
-    tail = "|".join(_inline(t) for t in tails)
-    if every_start:
-        return re.compile(f"(?={token}(?:{tail}))")
-    return re.compile(f"{token}(?:(?={tail})(?P<followed>))?")
-
-
-def tokens_followed_by(text: str, options: tuple[str, ...], tails: tuple[re.Pattern[str], ...],
-                       every_start: bool = False) -> list[int]:
-    """Where the answer tokens that one of ``tails`` matches right after start, found in one scan.
-
-    ``every_start``: every position where ``token_pattern`` matches (``search`` from each start + 1),
-    else the tokens of ``token_pattern(options).finditer(text)``. A rule that reads only such tokens
-    builds a ``Token`` (the costly part) for them alone, instead of for every letter of the reply.
-    """
-    pattern = _followed(options, tails, every_start)
-    if every_start:
-        return [m.start() for m in pattern.finditer(text)]
-    return [m.start() for m in pattern.finditer(text) if m.group("followed") is not None]
 
 
 _BOUNDARIES: dict[tuple[str, str], list[int]] = {}
