@@ -20,8 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import Mapping
+from typing import Any, Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
     FILLER,
@@ -39,7 +38,6 @@ from pipelines.tasks.clinicalqa.parsing.v3_find import (
 )
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
-    last_of,
     sentence_rest,
     statement_hedge,
     token_at,
@@ -166,24 +164,28 @@ def _written_as_digit(text: str, token: Token) -> bool:
     return "번" not in raw and any(c.isdigit() for c in raw)
 
 
-Candidate = tuple[int, bool, "Callable[[], _Statement | None]"]  # position, a marker opening its line, its reader
+# A statement's position, whether a marker there opens its line, and what its finder's reader needs.
+Candidate = tuple[int, bool, Any]
+Reader = Callable[[str, Candidate, tuple[str, ...], "Mapping[str, str] | None"], "_Statement | None"]
 
 
-def _prefix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
-    """Each answer marker: its position, whether only markup precedes it on its line, and its reader."""
+def _prefix_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
+    """Each answer marker: its position, whether only markup precedes it on its line, and the match."""
     out: list[Candidate] = []
-    previous_line = -1
+    line_end = -1  # where the line of the last marker that was the first of its line ends
     for marker in scan(PREFIX_MARKER, text, PREFIX_MARKER_KEYS):
-        line_start = last_of(text, "\n", marker.start()) + 1
-        # a later marker of a line has the first one before it, which is no markup
-        anchored = line_start != previous_line and _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
-        previous_line = line_start
-        out.append((marker.start(), anchored, partial(_prefix_one, text, marker, anchored, options, texts)))
+        start = marker.start()
+        if start <= line_end:  # a later marker of a line has the first one before it, which is no markup
+            out.append((start, False, marker))
+            continue
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = _line_end(text, start)
+        out.append((start, _ANCHOR_PREFIX.fullmatch(text, line_start, start) is not None, marker))
     return out
 
 
-def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple[str, ...],
-                texts: Mapping[str, str] | None) -> _Statement | None:
+def _prefix_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    _, anchored, marker = candidate
     filler = FILLER.match(text, marker.end())
     gap = filler.group()
     if _BULLET_AFTER_BREAK.search(gap):
@@ -212,29 +214,31 @@ def _prefix_one(text: str, marker: re.Match[str], anchored: bool, options: tuple
     return _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
 
 
-def _boxed_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+def _boxed_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
     """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
-    return [(box.start(), False, partial(_boxed_one, text, box, options, texts)) for box in _BOXED.finditer(text)]
+    return [(box.start(), False, box) for box in _BOXED.finditer(text)]
 
 
-def _boxed_one(text: str, box: re.Match[str], options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+def _boxed_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    box = candidate[2]
     token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
     if token is not None and _CLOSING_BRACE.match(text, token.end):
         return _statement_from(text, token, box.start(), options, texts)
     return None
 
 
-def _postfix_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+def _postfix_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
     if not may_hold(text, ("답", "answer")):  # every postfix tail holds one
         return []
     return [
-        (start, False, partial(_postfix_one, text, start, options, texts))
+        (start, False, None)
         for start in tokens_followed_by(text, options, (_POSTFIX_KOREAN, POSTFIX_ENGLISH), _POSTFIX_ANCHORS, every_start=True)
         if not (start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"))  # inside a word
     ]
 
 
-def _postfix_one(text: str, start: int, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+def _postfix_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    start = candidate[0]
     token = token_at(text, start, options, option_texts=texts)
     if token is None:
         return None
@@ -260,7 +264,7 @@ def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> b
     return False
 
 
-def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+def _label_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
     """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct.
 
     Only a line holding a tail word (``_LABEL_TAIL`` needs ``답`` or ``correct``) can, so only its
@@ -269,12 +273,12 @@ def _label_candidates(text: str, options: tuple[str, ...], texts: Mapping[str, s
     out: list[Candidate] = []
     pos = 0
     while (word := _TAIL_WORD.search(text, pos)) is not None:
-        line_start = last_of(text, "\n", word.start()) + 1
+        newline = text.rfind("\n", pos, word.start())
+        line_start = pos if newline < 0 else newline + 1
         line_end = _line_end(text, word.end())
         starts = {m.end(): False for m in _INLINE_ITEM.finditer(text, line_start, line_end)}
         starts[_LINE_START.match(text, line_start).end()] = True
-        out += [(start, False, partial(_label_one, text, start, line_start, options, texts))
-                for start, line_start in sorted(starts.items())]
+        out += [(start, False, line_start) for start, line_start in sorted(starts.items())]
         pos = line_end + 1
     return out
 
@@ -284,8 +288,8 @@ def _line_end(text: str, pos: int) -> int:
     return len(text) if end < 0 else end
 
 
-def _label_one(text: str, start: int, line_start: bool, options: tuple[str, ...],
-               texts: Mapping[str, str] | None) -> _Statement | None:
+def _label_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    start, _, line_start = candidate
     token = token_at(text, start, options, after_marker=True, option_texts=texts)
     if token is None or not token.labelled:
         return None
@@ -310,7 +314,13 @@ def _label_one(text: str, start: int, line_start: bool, options: tuple[str, ...]
     return None
 
 
-# The finders of v2's statements, in the order that decides between two at one position (v3_reading).
-FINDERS = (_prefix_candidates, _postfix_candidates, _label_candidates, _boxed_candidates)
+# v2's statement finders, in the order that decides between two at one position (``v3_reading``): answer
+# markers, postfix tails, label lines, ``\boxed{}``; each finds its candidates, and reads one of them.
+FINDERS: tuple[tuple[Callable[[str, tuple[str, ...]], list[Candidate]], Reader], ...] = (
+    (_prefix_candidates, _prefix_one),
+    (_postfix_candidates, _postfix_one),
+    (_label_candidates, _label_one),
+    (_boxed_candidates, _boxed_one),
+)
 CONJUNCTION = _CONJUNCTION
 Statement = _Statement

@@ -13,7 +13,7 @@ plain statement. The answer is the one reading them all gives (the equality test
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import unicodedata
 from functools import lru_cache
 from typing import Mapping, Sequence
 
@@ -23,8 +23,13 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
     is_empty,
     normalise_reply,
 )
-from pipelines.tasks.clinicalqa.parsing.v3_base import CONJUNCTION, FINDERS, Statement
-from pipelines.tasks.clinicalqa.parsing.v3_find import token_pattern
+from pipelines.tasks.clinicalqa.parsing.v3_base import (
+    CONJUNCTION,
+    FINDERS,
+    Candidate,
+    Statement,
+)
+from pipelines.tasks.clinicalqa.parsing.v3_find import may_hold, token_pattern
 from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text, token_at
 
 
@@ -55,44 +60,71 @@ class _Reading:
 
     def __init__(self, text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> None:
         self.text, self.options, self.texts = text, options, texts
-        self.readers: dict[int, list[Callable[[], Statement | None]]] = {}
-        self.eligible: set[int] = set()  # positions of a marker that opens its line
-        for find in FINDERS:
-            for position, anchored, read in find(text, options, texts):
-                self.readers.setdefault(position, []).append(read)
-                if anchored:
-                    self.eligible.add(position)
-        self.positions = sorted(self.readers)
+        self._found: dict[int, list[Candidate]] = {}
+        self._at: dict[int, list[tuple[int, Candidate]]] | None = None  # position -> (finder, candidate), in order
         self._read: dict[int, Statement | None] = {}
+
+    def candidates(self, finder: int) -> list[Candidate]:
+        """What ``FINDERS[finder]`` finds, found once and only when asked."""
+        if finder not in self._found:
+            self._found[finder] = FINDERS[finder][0](self.text, self.options)
+        return self._found[finder]
+
+    def positions(self) -> list[int]:
+        """Every candidate position, in order (every finder asked)."""
+        if self._at is None:
+            self._at = {}
+            for finder in range(len(FINDERS)):
+                for candidate in self.candidates(finder):
+                    self._at.setdefault(candidate[0], []).append((finder, candidate))
+        return sorted(self._at)
+
+    def read(self, finder: int, candidate: Candidate) -> Statement | None:
+        return FINDERS[finder][1](self.text, candidate, self.options, self.texts)
 
     def at(self, position: int) -> Statement | None:
         """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
         if position not in self._read:
-            self._read[position] = next((s for read in self.readers[position] if (s := read()) is not None), None)
+            self.positions()
+            self._read[position] = next((s for f, c in self._at[position] if (s := self.read(f, c)) is not None), None)
         return self._read[position]
 
     def may_reopen(self, after: int) -> bool:
         """Could a statement after ``after`` name several options? Only through a token listed with
         another (``_CONJUNCTION``), a bracketed second token, or another option's text after a token
-        (``Token.conflict``). One scan; False means none can."""
-        if _listed(self.options).search(self.text, after) is not None:
+        (``Token.conflict``). A few substring tests and at most one scan; False means none can."""
+        if may_hold(self.text, _LISTED_KEYS) and _listed(self.options).search(self.text, after) is not None:
             return True
         if self.texts:
-            rest = normalise_text(self.text[after:])
-            return any(t and t in rest for t in self.texts.values())
+            rest = self.text[after:]
+            # every word of a normalised text is a run of word characters, kept whole by the normalisation
+            folded_rest = unicodedata.normalize("NFKC", rest).casefold()
+            if not any(t and t.split(" ")[0] in folded_rest for t in self.texts.values()):
+                return False
+            normalised = normalise_text(rest)
+            return any(t and t in normalised for t in self.texts.values())
         return False
 
     def final(self) -> ParseResult | None:
-        """v2's final-statement rule (the class docstring), or None when the reply holds no statement."""
-        for position in sorted(self.eligible, reverse=True):
-            s = self.at(position)
+        """v2's final-statement rule (the class docstring), or None when the reply holds no statement.
+
+        Only a marker's statement can open its line, so the other finders are asked only when no
+        anchored statement decides, or when a later statement may reopen it."""
+        for candidate in reversed(self.candidates(0)):
+            if not candidate[1]:
+                continue
+            position = candidate[0]
+            s = self.read(0, candidate)  # the prefix finder's comes first: when it reads one, it is the one here
+            if s is not None:
+                self._read[position] = s
             if s is not None and s.anchored and not s.hedged:
-                later = [p for p in self.positions if p > s.position] if self.may_reopen(s.position + 1) else []
+                if not self.may_reopen(s.position + 1):
+                    return _result(s)
                 reopened = any((t := self.at(p)) is not None and not t.hedged and t.prediction is None
-                               and s.prediction in t.alternatives for p in later)
+                               and s.prediction in t.alternatives for p in self.positions() if p > s.position)
                 return ParseResult(None, "ambiguous") if reopened else _result(s)
         last = None
-        for position in reversed(self.positions):
+        for position in reversed(self.positions()):
             s = self.at(position)
             if s is None:
                 continue
@@ -102,11 +134,21 @@ class _Reading:
         return None if last is None else _result(last)
 
 
+# Words one of which a token listed with another holds: a conjunction or a bracket (lower-cased).
+_LISTED_KEYS = (",", "/", "&", "+", "또는", "혹은", "아니면", "거나", "나", "와", "과", "및", "or", "and", "(", "[")
+_LEADING_BLANKS = r"\s*[(\[]?\s*"
+
+
 @lru_cache(maxsize=16)
 def _listed(options: tuple[str, ...]) -> re.Pattern[str]:
     """Where a token starts that another follows, after a conjunction or a bracket (``A 또는 B``, ``A (B)``)."""
     token = re.sub(r"\(\?P<\w+>", "(?:", token_pattern(options).pattern)
-    return re.compile(rf"(?=(?:{token})(?:(?i:{CONJUNCTION.pattern})(?:{token})|[ \t]*[(\[](?:{token})))")
+    if not CONJUNCTION.pattern.startswith(_LEADING_BLANKS):
+        raise RuntimeError(f"v3_base's conjunction changed shape; v3_reading._listed needs updating: {CONJUNCTION.pattern}")
+    # the same language with possessive blank runs: what follows them starts with no blank, and the
+    # backtracking form took the square of a blank run's length at every token before one
+    conjunction = r"\s*+[(\[]?\s*+" + CONJUNCTION.pattern[len(_LEADING_BLANKS) :]
+    return re.compile(rf"(?=(?:{token})(?:(?i:{conjunction})(?:{token})|[ \t]*[(\[](?:{token})))")
 
 
 def _result(final: Statement) -> ParseResult:

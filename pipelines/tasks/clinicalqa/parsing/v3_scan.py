@@ -289,6 +289,22 @@ def _indexes(text: str) -> tuple[_Occurrences, _Occurrences]:
     return found
 
 
+_DIRECT_READS = 32  # statements of one long reply whose hedges are read directly, before its indexes are built
+_READS: dict[str, int] = {}
+
+
+def _direct(text: str) -> bool:
+    """Is this one of the first ``_DIRECT_READS`` hedges asked of ``text``? Most long replies are read
+    at a handful of statements (``parsing.v3_reading``); the indexes cost a scan of the whole reply."""
+    reads = _READS.get(text, 0)
+    if reads >= _DIRECT_READS:
+        return False
+    if len(_READS) >= 8:
+        _READS.clear()
+    _READS[text] = reads + 1
+    return True
+
+
 def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     """``hedge_of(sentence_before(text, position), sentence_rest(text, rest_from))``, in bounded time.
 
@@ -301,7 +317,7 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     stop = rest_from + 5 * _CLAUSE_REACH
     m = _SENTENCE_END.search(text, rest_from, stop)
     rest_end = min(m.start() if m else stop, len(text))
-    if len(text) < _LONG:  # an ordinary reply: building the indexes would cost more than it saves
+    if len(text) < _LONG or _direct(text):  # building the indexes would cost more than it saves
         return hedge_of(text[before_start:position], text[rest_from:rest_end])
     void, hedge = _indexes(text)
     if void.within(before_start, position) or void.within(rest_from, min(rest_from + _CLAUSE_REACH, rest_end)):
