@@ -30,7 +30,7 @@ from pipelines.tasks.clinicalqa.parsing.v3_base import (
     Statement,
 )
 from pipelines.tasks.clinicalqa.parsing.v3_find import may_hold, token_pattern
-from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text, token_at
+from pipelines.tasks.clinicalqa.parsing.v3_scan import hedge_of, normalise_text, sentence_before, token_at
 
 
 def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult | None:
@@ -63,6 +63,7 @@ class _Reading:
         self._found: dict[int, list[Candidate]] = {}
         self._at: dict[int, list[tuple[int, Candidate]]] | None = None  # position -> (finder, candidate), in order
         self._read: dict[int, Statement | None] = {}
+        self._listless: bool | None = None  # no statement can name several options
 
     def candidates(self, finder: int) -> list[Candidate]:
         """What ``FINDERS[finder]`` finds, found once and only when asked."""
@@ -86,8 +87,19 @@ class _Reading:
         """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
         if position not in self._read:
             self.positions()
-            self._read[position] = next((s for f, c in self._at[position] if (s := self.read(f, c)) is not None), None)
+            self._read[position] = None if self.voided(position) else next(
+                (s for f, c in self._at[position] if (s := self.read(f, c)) is not None), None)
         return self._read[position]
+
+    def voided(self, position: int) -> bool:
+        """Is every statement at ``position`` None, without reading it? Every finder builds its statement
+        from the sentence before ``position`` (``v3_base._statement_from``): a conditional or a report
+        there voids it, unless it names several options first, which a reply where nothing can
+        (``may_reopen`` from its start) never does. A reply of thousands of conditional statements
+        (``"만약 정답: A "`` repeated) is then read at the cost of their clauses' hedges."""
+        if self._listless is None:
+            self._listless = not self.may_reopen(0)
+        return self._listless and hedge_of(sentence_before(self.text, position), "") == "void"
 
     def may_reopen(self, after: int) -> bool:
         """Could a statement after ``after`` name several options? Only through a token listed with
@@ -114,7 +126,7 @@ class _Reading:
             if not candidate[1]:
                 continue
             position = candidate[0]
-            s = self.read(0, candidate)  # the prefix finder's comes first: when it reads one, it is the one here
+            s = None if self.voided(position) else self.read(0, candidate)  # the prefix finder's comes first
             if s is not None:
                 self._read[position] = s
             if s is not None and s.anchored and not s.hedged:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER
@@ -43,6 +43,7 @@ from pipelines.tasks.clinicalqa.parsing.v3_find import (
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
     last_of,
+    line_end,
     normalise_text,
     sentence_rest,
     statement_hedge,
@@ -96,12 +97,6 @@ def _plain_digit(body: str, token: Token) -> bool:
     """A bare digit (``3``, not ``3번``): a count or a step number too often to be read from a sentence."""
     raw = body[token.start : token.end]
     return "번" not in raw and any(c.isdigit() for c in raw)
-
-
-def _starts_sentence(body: str, pos: int) -> bool:
-    """Does a sentence (or a line, or what follows a colon) start at ``pos``, after a connective at most?"""
-    start = last_of(body, _SENTENCE_BOUNDARY, pos) + 1
-    return _CONNECTIVE.fullmatch(body, start, pos) is not None
 
 
 def _committed(body: str, lead: int, token: Token, options: tuple[str, ...], rest_from: int) -> Statement | None:
@@ -194,8 +189,8 @@ def sentence_candidates(body: str, options: tuple[str, ...], texts: Mapping[str,
             lead = start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
         elif (tail := _KO_MARKED.match(body, end) or _KO_CHOOSE.match(body, end)) is not None:
             lead = start
-        elif _starts_sentence(body, start) and (
-            (tail := _COPULA_END.match(body, end)) is not None and (tail.group() or _connective_before(body, start))
+        elif _CONNECTIVE.fullmatch(body, sentence := last_of(body, _SENTENCE_BOUNDARY, start) + 1, start) is not None and (
+            (tail := _COPULA_END.match(body, end)) is not None and (tail.group() or _connective_before(body, sentence, start))
             or (tail := _EN_OPTION_CORRECT.match(body, end)) is not None
         ):
             lead = start  # "E입니다.", "Therefore, C.", "C is correct."
@@ -230,11 +225,9 @@ def _chosen_one(body: str, m: re.Match[str], english: bool, options: tuple[str, 
     return _committed(body, m.start(), token, options, tail.end())
 
 
-def _connective_before(body: str, token_start: int) -> bool:
-    """``Therefore, C.``: a bare option closing a sentence counts only after a connective (or ``Option``)."""
-    start = last_of(body, _SENTENCE_BOUNDARY, token_start) + 1
-    if _CONNECTIVE.fullmatch(body, start, token_start) is None:
-        return False
+def _connective_before(body: str, start: int, token_start: int) -> bool:
+    """``Therefore, C.``: a bare option closing a sentence (that starts at ``start``, after a connective at
+    most) counts only after a connective (or ``Option``)."""
     return bool(body[start:token_start].strip(" \t*_#>-•+"))
 
 
@@ -301,20 +294,37 @@ _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
 _BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
 
 
-def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
-    """The one option whose text ``segment`` starts with, up to a particle or a sentence end; else None.
+@lru_cache(maxsize=256)
+def _text_pattern(text: str) -> re.Pattern[str]:
+    """An option's (normalised) text as written in a reply: any case, any punctuation between its words."""
+    words = [re.escape(w) for w in text.split()]
+    return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
+
+
+@lru_cache(maxsize=64)
+def _first_words(texts: tuple[str, ...]) -> re.Pattern[str]:
+    """What every match of one of their ``_text_pattern`` starts with: the same lead, and its first word."""
+    words = "|".join(re.escape(t.split()[0]) for t in texts if t)
+    return re.compile(r"[ \t*_\"'“‘]*(?:" + (words or "(?!)") + ")", re.IGNORECASE)
+
+
+def option_by_text(segment: str, texts: Mapping[str, str] | None, pos: int = 0, endpos: int | None = None) -> str | None:
+    """The one option whose text ``segment`` starts with (at ``pos``; ``segment[:endpos]`` read as the
+    whole), up to a particle or a sentence end; else None.
 
     The longest text wins (``수술 후 항생제`` over ``수술``); two options with the same text give None.
     """
     if not texts:
         return None
+    endpos = len(segment) if endpos is None else endpos
+    if not _first_words(tuple(texts.values())).match(segment, pos, endpos):
+        return None
     hits: list[tuple[int, str]] = []
     for letter, text in texts.items():
         if not text:
             continue
-        words = [re.escape(w) for w in text.split()]
-        m = re.match(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, segment, re.IGNORECASE)
-        if m and _TEXT_END.match(segment, m.end()):
+        m = _text_pattern(text).match(segment, pos, endpos)
+        if m and _TEXT_END.match(segment, m.end(), endpos):
             hits.append((len(text), letter))
     if not hits:
         return None
@@ -325,16 +335,14 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
 
 def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``The answer is metformin.``, ``정답은 경구 항생제입니다.``: an answer marker, then an option's text."""
-    if not texts:
-        return []
+    if not texts or not _first_words(tuple(texts.values())).search(body):
+        return []  # no option's first word anywhere: no marker is followed by an option's text
     out = []
     for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue
-        line_end = body.find("\n", filler.end())
-        segment = body[filler.end() : line_end if line_end >= 0 else len(body)]
-        letter = option_by_text(segment, texts)
+        letter = option_by_text(body, texts, filler.end(), line_end(body, filler.end()))
         if letter is None:
             continue
         others = [k for k, t in texts.items() if k != letter and t and t in normalise_text(sentence_rest(body, filler.end()))]

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
@@ -231,6 +232,7 @@ _CLAUSE_TURN = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # pure; a reply that repeats itself (a looping model) repeats its clauses
 def hedge_of(before: str, rest: str) -> Hedge:
     """``void`` for a conditional or reported statement, ``soft`` for v1's hedges, else ``plain``.
 
@@ -328,15 +330,30 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
 _BOUNDARIES: dict[tuple[str, str], list[int]] = {}
 
 
-def last_of(text: str, chars: str, pos: int) -> int:
-    """``max(text.rfind(c, 0, pos) for c in chars)``, from an index of ``chars`` built once per text."""
-    if len(text) < _LONG:
-        return max(text.rfind(c, 0, pos) for c in chars)
+def _boundaries(text: str, chars: str) -> list[int]:
     key = (chars, text)
     found = _BOUNDARIES.get(key)
     if found is None:
         if len(_BOUNDARIES) >= 16:
             _BOUNDARIES.clear()
         found = _BOUNDARIES[key] = [m.start() for m in re.finditer(f"[{re.escape(chars)}]", text)]
+    return found
+
+
+def last_of(text: str, chars: str, pos: int) -> int:
+    """``max(text.rfind(c, 0, pos) for c in chars)``, from an index of ``chars`` built once per text."""
+    if len(text) < _LONG:
+        return max(text.rfind(c, 0, pos) for c in chars)
+    found = _boundaries(text, chars)
     i = bisect_left(found, pos)
     return found[i - 1] if i else -1
+
+
+def line_end(text: str, pos: int) -> int:
+    """``text.find("\\n", pos)``, or the text's length when none follows, from the same index."""
+    if len(text) < _LONG:
+        end = text.find("\n", pos)
+        return len(text) if end < 0 else end
+    found = _boundaries(text, "\n")
+    i = bisect_left(found, pos)
+    return found[i] if i < len(found) else len(text)

@@ -23,7 +23,9 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
 from pipelines.tasks.clinicalqa.parsing.v4_core import CONJUNCTION, FINDERS, Statement
 from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     gate,
+    hedge_of,
     normalise_text,
+    sentence_before,
     token_at,
     token_source,
 )
@@ -62,12 +64,24 @@ class Reading:
                     self.eligible.append(position)
         self.positions = sorted(self.readers)
         self._read: dict[int, Statement | None] = {}
+        self._listless: bool | None = None  # no statement can name several options
 
     def at(self, position: int) -> Statement | None:
         """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
         if position not in self._read:
-            self._read[position] = next((s for read in self.readers[position] if (s := read()) is not None), None)
+            self._read[position] = None if self.voided(position) else next(
+                (s for read in self.readers[position] if (s := read()) is not None), None)
         return self._read[position]
+
+    def voided(self, position: int) -> bool:
+        """Is every statement at ``position`` None, without reading it? Every finder builds its statement
+        from the sentence before ``position`` (``v4_core._statement_from``): a conditional or a report
+        there voids it, unless it names several options first, which a reply where nothing can
+        (``may_reopen`` from its start) never does. A reply of thousands of conditional statements
+        (``"만약 정답: A "`` repeated) is then read at the cost of their clauses' hedges."""
+        if self._listless is None:
+            self._listless = not self.may_reopen(0)
+        return self._listless and hedge_of(sentence_before(self.text, position), "") == "void"
 
     def may_reopen(self, after: int) -> bool:
         """Could a statement after ``after`` name several options (a list, a bracketed second letter,

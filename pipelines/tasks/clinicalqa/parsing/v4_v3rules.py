@@ -304,13 +304,20 @@ def _text_pattern(text: str) -> re.Pattern[str]:
     return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
 
 
+@lru_cache(maxsize=64)
+def _first_words(texts: tuple[str, ...]) -> re.Pattern[str]:
+    """What every match of one of their ``_text_pattern`` starts with: the same lead, and its first word."""
+    words = "|".join(re.escape(t.split()[0]) for t in texts if t)
+    return re.compile(r"[ \t*_\"'“‘]*(?:" + (words or "(?!)") + ")", re.IGNORECASE)
+
+
 def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
     """The one option whose text ``segment`` starts with, up to a particle or a sentence end; else None.
 
     The longest text wins (``수술 후 항생제`` over ``수술``); two options with the same text give None.
     """
-    if not texts:
-        return None
+    if not texts or not _first_words(tuple(texts.values())).match(segment):
+        return None  # one test instead of one per option: most markers are followed by no option's text
     hits: list[tuple[int, str]] = []
     for letter, text in texts.items():
         if not text:
@@ -327,8 +334,8 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
 
 def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``The answer is metformin.``, ``정답은 경구 항생제입니다.``: an answer marker, then an option's text."""
-    if not texts:
-        return []
+    if not texts or not _first_words(tuple(texts.values())).search(body):
+        return []  # no option's first word anywhere: no marker is followed by an option's text
     out = []
     for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
         filler = FILLER.match(body, marker.end())
