@@ -30,7 +30,12 @@ from pipelines.tasks.clinicalqa.parsing.v3_base import (
     Statement,
 )
 from pipelines.tasks.clinicalqa.parsing.v3_find import may_hold, token_pattern
-from pipelines.tasks.clinicalqa.parsing.v3_scan import hedge_of, normalise_text, sentence_before, token_at
+from pipelines.tasks.clinicalqa.parsing.v3_scan import (
+    hedge_of,
+    normalise_text,
+    sentence_before,
+    token_at,
+)
 
 
 def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult | None:

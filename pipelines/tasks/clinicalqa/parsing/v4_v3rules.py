@@ -307,8 +307,7 @@ def _text_pattern(text: str) -> re.Pattern[str]:
 @lru_cache(maxsize=64)
 def _first_words(texts: tuple[str, ...]) -> re.Pattern[str]:
     """What every match of one of their ``_text_pattern`` starts with: the same lead, and its first word."""
-    words = "|".join(re.escape(t.split()[0]) for t in texts if t)
-    return re.compile(r"[ \t*_\"'“‘]*(?:" + (words or "(?!)") + ")", re.IGNORECASE)
+    return re.compile(r"[ \t*_\"'“‘]*(?:" + ("|".join(re.escape(t.split()[0]) for t in texts if t) or "(?!)") + ")", re.I)
 
 
 def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
