@@ -55,6 +55,9 @@ def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] |
     return None
 
 
+_SHORT = 4096  # characters
+
+
 class _Reading:
     """The statements of a reply, read lazily: a position's statement is worked out only when v2's
     final-statement rule needs it, so a reply of thousands of statements (the parse attack's
@@ -102,6 +105,8 @@ class _Reading:
         there voids it, unless it names several options first, which a reply where nothing can
         (``may_reopen`` from its start) never does. A reply of thousands of conditional statements
         (``"만약 정답: A "`` repeated) is then read at the cost of their clauses' hedges."""
+        if len(self.text) < _SHORT:
+            return False  # a short reply reads its few statements faster than this looks for lists
         if self._listless is None:
             self._listless = not self.may_reopen(0)
         return self._listless and hedge_of(sentence_before(self.text, position), "") == "void"

@@ -294,18 +294,17 @@ _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
 _BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _text_pattern(text: str) -> re.Pattern[str]:
     """An option's (normalised) text as written in a reply: any case, any punctuation between its words."""
     words = [re.escape(w) for w in text.split()]
     return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
 
 
-@lru_cache(maxsize=64)
-def _first_words(texts: tuple[str, ...]) -> re.Pattern[str]:
-    """What every match of one of their ``_text_pattern`` starts with: the same lead, and its first word."""
-    words = "|".join(re.escape(t.split()[0]) for t in texts if t)
-    return re.compile(r"[ \t*_\"'“‘]*(?:" + (words or "(?!)") + ")", re.IGNORECASE)
+@lru_cache(maxsize=4096)
+def _first_word(text: str) -> re.Pattern[str]:
+    """The first word of an option's (normalised) text, as ``_text_pattern`` matches it: in any case."""
+    return re.compile(re.escape(text.split()[0]), re.IGNORECASE)
 
 
 def option_by_text(segment: str, texts: Mapping[str, str] | None, pos: int = 0, endpos: int | None = None) -> str | None:
@@ -317,8 +316,6 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None, pos: int = 0, 
     if not texts:
         return None
     endpos = len(segment) if endpos is None else endpos
-    if not _first_words(tuple(texts.values())).match(segment, pos, endpos):
-        return None
     hits: list[tuple[int, str]] = []
     for letter, text in texts.items():
         if not text:
@@ -335,10 +332,13 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None, pos: int = 0, 
 
 def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``The answer is metformin.``, ``정답은 경구 항생제입니다.``: an answer marker, then an option's text."""
-    if not texts or not _first_words(tuple(texts.values())).search(body):
-        return []  # no option's first word anywhere: no marker is followed by an option's text
+    if not texts:
+        return []
     out = []
-    for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
+    markers = scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS)
+    if len(markers) > 64 and not any(t and _first_word(t).search(body) for t in texts.values()):
+        return out  # a reply of many markers and no option's first word: none is followed by an option's text
+    for marker in markers:
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue

@@ -48,6 +48,9 @@ def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] |
     return None
 
 
+_SHORT = 4096  # characters
+
+
 class Reading:
     """The statements of a reply, read lazily: a position's statement is worked out only when the
     final-statement rule needs it, so a reply of thousands of statements costs a handful of them
@@ -79,6 +82,8 @@ class Reading:
         there voids it, unless it names several options first, which a reply where nothing can
         (``may_reopen`` from its start) never does. A reply of thousands of conditional statements
         (``"만약 정답: A "`` repeated) is then read at the cost of their clauses' hedges."""
+        if len(self.text) < _SHORT:
+            return False  # a short reply reads its few statements faster than this looks for lists
         if self._listless is None:
             self._listless = not self.may_reopen(0)
         return self._listless and hedge_of(sentence_before(self.text, position), "") == "void"

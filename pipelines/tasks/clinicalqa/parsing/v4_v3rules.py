@@ -297,17 +297,14 @@ _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
 _BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _text_pattern(text: str) -> re.Pattern[str]:
     """An option's (normalised) text as written in a reply: its words with any punctuation between."""
     words = [re.escape(w) for w in text.split()]
     return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
 
 
-@lru_cache(maxsize=64)
-def _first_words(texts: tuple[str, ...]) -> re.Pattern[str]:
-    """What every match of one of their ``_text_pattern`` starts with: the same lead, and its first word."""
-    return re.compile(r"[ \t*_\"'“‘]*(?:" + ("|".join(re.escape(t.split()[0]) for t in texts if t) or "(?!)") + ")", re.I)
+_first_word = lru_cache(maxsize=4096)(lambda text: re.compile(re.escape(text.split()[0]), re.I))  # as _text_pattern reads it
 
 
 def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
@@ -315,8 +312,8 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
 
     The longest text wins (``수술 후 항생제`` over ``수술``); two options with the same text give None.
     """
-    if not texts or not _first_words(tuple(texts.values())).match(segment):
-        return None  # one test instead of one per option: most markers are followed by no option's text
+    if not texts:
+        return None
     hits: list[tuple[int, str]] = []
     for letter, text in texts.items():
         if not text:
@@ -333,10 +330,13 @@ def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
 
 def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``The answer is metformin.``, ``정답은 경구 항생제입니다.``: an answer marker, then an option's text."""
-    if not texts or not _first_words(tuple(texts.values())).search(body):
-        return []  # no option's first word anywhere: no marker is followed by an option's text
+    if not texts:
+        return []
     out = []
-    for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
+    markers = scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS)
+    if len(markers) > 64 and not any(t and _first_word(t).search(body) for t in texts.values()):
+        return out  # a reply of many markers and no option's first word: none is followed by an option's text
+    for marker in markers:
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue
