@@ -10,9 +10,11 @@ number-letter disagreements, labels with option texts, ``\\boxed{}``), on v3's s
 compares it, through v3, with a frozen copy of the v3 that called v2, on the demo's outputs, every
 parser test and generated adversarial replies.
 
-What differs is only the work: each statement finder looks for its own anchor (a marker, a tail, a
-line start) with one regular-expression scan and builds a token only there, so a reply costs time
-near linear in its length (docs/adding-a-task.md, "Answer parsing").
+What differs is only the work: each statement finder lists its candidates (a marker, a token a
+tail follows, a label line's start) with one regular-expression scan, and reads one (a token, its
+negation, lists and hedges) only when ``parsing.v3_reading``'s final-statement rule asks for it, so
+a reply costs time near linear in its length with a small factor (docs/adding-a-task.md, "Answer
+parsing").
 """
 
 from __future__ import annotations
