@@ -46,15 +46,17 @@ from pipelines.tasks.clinicalqa.parsing.v3_scan import (
 )
 
 _NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
+# A blank run before something that cannot start with a blank is possessive below (``[ \t]*+``): the
+# same matches, where the backtracking form took the square (or the cube) of a long blank run's length.
 _NEGATION_AFTER = re.compile(
-    rf"[ \t]*(?:가|이|은|는)?[ \t]*(?:{_NEGATIONS}|오답|틀[리린렸려])|\s+(?:is|are)\s+(?:not|wrong|incorrect)\b|\s*isn't\b",
+    rf"[ \t]*+(?:가|이|은|는)?[ \t]*+(?:{_NEGATIONS}|오답|틀[리린렸려])|\s+(?:is|are)\s+(?:not|wrong|incorrect)\b|\s*isn't\b",
     re.IGNORECASE,
 )
 _CONJUNCTION = re.compile(  # v1's, plus ", and" / ", or" of a list
-    r"\s*[(\[]?\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
+    r"\s*+[(\[]?\s*+(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
     re.IGNORECASE,
 )
-_CONTRAST = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아(?:니라|니고|닌)[ \t]*[,]?[ \t]*")
+_CONTRAST = re.compile(r"[ \t]*+(?:가|이|은|는)?[ \t]*+아(?:니라|니고|닌)[ \t]*[,]?[ \t]*")
 _EN_NOT = re.compile(r"(?:not|isn't|is\s+not)\s+", re.IGNORECASE)
 _EN_CONTRAST = re.compile(
     r"\s*[,;.]?\s*(?:but\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?|rather\s+|instead\s+|it\s+is\s+|it's\s+|it\s+was\s+)"
@@ -63,7 +65,7 @@ _EN_CONTRAST = re.compile(
 )
 _GROUP_NEGATED = re.compile(
     rf"\s*(?:are|is)\s+(?:both\s+|all\s+)?(?:wrong|incorrect|not\b|false)"
-    rf"|[ \t]*(?:는|은|이|가)?[ \t]*(?:모두\s*|둘\s*다\s*)?(?:오답|틀[리린렸]|{_NEGATIONS})",
+    rf"|[ \t]*+(?:는|은|이|가)?[ \t]*+(?:모두\s*|둘\s*다\s*)?(?:오답|틀[리린렸]|{_NEGATIONS})",
     re.IGNORECASE,
 )
 _POSTFIX_KOREAN = re.compile(
@@ -81,7 +83,7 @@ _BETWEEN_SENTENCE_END = re.compile(r"[.!?。;](?:\s|$)")
 _LINE_START = re.compile(r"^[ \t]*(?:[-*•+][ \t]+)?(?:#+[ \t]*)?", re.MULTILINE)
 _ANCHOR_PREFIX = re.compile(r"[ \t>#*_\-•+]*(?:(?:the\s+)?(?:final|correct|best)[ \t]+)?(?:\*\*|__)?", re.IGNORECASE)
 _BULLET_AFTER_BREAK = re.compile(r"\n[ \t]*(?:[-•+–—]|\*(?!\*))")
-_ALONE_ON_LINE = re.compile(r"[ \t]*[.!。]?[ \t]*(?:\*\*|__)?[ \t]*(?:\n|$)")
+_ALONE_ON_LINE = re.compile(r"[ \t]*+[.!。]?[ \t]*+(?:\*\*|__)?[ \t]*+(?:\n|$)")
 _BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*)?")
 _INLINE_ITEM = re.compile(r"[,;][ \t]*")  # "A: 오답, B: 오답, C: 정답"
 _LABEL_MARK_SPACE = re.compile(r"[ \t]*[.):\-–—]?[ \t]*")

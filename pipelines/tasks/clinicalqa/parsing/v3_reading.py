@@ -158,18 +158,13 @@ class _Reading:
 
 # Words one of which a token listed with another holds: a conjunction or a bracket (lower-cased).
 _LISTED_KEYS = (",", "/", "&", "+", "또는", "혹은", "아니면", "거나", "나", "와", "과", "및", "or", "and", "(", "[")
-_LEADING_BLANKS = r"\s*[(\[]?\s*"
 
 
 @lru_cache(maxsize=16)
 def _listed(options: tuple[str, ...]) -> re.Pattern[str]:
     """Where a token starts that another follows, after a conjunction or a bracket (``A 또는 B``, ``A (B)``)."""
     token = re.sub(r"\(\?P<\w+>", "(?:", token_pattern(options).pattern)
-    if not CONJUNCTION.pattern.startswith(_LEADING_BLANKS):
-        raise RuntimeError(f"v3_base's conjunction changed shape; v3_reading._listed needs updating: {CONJUNCTION.pattern}")
-    # the same language with possessive blank runs: what follows them starts with no blank, and the
-    # backtracking form took the square of a blank run's length at every token before one
-    conjunction = r"\s*+[(\[]?\s*+" + CONJUNCTION.pattern[len(_LEADING_BLANKS) :]
+    conjunction = CONJUNCTION.pattern  # its blank runs possessive: no backtracking over a long one
     return re.compile(rf"(?=(?:{token})(?:(?i:{conjunction})(?:{token})|[ \t]*[(\[](?:{token})))")
 
 

@@ -78,7 +78,7 @@ _LEAD_IN_KEYS = ("답", "결론", "answer", "conclusion")
 _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
                           re.IGNORECASE)
 _LISTED_BEFORE = re.compile(r"\s*(?:,|/|&|\+|또는|혹은|이나|와|과|및|\bor\b|\band\b)\s*", re.IGNORECASE)
-_NOT_BUT = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아니(?:라|고)[ \t]*,?[ \t]*")
+_NOT_BUT = re.compile(r"[ \t]*+(?:가|이|은|는)?[ \t]*+아니(?:라|고)[ \t]*,?[ \t]*")
 _SENTENCE_BOUNDARY = ".!?。\n:"
 # What may stand before an answer that starts a sentence: markup, a connective, "option". The old
 # ``A*(C)?B*(O)?B*`` (B within A) backtracked cubically on a long blank run that ends in anything
@@ -90,7 +90,7 @@ _CONNECTIVE = re.compile(
     re.IGNORECASE,
 )
 _COPULA_WORDS = "입니다|이다|예요|이에요|임|이죠"
-_COPULA = rf"[ \t]*(?:{_COPULA_WORDS})"
+_COPULA = rf"[ \t]*+(?:{_COPULA_WORDS})"
 
 
 def _plain_digit(body: str, token: Token) -> bool:
@@ -159,7 +159,8 @@ _KO_MOST = re.compile(
     r"(?:[가-힣]+[ \t]+){0,3}?(?:것|보기|선택지?|답|정답|치료|검사|진단|처치|조치|약물?|방법|원인|답안|선택)(?:은|는|으로는)[ \t]*"
     r"(?:보기[ \t]*)?(?:\*\*)?"
 )
-_COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))")
+# possessive blank runs: what follows each cannot start with a blank (quadratic on a long blank run before)
+_COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*+(?:\*\*)?[ \t]*+(?:[.!。](?:\s|$)|\n|$))")
 
 
 _SENTENCE_TAILS = (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE, _COPULA_END)
