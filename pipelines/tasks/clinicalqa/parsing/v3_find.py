@@ -25,6 +25,7 @@ from pipelines.tasks.clinicalqa.parsing import tokens
 
 _LONG = 4096  # characters: a shorter reply is scanned whole (cheaper than finding where to look)
 _REACH = 256  # characters: a scan this far behind the next place to look restarts at a sync point
+_GAP = 64  # characters: spans closer than this are scanned as one
 
 
 @lru_cache(maxsize=16)
@@ -135,7 +136,7 @@ def _windows(text: str, anchors: tuple[Anchor, ...]) -> list[tuple[int, int]]:
     spans.sort()
     merged: list[tuple[int, int]] = []
     for w, k in spans:
-        if merged and w <= merged[-1][1] + 1:
+        if merged and w <= merged[-1][1] + _GAP:  # scanning a short gap costs less than a window
             if k > merged[-1][1]:
                 merged[-1] = (merged[-1][0], k)
         else:

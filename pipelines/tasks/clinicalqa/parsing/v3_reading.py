@@ -70,6 +70,7 @@ class _Reading:
         self.text, self.options, self.texts = text, options, texts
         self._found: dict[int, list[Candidate]] = {}
         self._at: dict[int, list[tuple[int, Candidate]]] | None = None  # position -> (finder, candidate), in order
+        self._positions: list[int] = []
         self._read: dict[int, Statement | None] = {}
         self._listless: bool | None = None  # no statement can name several options
 
@@ -86,7 +87,8 @@ class _Reading:
             for finder in range(len(FINDERS)):
                 for candidate in self.candidates(finder):
                     self._at.setdefault(candidate[0], []).append((finder, candidate))
-        return sorted(self._at)
+            self._positions = sorted(self._at)
+        return self._positions
 
     def read(self, finder: int, candidate: Candidate) -> Statement | None:
         return FINDERS[finder][1](self.text, candidate, self.options, self.texts)

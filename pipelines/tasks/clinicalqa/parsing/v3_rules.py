@@ -164,8 +164,8 @@ _COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*+(?:\*\*)?[ \t]*+(?:
 
 
 _SENTENCE_TAILS = (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE, _COPULA_END)
-# Where each of them can start: blanks before "is ... correct", before a particle and its 정답/가장, before
-# 을/를 and its 선택; blanks, bold marks and a copula before a sentence end.
+_TAIL_STARTS = " \t가이은는을를*입예임"  # what a tail that is not empty starts with
+# Where each can start: blanks before "is ... correct", a particle and its 정답, 을/를 and 선택; a copula before a sentence end.
 _SENTENCE_ANCHORS = (
     Anchor(re.compile(r"i(?=s[ \t]+(?:the[ \t]+)?(?:most[ \t]+)?(?:correct|right|best|appropriate))", re.IGNORECASE), r" \t"),
     Anchor(re.compile(r"[가이은는](?=[ \t]*(?:가장|최종|정답|답))"), r" \t"),
@@ -185,6 +185,9 @@ def sentence_candidates(body: str, options: tuple[str, ...], texts: Mapping[str,
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
         end = pattern.match(body, start).end()  # where token_at's token ends, if it reads one here
+        if body[end : end + 1] not in _TAIL_STARTS and (start == 0 or body[start - 1] in _SENTENCE_BOUNDARY or not body[
+            last_of(body, _SENTENCE_BOUNDARY, start) + 1 : start].strip(" \t*_#>-•+")):
+            continue  # no tail but an empty one, which counts only after a connective: "A. A. A." costs no regex
         preceding = body[max(0, start - 20) : start]
         if (tail := _EN_OPTION_CORRECT.match(body, end)) and re.search(r"(?:option|choice)[ \t]*$", preceding, re.I):
             lead = start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
