@@ -221,9 +221,7 @@ def sentence_rest(text: str, pos: int) -> str:
 
 def sentence_before(text: str, pos: int) -> str:
     """From the start of the sentence holding ``pos`` up to ``pos`` (at most ``_CLAUSE_REACH`` back)."""
-    floor = max(0, pos - _CLAUSE_REACH)
-    start = max(max(text.rfind(c, floor, pos) for c in ".!?。;\n") + 1, floor)
-    return text[start:pos]
+    return text[max(last_of(text, ".!?。;\n", pos) + 1, pos - _CLAUSE_REACH, 0) : pos]
 
 
 _CLAUSE_TURN = re.compile(

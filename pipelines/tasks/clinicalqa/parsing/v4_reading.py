@@ -12,6 +12,7 @@ reading them all (docs/adding-a-task.md, ClinicalQA answer parsers).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
@@ -49,6 +50,8 @@ def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] |
 
 
 _SHORT = 4096  # characters
+_SENTENCE_ENDS = re.compile("[.!?。;\n]")  # where v4_tokens.sentence_before starts a sentence...
+_CLAUSE_REACH = len(sentence_before("x" * 1000, 1000))  # ...and as far back as it reads
 
 
 class Reading:
@@ -68,6 +71,7 @@ class Reading:
         self.positions = sorted(self.readers)
         self._read: dict[int, Statement | None] = {}
         self._listless: bool | None = None  # no statement can name several options
+        self._ends: list[int] | None = None
 
     def at(self, position: int) -> Statement | None:
         """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
@@ -86,7 +90,13 @@ class Reading:
             return False  # a short reply reads its few statements faster than this looks for lists
         if self._listless is None:
             self._listless = not self.may_reopen(0)
-        return self._listless and hedge_of(sentence_before(self.text, position), "") == "void"
+        if not self._listless:
+            return False
+        if self._ends is None:  # sentence_before's boundaries, found once: a bisection per statement
+            self._ends = [m.start() for m in _SENTENCE_ENDS.finditer(self.text)]
+        i = bisect_left(self._ends, position)
+        start = max(self._ends[i - 1] + 1 if i else 0, position - _CLAUSE_REACH, 0)
+        return hedge_of(self.text[start:position], "") == "void"
 
     def may_reopen(self, after: int) -> bool:
         """Could a statement after ``after`` name several options (a list, a bracketed second letter,
