@@ -2,8 +2,8 @@
 
 Read from the source (``ast``), not by importing, so a loop hidden inside a function (an import
 placed there to dodge the cycle) or behind ``TYPE_CHECKING`` is found too. lint-imports keeps the
-layers (``versions -> v3 -> (v1 | v2 | v3_base | v3_rules) -> (v2_rules | v3_scan) -> tokens``, pyproject.toml); these tests say what
-broke in plain words and cover the whole clinicalqa task package.
+layers (``versions -> v3 -> v3_reading -> (v1 | v2 | v3_base | v3_rules) -> (v2_rules | v3_scan) -> v3_find
+-> tokens``, pyproject.toml); these tests say what broke in plain words and cover the whole clinicalqa task package.
 """
 
 from __future__ import annotations
@@ -109,12 +109,15 @@ def test_versions_share_only_the_tokeniser() -> None:
     assert graph[prefix + "v1"] == {prefix + "tokens"}, "the frozen v1 imports the shared tokeniser only"
     assert graph[prefix + "v2"] == {prefix + "tokens", prefix + "v2_rules"}, "v2 imports the tokeniser and its rules"
     assert graph[prefix + "v2_rules"] == {prefix + "tokens"}
-    assert graph[prefix + "v3"] == {prefix + "tokens", prefix + "v3_base", prefix + "v3_scan", prefix + "v3_rules"}, (
+    assert graph[prefix + "v3"] == {prefix + "tokens", prefix + "v3_reading", prefix + "v3_find", prefix + "v3_scan",
+                                     prefix + "v3_rules"}, (
         "v3 reimplements what it takes from v2 in its own modules, and never calls the frozen v1 or v2"
     )
-    assert graph[prefix + "v3_base"] == {prefix + "tokens", prefix + "v3_scan"}
-    assert graph[prefix + "v3_rules"] == {prefix + "tokens", prefix + "v3_scan"}
-    assert graph[prefix + "v3_scan"] == {prefix + "tokens"}
+    assert graph[prefix + "v3_reading"] == {prefix + "tokens", prefix + "v3_base", prefix + "v3_find", prefix + "v3_scan"}
+    assert graph[prefix + "v3_base"] == {prefix + "tokens", prefix + "v3_find", prefix + "v3_scan"}
+    assert graph[prefix + "v3_rules"] == {prefix + "tokens", prefix + "v3_find", prefix + "v3_scan"}
+    assert graph[prefix + "v3_scan"] == {prefix + "tokens", prefix + "v3_find"}
+    assert graph[prefix + "v3_find"] == {prefix + "tokens"}
     assert graph[prefix + "versions"] == {prefix + "tokens", prefix + "v1", prefix + "v2", prefix + "v3", prefix + "v4"}
 
 

@@ -88,6 +88,35 @@ def test_long_adversarial_replies_parse_the_same() -> None:
     assert not diff, f"{len(diff)} of {len(cases)} differ, e.g. " + "; ".join(diff[:3])
 
 
+# The shapes that cost the most before the lazy reading (tests/support/parser_inputs.py, bench/parse_v4.py):
+# one statement or letter repeated, so that every rule meets thousands of candidates.
+REPEATED_UNITS = ["A ", "정답: A 아니라 B ", "A. ", "(A) ", "답 A ", "A\n", "만약 정답: A ", "The answer is A. ", "A입니다. ",
+                  "A, ", "A 또는 B ", "Therefore, C. ", "C가 정답입니다. ", "I would choose D. ", '{"answer": "B"} ',
+                  "The answer is metformin. ", "B: 오답, C: 정답\n", "정답은 다음과 같습니다.\n**C. 경구 항생제**\n"]
+
+
+def _long_shapes(size: int, rng: random.Random) -> list[str]:
+    out = [(unit * (size // len(unit) + 1))[:size] for unit in REPEATED_UNITS]
+    for fill in (" ", "\t", "*", "_", "-", " *", "> ", "#"):  # every fill of blank_runs
+        out.append(mixed(size, rng, (fill * 200, fill * 37, "A", "C.", "정답:", "따라서 ", "Option ", "\n", "x")))
+    for text in list(out[:10]):  # a different statement inside or after: what the lazy reading must still reach
+        cut = rng.randint(0, size)
+        out.append(text[:cut] + rng.choice(["\n정답: C\n", " C 또는 D ", "\n정답: C (D)", "**Final answer: E**", " 다시 생각해보니 B"])
+                   + text[cut:])
+    return out
+
+
+def test_long_repeated_statements_parse_the_same() -> None:
+    """Replies over ``v3_find._LONG`` of one statement or letter repeated, and of long blank runs: the
+    lazy final-statement rule (``v3_reading``), the windowed token scans (``v3_find``) and the
+    hedges read before and after their indexes (``v3_scan.statement_hedge``) meet them whole."""
+    rng = random.Random(42)
+    texts = [rng.choice([None, OPTION_TEXTS, TEST_TEXTS]) for _ in range(64)]
+    cases = [(text, ("A", "B", "C", "D", "E"), texts[i]) for i, text in enumerate(_long_shapes(4_300, rng))]
+    diff = differences(cases)
+    assert not diff, f"{len(diff)} of {len(cases)} differ, e.g. " + "; ".join(diff[:3])
+
+
 def test_line_head_agrees_with_the_whole_line() -> None:
     """What ``startswith`` of an option text sees is the same in the bounded read as in the whole line."""
     rng = random.Random(7)

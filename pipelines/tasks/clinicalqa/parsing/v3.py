@@ -40,16 +40,18 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
     is_empty,
     normalise_reply,
 )
-from pipelines.tasks.clinicalqa.parsing.v3_base import read_statements
-from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text, token_pattern
+from pipelines.tasks.clinicalqa.parsing.v3_find import scan, token_pattern
+from pipelines.tasks.clinicalqa.parsing.v3_reading import read_statements
 from pipelines.tasks.clinicalqa.parsing.v3_rules import (
+    NONE_KEYS,
     NONE_OF_THE_OPTIONS,
     Statement,
     json_statements,
     lead_in_statements,
     option_text_statements,
-    sentence_statements,
+    sentence_candidates,
 )
+from pipelines.tasks.clinicalqa.parsing.v3_scan import normalise_text
 
 PARSER_VERSION = "v3"
 
@@ -63,18 +65,38 @@ SELF_CORRECTION = re.compile(
     r"|\blet[ \t]+me[ \t]+(?:reconsider|correct[ \t]+(?:myself|that))\b",
     re.IGNORECASE,
 )
+# Words one of which every self-correction holds (lower-cased): a reply holding none is not scanned.
+_CORRECTION_KEYS = ("다시", "정정", "수정", "앞의", "이전", "처음", "잘못", "reflection", "thought", "correction", "made",
+                    "wrong", "wait", "let")
 
-_RULES = (json_statements, sentence_statements, option_text_statements, lead_in_statements)
+_MARKER_RULES = (option_text_statements, lead_in_statements)  # after JSON and sentences, at one position
 
 
 def _v3_rules(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult:
-    """What v3's own rules read where v2 read nothing."""
-    if NONE_OF_THE_OPTIONS.search(body):
+    """What v3's own rules read where v2 read nothing: their last statement (at one position, the
+    first rule's of JSON, committing sentences, option texts, lead-ins).
+
+    The marker-led rules yield few statements and are read whole; committing sentences, which a
+    reply can repeat thousands of times, are read from the last candidate back, only as far as the
+    last statement of the others."""
+    if scan(NONE_OF_THE_OPTIONS, body, NONE_KEYS):
         return ParseResult(None, "no_answer")
+    json_found: dict[int, Statement] = {}
+    for s in json_statements(body, options, texts):
+        json_found.setdefault(s.position, s)
     found: dict[int, Statement] = {}
-    for rule in _RULES:
+    for rule in _MARKER_RULES:
         for s in rule(body, options, texts):
             found.setdefault(s.position, s)
+    floor = max([*json_found, *found], default=-1)
+    sentence = None
+    for position, read in sorted(sentence_candidates(body, options, texts), key=lambda c: -c[0]):
+        if position < floor or sentence is not None:
+            break
+        sentence = read()
+    if sentence is not None:
+        found[sentence.position] = sentence
+    found.update(json_found)
     if not found:
         return ParseResult(None, "no_answer")
     last = found[max(found)]
@@ -121,7 +143,7 @@ def parse_answer_v3(
     opts = tuple(options)
     texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
     body = normalise_reply(text)
-    corrections = list(SELF_CORRECTION.finditer(body))
+    corrections = scan(SELF_CORRECTION, body, _CORRECTION_KEYS)
     if corrections:
         after = body[corrections[-1].end() :]
         if not is_empty(after):

@@ -10,47 +10,53 @@ number-letter disagreements, labels with option texts, ``\\boxed{}``), on v3's s
 compares it, through v3, with a frozen copy of the v3 that called v2, on the demo's outputs, every
 parser test and generated adversarial replies.
 
-What differs is only the work: each statement finder looks for its own anchor (a marker, a tail, a
-line start) with one regular-expression scan and builds a token only there, so a reply costs time
-near linear in its length (docs/adding-a-task.md, "Answer parsing").
+What differs is only the work: each statement finder lists its candidates (a marker, a token a
+tail follows, a label line's start) with one regular-expression scan, and reads one (a token, its
+negation, lists and hedges) only when ``parsing.v3_reading``'s final-statement rule asks for it, so
+a reply costs time near linear in its length with a small factor (docs/adding-a-task.md, "Answer
+parsing").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
-    DEFAULT_OPTIONS,
     FILLER,
     HEDGE_ALTERNATIVE_TAIL,
     POSTFIX_ENGLISH,
     PREFIX_MARKER,
-    ParseResult,
-    is_empty,
-    normalise_reply,
 )
-from pipelines.tasks.clinicalqa.parsing.v3_scan import (
-    Token,
-    normalise_text,
-    sentence_rest,
-    statement_hedge,
-    token_at,
+from pipelines.tasks.clinicalqa.parsing.v3_find import (
+    PREFIX_MARKER_KEYS,
+    Anchor,
+    may_hold,
+    scan,
     token_pattern,
     tokens_followed_by,
 )
+from pipelines.tasks.clinicalqa.parsing.v3_scan import (
+    Token,
+    sentence_rest,
+    statement_hedge,
+    token_at,
+)
 
 _NEGATIONS = "아(?:니|닌|닙|님|닐|냐|녜)"
+# A blank run before something that cannot start with a blank is possessive below (``[ \t]*+``): the
+# same matches, where the backtracking form took the square (or the cube) of a long blank run's length.
 _NEGATION_AFTER = re.compile(
-    rf"[ \t]*(?:가|이|은|는)?[ \t]*(?:{_NEGATIONS}|오답|틀[리린렸려])|\s+(?:is|are)\s+(?:not|wrong|incorrect)\b|\s*isn't\b",
+    rf"[ \t]*+(?:가|이|은|는)?[ \t]*+(?:{_NEGATIONS}|오답|틀[리린렸려])|\s+(?:is|are)\s+(?:not|wrong|incorrect)\b|\s*isn't\b",
     re.IGNORECASE,
 )
 _CONJUNCTION = re.compile(  # v1's, plus ", and" / ", or" of a list
-    r"\s*[(\[]?\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
+    r"\s*+[(\[]?\s*+(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
     re.IGNORECASE,
 )
-_CONTRAST = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아(?:니라|니고|닌)[ \t]*[,]?[ \t]*")
+_CONTRAST = re.compile(r"[ \t]*+(?:가|이|은|는)?[ \t]*+아(?:니라|니고|닌)[ \t]*[,]?[ \t]*")
 _EN_NOT = re.compile(r"(?:not|isn't|is\s+not)\s+", re.IGNORECASE)
 _EN_CONTRAST = re.compile(
     r"\s*[,;.]?\s*(?:but\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?|rather\s+|instead\s+|it\s+is\s+|it's\s+|it\s+was\s+)"
@@ -59,7 +65,7 @@ _EN_CONTRAST = re.compile(
 )
 _GROUP_NEGATED = re.compile(
     rf"\s*(?:are|is)\s+(?:both\s+|all\s+)?(?:wrong|incorrect|not\b|false)"
-    rf"|[ \t]*(?:는|은|이|가)?[ \t]*(?:모두\s*|둘\s*다\s*)?(?:오답|틀[리린렸]|{_NEGATIONS})",
+    rf"|[ \t]*+(?:는|은|이|가)?[ \t]*+(?:모두\s*|둘\s*다\s*)?(?:오답|틀[리린렸]|{_NEGATIONS})",
     re.IGNORECASE,
 )
 _POSTFIX_KOREAN = re.compile(
@@ -77,11 +83,20 @@ _BETWEEN_SENTENCE_END = re.compile(r"[.!?。;](?:\s|$)")
 _LINE_START = re.compile(r"^[ \t]*(?:[-*•+][ \t]+)?(?:#+[ \t]*)?", re.MULTILINE)
 _ANCHOR_PREFIX = re.compile(r"[ \t>#*_\-•+]*(?:(?:the\s+)?(?:final|correct|best)[ \t]+)?(?:\*\*|__)?", re.IGNORECASE)
 _BULLET_AFTER_BREAK = re.compile(r"\n[ \t]*(?:[-•+–—]|\*(?!\*))")
-_ALONE_ON_LINE = re.compile(r"[ \t]*[.!。]?[ \t]*(?:\*\*|__)?[ \t]*(?:\n|$)")
+_ALONE_ON_LINE = re.compile(r"[ \t]*+[.!。]?[ \t]*+(?:\*\*|__)?[ \t]*+(?:\n|$)")
 _BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*)?")
 _INLINE_ITEM = re.compile(r"[,;][ \t]*")  # "A: 오답, B: 오답, C: 정답"
 _LABEL_MARK_SPACE = re.compile(r"[ \t]*[.):\-–—]?[ \t]*")
 _LABEL_AFTER = re.compile(r"[ \t]*[.):][ \t]*\S")
+_SPACES = re.compile(r"[ \t]*")
+_SPACE_THEN_WORD = re.compile(r"[ \t]+[^\s(]")
+_CLOSING_BRACE = re.compile(r"\s*\}")
+_TAIL_WORD = re.compile(r"답|correct", re.IGNORECASE)  # every label tail holds one
+# Where a postfix tail can start: blanks, a particle, 최종 or 정 before its 답; blanks before "is ... answer".
+_POSTFIX_ANCHORS = (
+    Anchor(re.compile("답"), r"\s가이은는최종정"),
+    Anchor(re.compile(r"i(?=s\s+(?:the\s+)?(?:(?:correct|right|best|final)\s+)?answer\b)", re.IGNORECASE), r"\s"),
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +143,7 @@ def _statement_from(
         if _GROUP_NEGATED.match(text, end):
             return None  # "A and B are both wrong", "A, B와 C는 오답"
         return _ambiguous(position, named, anchored)
-    gap = re.match(r"[ \t]*", text[token.end :]).end()
+    gap = _SPACES.match(text, token.end).end() - token.end
     if text[token.end + gap : token.end + gap + 1] in ("(", "["):
         other = token_at(text, token.end + gap, options)
         if other is not None and other.value != token.value:
@@ -153,69 +168,88 @@ def _written_as_digit(text: str, token: Token) -> bool:
     return "번" not in raw and any(c.isdigit() for c in raw)
 
 
-def _prefix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
-    out = []
-    for marker in PREFIX_MARKER.finditer(text):
-        filler = FILLER.match(text, marker.end())
-        gap = filler.group()
-        if _BULLET_AFTER_BREAK.search(gap):
+# A statement's position, whether a marker there opens its line, and what its finder's reader needs.
+Candidate = tuple[int, bool, Any]
+Reader = Callable[[str, Candidate, tuple[str, ...], "Mapping[str, str] | None"], "_Statement | None"]
+
+
+def _prefix_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
+    """Each answer marker: its position, whether only markup precedes it on its line, and the match."""
+    out: list[Candidate] = []
+    line_end = -1  # where the line of the last marker that was the first of its line ends
+    for marker in scan(PREFIX_MARKER, text, PREFIX_MARKER_KEYS):
+        start = marker.start()
+        if start <= line_end:  # a later marker of a line has the first one before it, which is no markup
+            out.append((start, False, marker))
             continue
-        line_start = text.rfind("\n", 0, marker.start()) + 1
-        anchored = _ANCHOR_PREFIX.fullmatch(text, line_start, marker.start()) is not None
-        response_header = "답변" in marker.group()  # "답변:" also heads a whole reasoning reply
-        pos = filler.end()
-        negated = _EN_NOT.match(text, pos)
-        if negated:
-            excluded = token_at(text, negated.end(), options)
-            contrast = _EN_CONTRAST.match(text, excluded.end) if excluded else None
-            token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
-        else:
-            plain_lower = any(c in gap for c in ":=")
-            token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
-        if token is None:
-            continue
-        alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
-        if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
-            continue
-        numbered = _written_as_digit(text, token) and (
-            _LABEL_AFTER.match(text, token.end) is not None
-            or (text[token.end - 1] == ")" and re.match(r"[ \t]+[^\s(]", text[token.end :]) is not None)
-        )
-        if response_header and numbered and not token.text_match:
-            continue  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
-        statement = _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
-        if statement is not None:
-            out.append(statement)
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = _line_end(text, start)
+        out.append((start, _ANCHOR_PREFIX.fullmatch(text, line_start, start) is not None, marker))
     return out
 
 
-def _boxed_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
+def _prefix_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    _, anchored, marker = candidate
+    filler = FILLER.match(text, marker.end())
+    gap = filler.group()
+    if _BULLET_AFTER_BREAK.search(gap):
+        return None
+    response_header = "답변" in marker.group()  # "답변:" also heads a whole reasoning reply
+    pos = filler.end()
+    negated = _EN_NOT.match(text, pos)
+    if negated:
+        excluded = token_at(text, negated.end(), options)
+        contrast = _EN_CONTRAST.match(text, excluded.end) if excluded else None
+        token = token_at(text, contrast.end(), options, option_texts=texts) if contrast else None
+    else:
+        plain_lower = any(c in gap for c in ":=")
+        token = token_at(text, pos, options, plain_lower=plain_lower, after_marker=True, option_texts=texts)
+    if token is None:
+        return None
+    alone = _ALONE_ON_LINE.match(text, token.end) is not None or "가" <= text[token.end : token.end + 1] <= "힣"
+    if "\n" in gap and not (alone or token.text_match):  # "C" or "C입니다" alone on its line
+        return None
+    numbered = _written_as_digit(text, token) and (
+        _LABEL_AFTER.match(text, token.end) is not None
+        or (text[token.end - 1] == ")" and _SPACE_THEN_WORD.match(text, token.end) is not None)
+    )
+    if response_header and numbered and not token.text_match:
+        return None  # "답변: 1. 환자는 ...": the first step of a numbered reasoning list
+    return _statement_from(text, token, marker.start(), options, texts, anchored=anchored)
+
+
+def _boxed_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
     """``\\boxed{C}``: the final-answer convention of models trained on mathematics."""
-    out = []
-    for box in _BOXED.finditer(text):
-        token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
-        if token is not None and re.match(r"\s*\}", text[token.end :]):
-            statement = _statement_from(text, token, box.start(), options, texts)
-            if statement is not None:
-                out.append(statement)
-    return out
+    return [(box.start(), False, box) for box in _BOXED.finditer(text)]
 
 
-def _postfix_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
-    out = []
-    for start in tokens_followed_by(text, options, (_POSTFIX_KOREAN, POSTFIX_ENGLISH), every_start=True):
-        if start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"):
-            continue  # inside a word or number
-        token = token_at(text, start, options, option_texts=texts)
-        if token is None:
-            continue
-        tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
-        if tail is None:
-            continue
-        statement = _statement_from(text, token, token.start, options, texts)
-        if statement is not None:
-            out.append(statement)
-    return out
+def _boxed_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    box = candidate[2]
+    token = token_at(text, box.end(), options, plain_lower=True, option_texts=texts)
+    if token is not None and _CLOSING_BRACE.match(text, token.end):
+        return _statement_from(text, token, box.start(), options, texts)
+    return None
+
+
+def _postfix_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
+    if not may_hold(text, ("답", "answer")):  # every postfix tail holds one
+        return []
+    return [
+        (start, False, None)
+        for start in tokens_followed_by(text, options, (_POSTFIX_KOREAN, POSTFIX_ENGLISH), _POSTFIX_ANCHORS, every_start=True)
+        if not (start > 0 and text[start - 1].isalnum() and not ("가" <= text[start - 1] <= "힣"))  # inside a word
+    ]
+
+
+def _postfix_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    start = candidate[0]
+    token = token_at(text, start, options, option_texts=texts)
+    if token is None:
+        return None
+    tail = _POSTFIX_KOREAN.match(text, token.end) or POSTFIX_ENGLISH.match(text, token.end)
+    if tail is None:
+        return None
+    return _statement_from(text, token, token.start, options, texts)
 
 
 def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> bool:
@@ -234,93 +268,63 @@ def _names_other(text: str, start: int, end: int, options: tuple[str, ...]) -> b
     return False
 
 
-def _label_statements(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[_Statement]:
-    """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct."""
-    out = []
-    starts = {m.end(): False for m in _INLINE_ITEM.finditer(text)} | {m.end(): True for m in _LINE_START.finditer(text)}
-    for start, line_start in sorted(starts.items()):
-        token = token_at(text, start, options, after_marker=True, option_texts=texts)
-        if token is None or not token.labelled:
-            continue
-        raw = text[token.start : token.end]
-        if re.fullmatch(r"\d", raw.strip()):
-            continue  # "1." opens a numbered reasoning step, not an option label
-        line_end = text.find("\n", token.end)
-        line_end = len(text) if line_end < 0 else line_end
-        if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
-            line_end = item_end.start()  # an inline item ends at the next comma
-        label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
-        for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
-            english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
-                tail.group("en_sep") or tail.start() == label_end
-            )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
-            if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
-                continue
-            if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
-                text, label_end, tail.start(), options
-            ):
-                break
-            statement = _statement_from(text, token, token.start, options, texts, rest_from=tail.end())
-            if statement is not None:
-                out.append(statement)
-            break
+def _label_candidates(text: str, options: tuple[str, ...]) -> list[Candidate]:
+    """``C: 정답``, ``- C. 경구 항생제 – 정답``, ``(C) ... 정답입니다``: a line that marks its label correct.
+
+    Only a line holding a tail word (``_LABEL_TAIL`` needs ``답`` or ``correct``) can, so only its
+    starts (the line's, and each after a comma) are candidates.
+    """
+    out: list[Candidate] = []
+    pos = 0
+    while (word := _TAIL_WORD.search(text, pos)) is not None:
+        newline = text.rfind("\n", pos, word.start())
+        line_start = pos if newline < 0 else newline + 1
+        line_end = _line_end(text, word.end())
+        starts = {m.end(): False for m in _INLINE_ITEM.finditer(text, line_start, line_end)}
+        starts[_LINE_START.match(text, line_start).end()] = True
+        out += [(start, False, line_start) for start, line_start in sorted(starts.items())]
+        pos = line_end + 1
     return out
 
 
-def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> ParseResult | None:
-    """The whole reply is one option (``C``, ``(C)``, ``3번``), or, with option texts, one label and its text."""
-    stripped = text.strip()
-    token = token_at(stripped, 0, options, plain_lower=True, option_texts=texts)
-    if token is None:
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def _label_one(text: str, candidate: Candidate, options: tuple[str, ...], texts: Mapping[str, str] | None) -> _Statement | None:
+    start, _, line_start = candidate
+    token = token_at(text, start, options, after_marker=True, option_texts=texts)
+    if token is None or not token.labelled:
         return None
-    if re.fullmatch(r"\s*[.。!]?\s*", stripped[token.end :]):
-        return ParseResult(token.value, "ok")
-    if "\n" in stripped:
-        return None
-    if token.text_match:
-        return ParseResult(token.value, "ok")
-    if token.conflict is not None:
-        return ParseResult(None, "ambiguous")
+    raw = text[token.start : token.end]
+    if re.fullmatch(r"\d", raw.strip()):
+        return None  # "1." opens a numbered reasoning step, not an option label
+    line_end = _line_end(text, token.end)
+    if not line_start and (item_end := _INLINE_ITEM.search(text, token.end, line_end)):
+        line_end = item_end.start()  # an inline item ends at the next comma
+    label_end = _LABEL_MARK_SPACE.match(text, token.end).end()
+    for tail in _LABEL_TAIL.finditer(text, label_end, line_end):
+        english_mid_line = tail.group().lstrip(" \t*").lower().startswith(("correct", "the")) and not (
+            tail.group("en_sep") or tail.start() == label_end
+        )  # "B: This is not correct" is prose, "B: Correct" and "B. Metformin – correct" are marks
+        if english_mid_line or not _LABEL_TAIL_END.match(text, tail.end()):
+            continue
+        if _BETWEEN_SENTENCE_END.search(text[label_end : tail.start()]) or _names_other(
+            text, label_end, tail.start(), options
+        ):
+            return None
+        return _statement_from(text, token, token.start, options, texts, rest_from=tail.end())
     return None
 
 
-def _final(statements: list[_Statement]) -> ParseResult:
-    plain = [s for s in statements if not s.hedged]
-    anchored = [s for s in plain if s.anchored]
-    if anchored:
-        final = anchored[-1]
-        reopened = any(
-            s.prediction is None and final.prediction in s.alternatives for s in plain if s.position > final.position
-        )
-        if reopened:
-            return ParseResult(None, "ambiguous")
-    else:
-        final = plain[-1] if plain else statements[-1]
-    if final.prediction is None or (final.hedged and final.hedge_alternatives):
-        return ParseResult(None, "ambiguous")
-    return ParseResult(final.prediction, "ok")
-
-
-def read_statements(
-    text: str | None,
-    options: Sequence[str] = DEFAULT_OPTIONS,
-    option_texts: Mapping[str, str] | None = None,
-) -> ParseResult:
-    """The reading of a reply by v2's statements (what ``parse_answer_v2`` returns for it).
-
-    ``option_texts`` maps option letters to their texts (``{"B": "Metformin"}``); without it a label
-    followed by text is accepted only right after an answer marker.
-    """
-    if is_empty(text):
-        return ParseResult(None, "empty")
-    opts = tuple(options)
-    texts = {k: normalise_text(v) for k, v in option_texts.items() if k in opts} if option_texts else None
-    body = normalise_reply(text)
-    found: dict[int, _Statement] = {}
-    for find in (_prefix_statements, _postfix_statements, _label_statements, _boxed_statements):
-        for s in find(body, opts, texts):
-            found.setdefault(s.position, s)
-    if found:
-        return _final([found[p] for p in sorted(found)])
-    bare = _bare_option(body, opts, texts)
-    return bare if bare is not None else ParseResult(None, "no_answer")
+# v2's statement finders, in the order that decides between two at one position (``v3_reading``): answer
+# markers, postfix tails, label lines, ``\boxed{}``; each finds its candidates, and reads one of them.
+FINDERS: tuple[tuple[Callable[[str, tuple[str, ...]], list[Candidate]], Reader], ...] = (
+    (_prefix_candidates, _prefix_one),
+    (_postfix_candidates, _postfix_one),
+    (_label_candidates, _label_one),
+    (_boxed_candidates, _boxed_one),
+)
+CONJUNCTION = _CONJUNCTION
+Statement = _Statement

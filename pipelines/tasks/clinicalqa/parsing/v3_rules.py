@@ -26,19 +26,28 @@ hedge rules are v3's own copy of v2's (``parsing.v3_scan``), never the frozen v2
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache, partial
 from typing import Mapping
 
 from pipelines.tasks.clinicalqa.parsing.tokens import FILLER, PREFIX_MARKER
+from pipelines.tasks.clinicalqa.parsing.v3_find import (
+    PREFIX_MARKER_KEYS,
+    Anchor,
+    may_hold,
+    scan,
+    token_pattern,
+    tokens_followed_by,
+)
 from pipelines.tasks.clinicalqa.parsing.v3_scan import (
     Token,
     last_of,
+    line_end,
     normalise_text,
     sentence_rest,
     statement_hedge,
     token_at,
-    token_pattern,
-    tokens_followed_by,
 )
 
 
@@ -58,11 +67,18 @@ NONE_OF_THE_OPTIONS = re.compile(
     r"|(?:보기|선택지)\s*(?:가|는|이)?\s*모두\s*(?:틀|오답|부적절)",
     re.IGNORECASE,
 )
+# Words one of which every match of NONE_OF_THE_OPTIONS holds (lower-cased; ``v3_scan.scan``).
+NONE_KEYS = ("none", "option", "answer", "choice", "없", "모두")
+# ... of the choosing sentences and "가장 적절한 것은", of a JSON answer key, and of an answer lead-in line.
+_CHOOSE_KEYS = ("choose", "go", "pick", "select", "for", "choice")
+_MOST_KEYS = ("가장",)
+_JSON_KEYS = ("answer", "정답")
+_LEAD_IN_KEYS = ("답", "결론", "answer", "conclusion")
 
 _CONJUNCTION = re.compile(r"\s*(?:,\s*(?:and|or)\b|,|/|&|\+|또는|혹은|아니면|이거나|거나|이나|나|와|과|및|\bor\b|\band\b)\s*",
                           re.IGNORECASE)
 _LISTED_BEFORE = re.compile(r"\s*(?:,|/|&|\+|또는|혹은|이나|와|과|및|\bor\b|\band\b)\s*", re.IGNORECASE)
-_NOT_BUT = re.compile(r"[ \t]*(?:가|이|은|는)?[ \t]*아니(?:라|고)[ \t]*,?[ \t]*")
+_NOT_BUT = re.compile(r"[ \t]*+(?:가|이|은|는)?[ \t]*+아니(?:라|고)[ \t]*,?[ \t]*")
 _SENTENCE_BOUNDARY = ".!?。\n:"
 # What may stand before an answer that starts a sentence: markup, a connective, "option". The old
 # ``A*(C)?B*(O)?B*`` (B within A) backtracked cubically on a long blank run that ends in anything
@@ -74,19 +90,13 @@ _CONNECTIVE = re.compile(
     re.IGNORECASE,
 )
 _COPULA_WORDS = "입니다|이다|예요|이에요|임|이죠"
-_COPULA = rf"[ \t]*(?:{_COPULA_WORDS})"
+_COPULA = rf"[ \t]*+(?:{_COPULA_WORDS})"
 
 
 def _plain_digit(body: str, token: Token) -> bool:
     """A bare digit (``3``, not ``3번``): a count or a step number too often to be read from a sentence."""
     raw = body[token.start : token.end]
     return "번" not in raw and any(c.isdigit() for c in raw)
-
-
-def _starts_sentence(body: str, pos: int) -> bool:
-    """Does a sentence (or a line, or what follows a colon) start at ``pos``, after a connective at most?"""
-    start = last_of(body, _SENTENCE_BOUNDARY, pos) + 1
-    return _CONNECTIVE.fullmatch(body, start, pos) is not None
 
 
 def _committed(body: str, lead: int, token: Token, options: tuple[str, ...], rest_from: int) -> Statement | None:
@@ -149,61 +159,80 @@ _KO_MOST = re.compile(
     r"(?:[가-힣]+[ \t]+){0,3}?(?:것|보기|선택지?|답|정답|치료|검사|진단|처치|조치|약물?|방법|원인|답안|선택)(?:은|는|으로는)[ \t]*"
     r"(?:보기[ \t]*)?(?:\*\*)?"
 )
-_COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*(?:\*\*)?[ \t]*(?:[.!。](?:\s|$)|\n|$))")
+# possessive blank runs: what follows each cannot start with a blank (quadratic on a long blank run before)
+_COPULA_END = re.compile(rf"(?:\*\*)?(?:{_COPULA})?(?=[ \t]*+(?:\*\*)?[ \t]*+(?:[.!。](?:\s|$)|\n|$))")
 
 
 _SENTENCE_TAILS = (_EN_OPTION_CORRECT, _KO_MARKED, _KO_CHOOSE, _COPULA_END)
+_TAIL_STARTS = " \t가이은는을를*입예임"  # what a tail that is not empty starts with
+# Where each can start: blanks before "is ... correct", a particle and its 정답, 을/를 and 선택; a copula before a sentence end.
+_SENTENCE_ANCHORS = (
+    Anchor(re.compile(r"i(?=s[ \t]+(?:the[ \t]+)?(?:most[ \t]+)?(?:correct|right|best|appropriate))", re.IGNORECASE), r" \t"),
+    Anchor(re.compile(r"[가이은는](?=[ \t]*(?:가장|최종|정답|답))"), r" \t"),
+    Anchor(re.compile(r"[을를](?=[ \t]*(?:최종[ \t]*)?(?:정답으로[ \t]*)?(?:선택|택|고르|고릅|골라|골랐|고름))"), r" \t"),
+    Anchor(re.compile(r"[.!。\n]"), r" \t*입니다이예요에임죠", at_end=True),
+)
+Candidate = tuple[int, Callable[[], "Statement | None"]]  # a statement's position, and how to read it
 
 
-def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
-    """Committing sentences in English and Korean (see the module docstring)."""
-    out: list[Statement] = []
-    for start in tokens_followed_by(body, options, _SENTENCE_TAILS):  # each branch below needs one of them
+def sentence_candidates(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Candidate]:
+    """Committing sentences in English and Korean (see the module docstring), as (position, reader)
+    pairs in the order v3 read them: a reader gives the statement or None. ``parsing.v3`` reads
+    them from the last one back, as far as the last statement matters."""
+    out: list[Candidate] = []
+    pattern = token_pattern(options)
+    for start in tokens_followed_by(body, options, _SENTENCE_TAILS, _SENTENCE_ANCHORS):  # each branch needs one
         if start > 0 and body[start - 1].isalnum() and not "가" <= body[start - 1] <= "힣":
             continue
-        token = token_at(body, start, options, option_texts=texts)
-        if token is None or token.conflict is not None or _plain_digit(body, token):
-            continue
-        preceding = body[max(0, token.start - 20) : token.start]
-        if (tail := _EN_OPTION_CORRECT.match(body, token.end)) and re.search(r"(?:option|choice)[ \t]*$", preceding, re.I):
-            lead = token.start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
-        elif (tail := _KO_MARKED.match(body, token.end) or _KO_CHOOSE.match(body, token.end)) is not None:
-            lead = token.start
-        elif _starts_sentence(body, token.start) and (
-            (tail := _COPULA_END.match(body, token.end)) is not None and (tail.group() or _connective_before(body, token))
-            or (tail := _EN_OPTION_CORRECT.match(body, token.end)) is not None
+        end = pattern.match(body, start).end()  # where token_at's token ends, if it reads one here
+        if body[end : end + 1] not in _TAIL_STARTS and (start == 0 or body[start - 1] in _SENTENCE_BOUNDARY or not body[
+            last_of(body, _SENTENCE_BOUNDARY, start) + 1 : start].strip(" \t*_#>-•+")):
+            continue  # no tail but an empty one, which counts only after a connective: "A. A. A." costs no regex
+        preceding = body[max(0, start - 20) : start]
+        if (tail := _EN_OPTION_CORRECT.match(body, end)) and re.search(r"(?:option|choice)[ \t]*$", preceding, re.I):
+            lead = start - len(re.search(r"(?:option|choice)[ \t]*$", preceding, re.I).group())
+        elif (tail := _KO_MARKED.match(body, end) or _KO_CHOOSE.match(body, end)) is not None:
+            lead = start
+        elif _CONNECTIVE.fullmatch(body, sentence := last_of(body, _SENTENCE_BOUNDARY, start) + 1, start) is not None and (
+            (tail := _COPULA_END.match(body, end)) is not None and (tail.group() or _connective_before(body, sentence, start))
+            or (tail := _EN_OPTION_CORRECT.match(body, end)) is not None
         ):
-            lead = token.start  # "E입니다.", "Therefore, C.", "C is correct."
+            lead = start  # "E입니다.", "Therefore, C.", "C is correct."
         else:
             continue
-        statement = _committed(body, lead, token, options, tail.end())
-        if statement is not None:
-            out.append(statement)
-    for finder in (_EN_CHOOSE, _KO_MOST):
-        for m in finder.finditer(body):
-            pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if finder is _EN_CHOOSE else m.end()
-            token = _token_after_lead(body, pos, options, texts)
-            if token is None:
-                continue
-            conj = _CONJUNCTION.match(body, token.end)
-            if conj and token_at(body, conj.end(), options) is not None:
-                out.append(Statement(m.start(), None))  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
-                continue
-            tail = (_EN_CHOOSE_TAIL if finder is _EN_CHOOSE else _COPULA_END).match(body, token.end)
-            if tail is None:
-                continue
-            statement = _committed(body, m.start(), token, options, tail.end())
-            if statement is not None:
-                out.append(statement)
+        out.append((lead, partial(_sentence_one, body, start, lead, tail.end(), options, texts)))
+    for finder, keys in ((_EN_CHOOSE, _CHOOSE_KEYS), (_KO_MOST, _MOST_KEYS)):
+        out += [(m.start(), partial(_chosen_one, body, m, finder is _EN_CHOOSE, options, texts)) for m in scan(finder, body, keys)]
     return out
 
 
-def _connective_before(body: str, token: Token) -> bool:
-    """``Therefore, C.``: a bare option closing a sentence counts only after a connective (or ``Option``)."""
-    start = last_of(body, _SENTENCE_BOUNDARY, token.start) + 1
-    if _CONNECTIVE.fullmatch(body, start, token.start) is None:
-        return False
-    return bool(body[start : token.start].strip(" \t*_#>-•+"))
+def _sentence_one(body: str, start: int, lead: int, tail_end: int, options: tuple[str, ...],
+                  texts: Mapping[str, str] | None) -> Statement | None:
+    token = token_at(body, start, options, option_texts=texts)
+    if token is None or token.conflict is not None or _plain_digit(body, token):
+        return None
+    return _committed(body, lead, token, options, tail_end)
+
+
+def _chosen_one(body: str, m: re.Match[str], english: bool, options: tuple[str, ...],
+                texts: Mapping[str, str] | None) -> Statement | None:
+    pos = _EN_CHOOSE_OBJECT.match(body, m.end()).end() if english else m.end()
+    token = _token_after_lead(body, pos, options, texts)
+    if token is None:
+        return None
+    conj = _CONJUNCTION.match(body, token.end)
+    if conj and token_at(body, conj.end(), options) is not None:
+        return Statement(m.start(), None)  # "I would choose C or D", "가장 적절한 것은 C 또는 D"
+    tail = (_EN_CHOOSE_TAIL if english else _COPULA_END).match(body, token.end)
+    if tail is None:
+        return None
+    return _committed(body, m.start(), token, options, tail.end())
+
+
+def _connective_before(body: str, start: int, token_start: int) -> bool:
+    """``Therefore, C.``: a bare option closing a sentence (that starts at ``start``, after a connective at
+    most) counts only after a connective (or ``Option``)."""
+    return bool(body[start:token_start].strip(" \t*_#>-•+"))
 
 
 # -- structured answers ----------------------------------------------------------------------
@@ -235,7 +264,7 @@ def _value_statement(
 def json_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """``{"answer": "B"}``, ``'final_answer': 'B. Metformin'``, ``"정답": ["C"]``, fenced or bare."""
     out = []
-    for key in _JSON_KEY.finditer(body):
+    for key in scan(_JSON_KEY, body, _JSON_KEYS):
         if (string := _JSON_STRING.match(body, key.end())) is not None:
             values = [string.group("v")]
         elif (listed := _JSON_LIST.match(body, key.end())) is not None:
@@ -269,20 +298,34 @@ _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
 _BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
 
 
-def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
-    """The one option whose text ``segment`` starts with, up to a particle or a sentence end; else None.
+@lru_cache(maxsize=4096)
+def _text_pattern(text: str) -> re.Pattern[str]:
+    """An option's (normalised) text as written in a reply: any case, any punctuation between its words."""
+    words = [re.escape(w) for w in text.split()]
+    return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def _first_word(text: str) -> re.Pattern[str]:
+    """The first word of an option's (normalised) text, as ``_text_pattern`` matches it: in any case."""
+    return re.compile(re.escape(text.split()[0]), re.IGNORECASE)
+
+
+def option_by_text(segment: str, texts: Mapping[str, str] | None, pos: int = 0, endpos: int | None = None) -> str | None:
+    """The one option whose text ``segment`` starts with (at ``pos``; ``segment[:endpos]`` read as the
+    whole), up to a particle or a sentence end; else None.
 
     The longest text wins (``수술 후 항생제`` over ``수술``); two options with the same text give None.
     """
     if not texts:
         return None
+    endpos = len(segment) if endpos is None else endpos
     hits: list[tuple[int, str]] = []
     for letter, text in texts.items():
         if not text:
             continue
-        words = [re.escape(w) for w in text.split()]
-        m = re.match(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, segment, re.IGNORECASE)
-        if m and _TEXT_END.match(segment, m.end()):
+        m = _text_pattern(text).match(segment, pos, endpos)
+        if m and _TEXT_END.match(segment, m.end(), endpos):
             hits.append((len(text), letter))
     if not hits:
         return None
@@ -296,13 +339,14 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
     if not texts:
         return []
     out = []
-    for marker in PREFIX_MARKER.finditer(body):
+    markers = scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS)
+    if len(markers) > 64 and not any(t and _first_word(t).search(body) for t in texts.values()):
+        return out  # a reply of many markers and no option's first word: none is followed by an option's text
+    for marker in markers:
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue
-        line_end = body.find("\n", filler.end())
-        segment = body[filler.end() : line_end if line_end >= 0 else len(body)]
-        letter = option_by_text(segment, texts)
+        letter = option_by_text(body, texts, filler.end(), line_end(body, filler.end()))
         if letter is None:
             continue
         others = [k for k, t in texts.items() if k != letter and t and t in normalise_text(sentence_rest(body, filler.end()))]
@@ -316,6 +360,8 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
 def lead_in_statements(body: str, options: tuple[str, ...], texts: Mapping[str, str] | None) -> list[Statement]:
     """The first line after ``정답은 다음과 같습니다.`` or ``### 정답``: a bold option line or an option's text."""
     out = []
+    if not may_hold(body, _LEAD_IN_KEYS):
+        return out
     lines = body.split("\n")
     offsets = [0]
     for line in lines[:-1]:

@@ -21,8 +21,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Mapping
 
-from pipelines.tasks.clinicalqa.parsing import tokens
-from pipelines.tasks.clinicalqa.parsing.tokens import HANGUL_AFTER_DIGIT, HANGUL_AFTER_LETTER, HEDGE
+from pipelines.tasks.clinicalqa.parsing.tokens import (
+    HANGUL_AFTER_DIGIT,
+    HANGUL_AFTER_LETTER,
+    HEDGE,
+)
+from pipelines.tasks.clinicalqa.parsing.v3_find import token_pattern
 
 Hedge = Literal["plain", "soft", "void"]
 
@@ -35,22 +39,6 @@ class Token:
     labelled: bool = False  # bracketed, bold, or followed by a label mark: "(C)", "C.", "C:"
     text_match: bool = False  # the text after it is this option's text (option texts given)
     conflict: str | None = None  # another option whose text follows it: letter and text disagree
-
-
-@lru_cache(maxsize=16)
-def token_pattern(options: tuple[str, ...]) -> re.Pattern[str]:
-    """``tokens.token_pattern`` with possessive bracket runs: the same matches, with the same groups.
-
-    A bracket run is followed by ``**``/``__`` or a letter, which it cannot take, so stopping it
-    early never helps a match; the shared pattern still tried every split of a run between its two
-    halves, cubic in all on ``"(" * 4000`` (266 s).
-    """
-    shared = tokens.token_pattern(options).pattern
-    own = shared.replace("]*(?:\\*\\*|__)?[", "]*+(?:\\*\\*|__)?[").replace("]*)(?P<value>", "]*+)(?P<value>")
-    own = own[: -len("]*)")] + "]*+)" if own.endswith("]*)") else own
-    if own.count("]*+") != 4:  # both halves of the opening run and of the closing run
-        raise RuntimeError(f"parsing.tokens.token_pattern changed shape; v3_scan.token_pattern needs updating: {shared}")
-    return re.compile(own)
 
 
 _NUMBER_CONTINUES = re.compile(r"[.,]\d")  # "1.5", "2,000"
@@ -233,9 +221,7 @@ def sentence_rest(text: str, pos: int) -> str:
 
 def sentence_before(text: str, pos: int) -> str:
     """From the start of the sentence holding ``pos`` up to ``pos`` (at most ``_CLAUSE_REACH`` back)."""
-    floor = max(0, pos - _CLAUSE_REACH)
-    start = max(max(text.rfind(c, floor, pos) for c in ".!?。;\n") + 1, floor)
-    return text[start:pos]
+    return text[max(last_of(text, ".!?。;\n", pos) + 1, pos - _CLAUSE_REACH, 0) : pos]
 
 
 _CLAUSE_TURN = re.compile(
@@ -244,6 +230,7 @@ _CLAUSE_TURN = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # pure; a reply that repeats itself (a looping model) repeats its clauses
 def hedge_of(before: str, rest: str) -> Hedge:
     """``void`` for a conditional or reported statement, ``soft`` for v1's hedges, else ``plain``.
 
@@ -302,6 +289,22 @@ def _indexes(text: str) -> tuple[_Occurrences, _Occurrences]:
     return found
 
 
+_DIRECT_READS = 32  # statements of one long reply whose hedges are read directly, before its indexes are built
+_READS: dict[str, int] = {}
+
+
+def _direct(text: str) -> bool:
+    """Is this one of the first ``_DIRECT_READS`` hedges asked of ``text``? Most long replies are read
+    at a handful of statements (``parsing.v3_reading``); the indexes cost a scan of the whole reply."""
+    reads = _READS.get(text, 0)
+    if reads >= _DIRECT_READS:
+        return False
+    if len(_READS) >= 8:
+        _READS.clear()
+    _READS[text] = reads + 1
+    return True
+
+
 def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     """``hedge_of(sentence_before(text, position), sentence_rest(text, rest_from))``, in bounded time.
 
@@ -314,7 +317,7 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     stop = rest_from + 5 * _CLAUSE_REACH
     m = _SENTENCE_END.search(text, rest_from, stop)
     rest_end = min(m.start() if m else stop, len(text))
-    if len(text) < _LONG:  # an ordinary reply: building the indexes would cost more than it saves
+    if len(text) < _LONG or _direct(text):  # building the indexes would cost more than it saves
         return hedge_of(text[before_start:position], text[rest_from:rest_end])
     void, hedge = _indexes(text)
     if void.within(before_start, position) or void.within(rest_from, min(rest_from + _CLAUSE_REACH, rest_end)):
@@ -322,45 +325,33 @@ def statement_hedge(text: str, position: int, rest_from: int) -> Hedge:
     return "soft" if hedge.within(rest_from, rest_end) and HEDGE.search(text[rest_from:rest_end]) else "plain"
 
 
-def _inline(pattern: re.Pattern[str]) -> str:
-    return f"(?i:{pattern.pattern})" if pattern.flags & re.IGNORECASE else f"(?:{pattern.pattern})"
-
-
-@lru_cache(maxsize=32)
-def _followed(options: tuple[str, ...], tails: tuple[re.Pattern[str], ...], every_start: bool) -> re.Pattern[str]:
-    token = f"(?>{token_pattern(options).pattern})"  # atomic: the token exactly as token_pattern matches it
-    tail = "|".join(_inline(t) for t in tails)
-    if every_start:
-        return re.compile(f"(?={token}(?:{tail}))")
-    return re.compile(f"{token}(?:(?={tail})(?P<followed>))?")
-
-
-def tokens_followed_by(text: str, options: tuple[str, ...], tails: tuple[re.Pattern[str], ...],
-                       every_start: bool = False) -> list[int]:
-    """Where the answer tokens that one of ``tails`` matches right after start, found in one scan.
-
-    ``every_start``: every position where ``token_pattern`` matches (``search`` from each start + 1),
-    else the tokens of ``token_pattern(options).finditer(text)``. A rule that reads only such tokens
-    builds a ``Token`` (the costly part) for them alone, instead of for every letter of the reply.
-    """
-    pattern = _followed(options, tails, every_start)
-    if every_start:
-        return [m.start() for m in pattern.finditer(text)]
-    return [m.start() for m in pattern.finditer(text) if m.group("followed") is not None]
-
-
 _BOUNDARIES: dict[tuple[str, str], list[int]] = {}
 
 
-def last_of(text: str, chars: str, pos: int) -> int:
-    """``max(text.rfind(c, 0, pos) for c in chars)``, from an index of ``chars`` built once per text."""
-    if len(text) < _LONG:
-        return max(text.rfind(c, 0, pos) for c in chars)
+def _boundaries(text: str, chars: str) -> list[int]:
     key = (chars, text)
     found = _BOUNDARIES.get(key)
     if found is None:
         if len(_BOUNDARIES) >= 16:
             _BOUNDARIES.clear()
         found = _BOUNDARIES[key] = [m.start() for m in re.finditer(f"[{re.escape(chars)}]", text)]
+    return found
+
+
+def last_of(text: str, chars: str, pos: int) -> int:
+    """``max(text.rfind(c, 0, pos) for c in chars)``, from an index of ``chars`` built once per text."""
+    if len(text) < _LONG:
+        return max(text.rfind(c, 0, pos) for c in chars)
+    found = _boundaries(text, chars)
     i = bisect_left(found, pos)
     return found[i - 1] if i else -1
+
+
+def line_end(text: str, pos: int) -> int:
+    """``text.find("\\n", pos)``, or the text's length when none follows, from the same index."""
+    if len(text) < _LONG:
+        end = text.find("\n", pos)
+        return len(text) if end < 0 else end
+    found = _boundaries(text, "\n")
+    i = bisect_left(found, pos)
+    return found[i] if i < len(found) else len(text)

@@ -215,6 +215,8 @@ def sentence_statements(body: str, options: tuple[str, ...], texts: Mapping[str,
     """``The most likely diagnosis is B.``, ``B is the most likely diagnosis.``, ``C가 가장 적절합니다.``."""
     out = []
     for lead_re, end in ((_EN_LEAD, _EN_END), (_KO_LEAD, _KO_END), (PREFIX_MARKER, _KO_END)):
+        if lead_re is PREFIX_MARKER and "(" not in body:
+            continue  # a marker counts here only before words with a bracketed letter
         for lead in scan(lead_re, body, _LEAD_KEYS[lead_re.pattern]):
             pos = lead.end()
             if lead_re is PREFIX_MARKER:  # "정답은 경구 항생제(C)입니다": only words with a bracketed letter

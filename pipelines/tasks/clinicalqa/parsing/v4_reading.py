@@ -12,6 +12,7 @@ reading them all (docs/adding-a-task.md, ClinicalQA answer parsers).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
 from pipelines.tasks.clinicalqa.parsing.tokens import (
@@ -23,7 +24,9 @@ from pipelines.tasks.clinicalqa.parsing.tokens import (
 from pipelines.tasks.clinicalqa.parsing.v4_core import CONJUNCTION, FINDERS, Statement
 from pipelines.tasks.clinicalqa.parsing.v4_tokens import (
     gate,
+    hedge_of,
     normalise_text,
+    sentence_before,
     token_at,
     token_source,
 )
@@ -46,6 +49,11 @@ def _bare_option(text: str, options: tuple[str, ...], texts: Mapping[str, str] |
     return None
 
 
+_SHORT = 4096  # characters
+_SENTENCE_ENDS = re.compile("[.!?。;\n]")  # where v4_tokens.sentence_before starts a sentence...
+_CLAUSE_REACH = len(sentence_before("x" * 1000, 1000))  # ...and as far back as it reads
+
+
 class Reading:
     """The statements of a reply, read lazily: a position's statement is worked out only when the
     final-statement rule needs it, so a reply of thousands of statements costs a handful of them
@@ -62,12 +70,33 @@ class Reading:
                     self.eligible.append(position)
         self.positions = sorted(self.readers)
         self._read: dict[int, Statement | None] = {}
+        self._listless: bool | None = None  # no statement can name several options
+        self._ends: list[int] | None = None
 
     def at(self, position: int) -> Statement | None:
         """The statement at ``position``: the first finder's (prefix, postfix, label, boxed) that makes one."""
         if position not in self._read:
-            self._read[position] = next((s for read in self.readers[position] if (s := read()) is not None), None)
+            self._read[position] = None if self.voided(position) else next(
+                (s for read in self.readers[position] if (s := read()) is not None), None)
         return self._read[position]
+
+    def voided(self, position: int) -> bool:
+        """Is every statement at ``position`` None, without reading it? Every finder builds its statement
+        from the sentence before ``position`` (``v4_core._statement_from``): a conditional or a report
+        there voids it, unless it names several options first, which a reply where nothing can
+        (``may_reopen`` from its start) never does. A reply of thousands of conditional statements
+        (``"만약 정답: A "`` repeated) is then read at the cost of their clauses' hedges."""
+        if len(self.text) < _SHORT:
+            return False  # a short reply reads its few statements faster than this looks for lists
+        if self._listless is None:
+            self._listless = not self.may_reopen(0)
+        if not self._listless:
+            return False
+        if self._ends is None:  # sentence_before's boundaries, found once: a bisection per statement
+            self._ends = [m.start() for m in _SENTENCE_ENDS.finditer(self.text)]
+        i = bisect_left(self._ends, position)
+        start = max(self._ends[i - 1] + 1 if i else 0, position - _CLAUSE_REACH, 0)
+        return hedge_of(self.text[start:position], "") == "void"
 
     def may_reopen(self, after: int) -> bool:
         """Could a statement after ``after`` name several options (a list, a bracketed second letter,

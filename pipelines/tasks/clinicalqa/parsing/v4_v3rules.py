@@ -297,11 +297,14 @@ _LINE_MARKUP = re.compile(r"[ \t]*(?:[-*•+>][ \t]+)?")
 _BOLD_LINE = re.compile(r"(?:\*\*|__)(?P<inner>[^*_\n]+?)(?:\*\*|__)[ \t]*[.!。]?[ \t]*$")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _text_pattern(text: str) -> re.Pattern[str]:
     """An option's (normalised) text as written in a reply: its words with any punctuation between."""
     words = [re.escape(w) for w in text.split()]
     return re.compile(r"[ \t*_\"'“‘]*" + r"[\W_]+".join(words) + r"[\"'”’*_]*" + _TEXT_SUFFIX, re.IGNORECASE)
+
+
+_first_word = lru_cache(maxsize=4096)(lambda text: re.compile(re.escape(text.split()[0]), re.I))  # as _text_pattern reads it
 
 
 def option_by_text(segment: str, texts: Mapping[str, str] | None) -> str | None:
@@ -330,7 +333,10 @@ def option_text_statements(body: str, options: tuple[str, ...], texts: Mapping[s
     if not texts:
         return []
     out = []
-    for marker in scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS):
+    markers = scan(PREFIX_MARKER, body, PREFIX_MARKER_KEYS)
+    if len(markers) > 64 and not any(t and _first_word(t).search(body) for t in texts.values()):
+        return out  # a reply of many markers and no option's first word: none is followed by an option's text
+    for marker in markers:
         filler = FILLER.match(body, marker.end())
         if "\n" in filler.group():
             continue

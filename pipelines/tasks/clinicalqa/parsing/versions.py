@@ -8,8 +8,8 @@ public names of the live version it builds on) plus one entry in ``PARSERS``; an
 changed, because a task version that selects it must re-score to the results it published.
 
 A live version never calls a frozen one (v1, v2): it reimplements what it takes from it in its own
-modules, so that its cost and its fixes are its own. v3 reimplements v2's reading (``v3_base`` on the
-scanner ``v3_scan``), in time near linear in a reply's length, with answers proven identical to the
+modules, so that its cost and its fixes are its own. v3 reimplements v2's reading (``v3_base`` and
+``v3_reading`` on the scanners ``v3_scan`` and ``v3_find``), in time near linear in a reply's length, with answers proven identical to the
 v3 that called v2 (tests/unit/pipelines/test_parsing_v3_equality.py). Callers parse a batch in one
 child process under a memory cap and a time limit (``parse_batch``).
 v4 imports no earlier version at all: it reimplements v3's reading in its own modules (``v4_*``), so
