@@ -2,7 +2,7 @@
 
 Each tool is a read question of ``api.questions``, and each source answers every tool one way.
 ``LocalAnswers`` serves ``/mcp`` inside ``medbench serve`` and ``medbench mcp --data DIR``: it asks
-``api.question_answers.ask``, as the question's ``/v1`` route does (one version per answer), so the
+``api.asking.ask``, as the question's ``/v1`` route does (one version per answer), so the
 structured content is the ``/v1`` body decoded; an ``evaluated`` lookup counts a reuse in the same
 shared store. ``RemoteAnswers`` serves ``medbench mcp --api-url URL``: it asks that server the
 question's route with the tool's arguments through ``api.client`` (so the answers are that
@@ -20,6 +20,7 @@ import anyio.to_thread
 import msgspec
 
 from api.agent_tools import ToolSpec
+from api.asking import ask
 from api.client import request_of
 from api.errors import ApiError
 from api.questions import ReadQuestion, resolve
@@ -60,8 +61,6 @@ class LocalAnswers:
         return self.service.settings.public_url or base or "http://127.0.0.1:8000"
 
     async def call(self, tool: ToolSpec, args: Any, base: str | None) -> Answered:
-        from api.question_answers import ask
-
         answer, tables = await ask(tool.question, self.service, {}, args, self._base(base))
         if answer.counts_reuse:  # an evaluated lookup counts a reuse, as its GET does
             self.service.reuses.add()

@@ -1,62 +1,27 @@
-"""The answer functions of the read questions (``api.questions``), and ``ask``, the one way every surface asks.
+"""The answer functions of the read questions (``api.questions``).
 
 Each function takes ``Asked`` (the service, the tables of the version asked about, the base URL for
 self-links) and the question's parameter Struct, and returns the encoded body or an ``Answer``; the
 work itself is in ``api.answers``, ``api.model_answers``, ``api.release_views``, ``api.routes.compare``
-and ``api.routes.log``. ``ask`` is what the ``/v1`` route (``api.question_routes``) and the MCP tool
-(``api.agent_sources.LocalAnswers``) both call, so a route's body and a tool's structured content
-are the same bytes before decoding, and a question's tables are taken the same way on both: once per
-question, as of ``release`` when the question has that parameter.
+and ``api.routes.log``. They are named in the table and imported when first asked
+(``api.asking.ask``, which every surface calls), so nothing imports this module by name.
 """
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-import anyio.to_thread
 import msgspec
 
 from api import answers, model_answers, release_views, render, schemas
 from api.answer import Answer
+from api.asking import Asked
 from api.errors import ApiError
 from api.params import BLANKS, MAX_CACHED_PARAMETER_CHARS, parse_task_ref
-from api.questions import ReadQuestion
 from api.responses import Prepared, prepare
 from api.routes import log as log_routes
 from api.routes.compare import comparison
-from api.service import Service
 from api.tables import Published, Tables
-
-
-@dataclass(frozen=True)
-class Asked:
-    """What an answer function may use besides its parameters."""
-
-    service: Service
-    tables: Tables  # of the version asked about (as of ``release``); None for a question not about the warehouse
-    base: str  # the origin of self-links
-
-
-async def ask(question: ReadQuestion, service: Service, scope: Any, args: Any, base: str) -> tuple[Answer, Tables | None]:
-    """``question``'s answer to ``args`` and the tables it came from (None when it needs none)."""
-    tables = None
-    if question.warehouse:
-        tables = service.tables(scope)
-        if question.has_release:
-            tables = release_views.as_of(tables, service.settings.data, args.release)
-    asked = Asked(service, tables, base)  # type: ignore[arg-type]
-    fn = question.answer_fn()
-    if question.threaded:
-        out = await anyio.to_thread.run_sync(partial(fn, asked, args))
-    else:
-        out = fn(asked, args)
-        if inspect.isawaitable(out):
-            out = await out
-    return (out if isinstance(out, Answer) else Answer(out)), tables
-
 
 # -- the questions ------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ Litestar reads a handler's parameters from its signature (names, annotations, de
 validates and what the OpenAPI document shows), so the handler of a question is one generic
 function given the signature its ``params`` declare: ``request``, the injected ``service``, then each
 parameter with its type and its Litestar declaration. The handler turns what Litestar parsed into the
-question's parameter Struct and asks ``api.question_answers.ask``, as the MCP tool does.
+question's parameter Struct and asks ``api.asking.ask``, as the MCP tool does.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response.base import ASGIResponse
 
+from api.asking import ask
 from api.questions import Param, ReadQuestion, registered, text
 from api.responses import CACHE_LIVE, CACHE_PUBLISHED, respond
 from api.routing import read_only
@@ -47,8 +48,6 @@ def handlers(question: ReadQuestion) -> list[HTTPRouteHandler]:
     """GET (documented), HEAD and the refusal of OPTIONS for ``question``'s route."""
 
     async def handler(request: Request, service: Service, **given: Any) -> ASGIResponse:
-        from api.question_answers import ask
-
         args = question.args(**{p.attr: given[p.name] for p in question.params})
         answer, tables = await ask(question, service, request.scope, args, service.base_url(request.scope))
         if answer.counts_reuse:
