@@ -14,7 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from pipelines.core.figures import Figure, FlowStep
-from warehouse.records import PluginVersion
+from warehouse.records import PluginVersion, Provenance  # the records' own Structs: same fields, same JSON
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
@@ -141,16 +141,6 @@ class UnparsedOutput(msgspec.Struct):
 
     instance_id: str
     output: str
-
-
-class Provenance(msgspec.Struct):
-    """Who stands behind a result: all null for medbench's own runs; for a submitted package (the
-    official tier) its submitter, the submission, the wheel's sha256 and the sandbox policy."""
-
-    submitted_by: str | None = None
-    submission_id: str | None = None
-    package_sha256: str | None = None
-    sandbox: str | None = None
 
 
 class Result(msgspec.Struct, kw_only=True):
