@@ -1,7 +1,7 @@
 """The read questions of medbench, each declared once: its parameters, its answer function and its types.
 
 A question (lookup, leaderboard, results, result, compare, models, tasks, datasets, releases, the
-log) is one ``ReadQuestion`` in ``QUESTIONS``; every surface derives from that entry rather than
+log) is one ``ReadQuestion`` (``api.read_question``) in ``QUESTIONS``; every surface derives from that entry rather than
 being written per question (docs/api.md, "One table of read questions"):
 
 - the ``/v1`` route (``api.question_routes`` builds the Litestar handler from ``params``: names,
@@ -24,9 +24,7 @@ typed client and the CLI pay nothing for the table.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Optional
 
@@ -42,97 +40,19 @@ from api.params import (
     run_id_parameter,
     task_parameter,
 )
+from api.read_question import (  # noqa: F401  (api.questions.X: the table and what it is made of)
+    Cli,
+    CliArg,
+    Param,
+    ReadQuestion,
+    Tool,
+    resolve,
+    text,
+)
 
 MODEL_TYPES = ("llm", "ml", "rule")
 RELEASE_HELP = "answer as of this release (an id of GET /v1/releases; default: the current one)"
 TASK_HELP = "slug@version, or slug for the latest version"
-
-
-@dataclass(frozen=True)
-class CliArg:
-    """How the CLI takes a parameter: a positional argument (``flag`` None) or an option."""
-
-    flag: str | None = None
-    help: str | None = None
-    choices: tuple[str, ...] | None = None
-    type: Callable[[str], Any] | None = None
-    metavar: str | None = None
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter: its name on the wire (query string or path), its type, and how each surface takes it.
-
-    ``declare`` builds the Litestar declaration the route and the OpenAPI document show (the query
-    parameter's default, or a path parameter's ``Annotated`` metadata); ``route_type`` overrides
-    the route's annotation where it carries its own declaration. ``field`` is the ``args`` Struct's
-    field when its name is not the wire name (``from`` is ``from_``)."""
-
-    name: str
-    type: Any = str
-    declare: Callable[[], Any] | None = None
-    in_path: bool = False
-    field: str | None = None
-    route_type: Callable[[], Any] | None = None
-    cli: CliArg | None = None
-
-    @property
-    def attr(self) -> str:
-        return self.field or self.name
-
-
-@dataclass(frozen=True)
-class Tool:
-    """The MCP tool asking a question; ``order`` places it in ``tools/list`` (new tools: after the rest)."""
-
-    name: str
-    title: str
-    description: str | Callable[[], str]
-    order: int = 1000
-
-
-@dataclass(frozen=True)
-class Cli:
-    """The CLI command asking a question (``pipelines.cli.client`` prints its answer)."""
-
-    command: str
-    help: str
-
-
-@dataclass(frozen=True)
-class ReadQuestion:
-    name: str
-    path: str  # the /v1 route (path parameters in braces)
-    params: tuple[Param, ...]
-    args: type  # the parameters as one msgspec Struct (api.question_args)
-    answer: str | Callable[..., Any]  # answer(asked, args) -> Prepared | Answer, or "module:function"
-    body: type  # the Struct of the 200 body
-    operation_id: str = ""
-    summary: str = ""
-    description: str = ""
-    errors: Mapping[int, str] = field(default_factory=dict)
-    tool: Tool | None = None
-    client: str | None = None  # the ApiClient method
-    cli: Cli | None = None
-    route: bool = True  # False: the route is declared by hand (the log's, in api.routes.log)
-    warehouse: bool = True  # False: answered without the published tables (the submissions store)
-    threaded: bool = False  # the answer reads files: run it in a worker thread
-    cache_control: str | None = None  # None: the published answers' default
-    remote: str | None = None  # "module:function" asking another server, when not GET path with params
-
-    @property
-    def has_release(self) -> bool:
-        return any(p.name == "release" for p in self.params)
-
-    def answer_fn(self) -> Callable[..., Any]:
-        return resolve(self.answer)
-
-
-def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
-    if callable(ref):
-        return ref
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def _opt(annotation: Any) -> Any:
@@ -429,7 +349,3 @@ def unregister(name: str) -> None:
 def tools() -> list[ReadQuestion]:
     """The questions MCP asks, in ``tools/list`` order."""
     return sorted((q for q in registered() if q.tool is not None), key=lambda q: q.tool.order)  # type: ignore[union-attr]
-
-
-def text(value: str | Callable[[], str]) -> str:
-    return value() if callable(value) else value
