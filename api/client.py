@@ -40,7 +40,7 @@ CHUNK = 1 << 16
 T = TypeVar("T")
 
 # The Struct of each route's 200 body: the read questions' (api.questions), then the routes declared by hand.
-OTHER_SCHEMAS: dict[str, type] = {"/healthz": schemas.Health, "/v1/keys": schemas.KeyList}
+OTHER_SCHEMAS: dict[str, type] = {"/healthz": schemas.Health}
 _PATH_PARAM_RE = re.compile(r"{(\w+)}")
 
 
@@ -150,9 +150,6 @@ class ApiClient:
             if question.client == name:
                 return _client_method(question).__get__(self, ApiClient)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def keys(self) -> schemas.KeyList:
-        return self.fetch("/v1/keys", schemas.KeyList)
 
     # -- submissions (CONTRACT.md "Submissions") -------------------------------------------------
 

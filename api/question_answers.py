@@ -9,6 +9,7 @@ and ``api.routes.log``. They are named in the table and imported when first aske
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ from api.responses import Prepared, prepare
 from api.routes import log as log_routes
 from api.routes.compare import comparison
 from api.tables import Published, Tables
+from warehouse.keys import keys_path, read_keys
 
 # -- the questions ------------------------------------------------------------------------------
 
@@ -127,6 +129,25 @@ def releases(asked: Asked, args: Any) -> Prepared:
 def release(asked: Asked, args: Any) -> Prepared:
     log_routes.require_verified_log(asked.service)
     return release_views.detail(asked.tables, asked.service.settings.data, args.id, asked.base)
+
+
+def keys(asked: Asked, args: Any) -> Prepared:
+    """Every public key that ever signed a result or a release of this data directory, from its keys file
+    (``warehouse.keys``), which the publisher appends to; the service never holds a private key. Old keys
+    stay listed with their ``valid_until``. The answer is kept per state of the file (size, modification
+    time, inode), so a key added by a publish that changed no content shows at once."""
+    data = asked.service.settings.data
+    try:
+        st = os.stat(keys_path(data))
+        state = (st.st_size, st.st_mtime_ns, st.st_ino)
+    except OSError:
+        state = None
+    key = ("keys", state)
+    prepared = asked.tables.bodies.get(key)
+    if prepared is None:
+        listed = [schemas.PublicKey(**msgspec.structs.asdict(k)) for k in read_keys(data)]  # type: ignore[arg-type]
+        prepared = asked.tables.bodies.put(key, prepare(schemas.KeyList(keys=listed)))
+    return prepared
 
 
 def submission(asked: Asked, args: Any) -> Prepared:

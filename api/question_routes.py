@@ -10,6 +10,7 @@ question's parameter Struct and asks ``api.asking.ask``, as the MCP tool does.
 from __future__ import annotations
 
 import inspect
+import keyword
 import re
 from typing import Annotated, Any
 
@@ -34,13 +35,22 @@ def litestar_path(path: str) -> str:
     return _PATH_PARAM_RE.sub(r"{\1:str}", path)
 
 
+def python_name(param: Param) -> str:
+    """The handler's name for ``param``: its wire name, or its field where that is no Python name
+    (``from``: the route's own declaration then gives Litestar the wire name)."""
+    return param.name if param.name.isidentifier() and not keyword.iskeyword(param.name) else param.attr
+
+
 def _parameter(param: Param) -> inspect.Parameter:
-    annotation = param.route_type() if param.route_type else param.type
-    if param.in_path:
-        annotation = Annotated[param.type, param.declare()] if param.declare else FromPath[param.type]
-        return inspect.Parameter(param.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation)
-    default = param.declare() if param.declare else inspect.Parameter.empty
-    return inspect.Parameter(param.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
+    declared = param.declare() if param.declare else inspect.Parameter.empty
+    if param.route_type is not None:  # the route's own annotation (and the declaration as its default)
+        annotation, default = param.route_type(), declared
+    elif param.in_path:
+        annotation = Annotated[param.type, declared] if param.declare else FromPath[param.type]
+        default = inspect.Parameter.empty
+    else:
+        annotation, default = param.type, declared
+    return inspect.Parameter(python_name(param), inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
                              default=default)
 
 
@@ -48,7 +58,7 @@ def handlers(question: ReadQuestion) -> list[HTTPRouteHandler]:
     """GET (documented), HEAD and the refusal of OPTIONS for ``question``'s route."""
 
     async def handler(request: Request, service: Service, **given: Any) -> ASGIResponse:
-        args = question.args(**{p.attr: given[p.name] for p in question.params})
+        args = question.args(**{p.attr: given[python_name(p)] for p in question.params})
         answer, tables = await ask(question, service, request.scope, args, service.base_url(request.scope))
         if answer.counts_reuse:
             return service.reply(request.scope, tables, answer)  # type: ignore[arg-type]

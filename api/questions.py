@@ -24,12 +24,12 @@ typed client and the CLI pay nothing for the table.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any, Optional
 
-from api import log_schemas, schemas
 from api import question_args as qa
+from api import schemas
+from api.log_questions import LOG_QUESTIONS
 from api.params import (
     TASK_REF_PATTERN,
     limit_parameter,
@@ -46,6 +46,7 @@ from api.read_question import (  # noqa: F401  (api.questions.X: the table and w
     Param,
     ReadQuestion,
     Tool,
+    described,
     resolve,
     text,
 )
@@ -57,14 +58,6 @@ TASK_HELP = "slug@version, or slug for the latest version"
 
 def _opt(annotation: Any) -> Any:
     return Optional[annotation]  # noqa: UP045 (the routes' annotation, as Litestar documents it)
-
-
-def _described(description: str, **extra: Any) -> Callable[[], Any]:
-    def declare() -> Any:
-        from litestar.params import Parameter
-
-        return Parameter(description=description, **extra)
-    return declare
 
 
 def _task_version() -> Any:
@@ -95,7 +88,7 @@ def _compare_description() -> str:
             "overall and per criterion (docs/api.md).")
 
 
-JUDGE = Param("judge", _opt(str), _described(
+JUDGE = Param("judge", _opt(str), described(
     "Rubric tasks: the board of results graded by this judge model (slug) instead of the task's own "
     "judge; point ranks only (rank sets are computed for the task's judge).", default=None, max_length=200))
 RELEASE = Param("release", _opt(str), release_parameter, cli=CliArg("--release", RELEASE_HELP, metavar="ID"))
@@ -104,7 +97,7 @@ OFFSET = Param("offset", int, offset_parameter)
 LOG_UNAVAILABLE = {503: "`log_unavailable`: the transparency log does not verify"}
 ANSWERS = "api.question_answers:"
 
-QUESTIONS: tuple[ReadQuestion, ...] = (
+_OWN: tuple[ReadQuestion, ...] = (
     ReadQuestion(
         "datasets", "/v1/datasets", (), qa.NoArgs, ANSWERS + "datasets", schemas.DatasetList,
         operation_id="listDatasets", summary="Datasets",
@@ -121,8 +114,8 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
     ),
     ReadQuestion(
         "task", "/v1/tasks/{slug}", (
-            Param("slug", str, _described("Task slug, or `slug@version`.", pattern=TASK_REF_PATTERN), in_path=True),
-            Param("version", _opt(int), _described("Task version; latest when absent.", default=None, ge=0),
+            Param("slug", str, described("Task slug, or `slug@version`.", pattern=TASK_REF_PATTERN), in_path=True),
+            Param("version", _opt(int), described("Task version; latest when absent.", default=None, ge=0),
                   route_type=_task_version),
         ), qa.TaskArgs, ANSWERS + "task", schemas.TaskDetail,
         operation_id="getTask", summary="One task version with its full specification",
@@ -137,12 +130,12 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
     ReadQuestion(
         "leaderboard", "/v1/leaderboard", (
             Param("task", str, task_parameter, cli=CliArg(None, TASK_HELP)),
-            Param("model_type", _opt(schemas.ModelType), _described("Only models of this type.", default=None),
+            Param("model_type", _opt(schemas.ModelType), described("Only models of this type.", default=None),
                   cli=CliArg("--model-type", choices=MODEL_TYPES)),
             Param("limit", int, partial(limit_parameter, "At most this many rows."),
                   cli=CliArg("--limit", "at most this many rows (1..1000)", type=int)),
             Param("metric", _opt(str), metric_parameter),
-            Param("tier", _opt(schemas.Tier), _described("Only rows of this tier, each keeping its rank on the whole "
+            Param("tier", _opt(schemas.Tier), described("Only rows of this tier, each keeping its rank on the whole "
                                                          "board; no match is `rows: []`.", default=None)),
             RELEASE, JUDGE,
         ), qa.LeaderboardArgs, ANSWERS + "leaderboard", schemas.Leaderboard,
@@ -162,11 +155,11 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
     ),
     ReadQuestion(
         "results", "/v1/results", (
-            Param("dataset", _opt(str), _described("Dataset slug.", default=None)),
+            Param("dataset", _opt(str), described("Dataset slug.", default=None)),
             Param("task", _opt(str), partial(task_parameter, required=False)),
-            Param("model", _opt(str), _described("Model slug or provider model id.", default=None)),
-            Param("model_type", _opt(schemas.ModelType), _described("Model type.", default=None)),
-            Param("tier", _opt(schemas.Tier), _described("Tier: baseline or official.", default=None)),
+            Param("model", _opt(str), described("Model slug or provider model id.", default=None)),
+            Param("model_type", _opt(schemas.ModelType), described("Model type.", default=None)),
+            Param("tier", _opt(schemas.Tier), described("Tier: baseline or official.", default=None)),
             LIMIT, OFFSET, RELEASE,
         ), qa.ResultsArgs, ANSWERS + "results", schemas.ResultPage,
         operation_id="listResults", summary="Results matching all given filters",
@@ -191,7 +184,7 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
                   cli=CliArg(None, "model slug (provider/name) or provider model id")),
             Param("task", str, task_parameter, cli=CliArg(None, TASK_HELP)),
             RELEASE,
-            Param("judge", _opt(str), _described("Rubric tasks: the result graded by this judge model (slug) instead "
+            Param("judge", _opt(str), described("Rubric tasks: the result graded by this judge model (slug) instead "
                                                  "of the task's own judge.", default=None, max_length=200)),
         ), qa.LookupArgs, ANSWERS + "lookup", schemas.Lookup,
         operation_id="lookup", summary="Whether a model has been evaluated on a task",
@@ -220,11 +213,11 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
     ),
     ReadQuestion(
         "models", "/v1/models", (
-            Param("q", _opt(str), _described("Substring of the name, slug or provider model id.", default=None),
+            Param("q", _opt(str), described("Substring of the name, slug or provider model id.", default=None),
                   cli=CliArg("--q", "case-insensitive substring of the name, slug or provider model id")),
-            Param("type", _opt(schemas.ModelType), _described("Only models of this type.", default=None),
+            Param("type", _opt(schemas.ModelType), described("Only models of this type.", default=None),
                   cli=CliArg("--type", choices=MODEL_TYPES)),
-            Param("provider", _opt(str), _described("Only models of this provider.", default=None),
+            Param("provider", _opt(str), described("Only models of this provider.", default=None),
                   cli=CliArg("--provider")),
             Param("limit", int, limit_parameter, cli=CliArg("--limit", "at most this many models (1..1000)", type=int)),
             Param("offset", int, offset_parameter, cli=CliArg("--offset", type=int)),
@@ -242,8 +235,8 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
     ),
     ReadQuestion(
         "model", "/v1/models/{provider}/{name}", (
-            Param("provider", str, _described("The slug's provider part."), in_path=True),
-            Param("name", str, _described("The slug's name part."), in_path=True),
+            Param("provider", str, described("The slug's provider part."), in_path=True),
+            Param("name", str, described("The slug's name part."), in_path=True),
         ), qa.ModelArgs, ANSWERS + "model", schemas.ModelInfo,
         operation_id="getModel", summary="One model by its slug",
         description="The model `provider/name` as listed by /v1/models, with its current results.",
@@ -276,7 +269,15 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
         errors={400: "`invalid_parameter`", 404: "`release_not_found`", **LOG_UNAVAILABLE},
         client="release",
     ),
-    # -- asked on a route of another question, or on a route declared by hand ----------------------------
+    ReadQuestion(
+        "keys", "/v1/keys", (), qa.NoArgs, ANSWERS + "keys", schemas.KeyList,
+        operation_id="listKeys", summary="The public keys that check signatures",
+        description="Every Ed25519 public key that signed a result or a release (`signature.key_id` names one), "
+        "oldest first, with its fingerprint and validity dates; `valid_until` is null for the key in use. "
+        "`medbench verify` checks a result or a release against them, or against keys you already trust.",
+        client="keys",
+    ),
+    # -- asked on a route of another question, or of another store ---------------------------------------
     ReadQuestion(
         "predictions_url", "/v1/results/{run_id}", (Param("run_id", str, in_path=True), RELEASE), qa.ResultArgs,
         ANSWERS + "predictions_link", schemas.PredictionsLink, route=False, remote=ANSWERS + "remote_predictions_link",
@@ -291,38 +292,8 @@ QUESTIONS: tuple[ReadQuestion, ...] = (
                   "the reason for it, its run ids once it runs, and every transition with its time and reason.",
                   order=9),
     ),
-    ReadQuestion(
-        "log_checkpoint", "/v1/log/checkpoint", (), qa.NoArgs, ANSWERS + "log_checkpoint", log_schemas.Checkpoint,
-        route=False, threaded=True,
-        tool=Tool("log_checkpoint", "The transparency log's checkpoint", "The signed checkpoint (tree size, root "
-                  "hash, C2SP signed note) of the append-only Merkle log of every result, release, withdrawal and key "
-                  "rotation.", order=10),
-    ),
-    ReadQuestion(
-        "log_entries", "/v1/log/entries", (Param("start", int), Param("end", _opt(int))), qa.LogEntriesArgs,
-        ANSWERS + "log_entries", log_schemas.LogEntryPage, route=False, threaded=True,
-        tool=Tool("log_entries", "Entries of the transparency log", "Log entries [start, end), at most 1,000, each "
-                  "with its exact leaf text and hash.", order=11),
-    ),
-    ReadQuestion(
-        "log_consistency", "/v1/log/consistency", (Param("from", int, field="from_"), Param("to", _opt(int))),
-        qa.LogConsistencyArgs, ANSWERS + "log_consistency", log_schemas.ConsistencyProof, route=False, threaded=True,
-        tool=Tool("log_consistency", "Proof that the log extends an older one", "RFC 9162 consistency proof from the "
-                  "tree of `from` entries (a checkpoint you kept) to the tree of `to`.", order=12),
-    ),
-    ReadQuestion(
-        "result_proof", "/v1/results/{run_id}/proof", (Param("run_id", str, in_path=True),), qa.ResultProofArgs,
-        ANSWERS + "result_proof", log_schemas.InclusionProof, route=False, threaded=True,
-        tool=Tool("result_proof", "Proof that a result is in the log", "RFC 9162 inclusion proof of a result's log "
-                  "entry against the current checkpoint, which it carries.", order=13),
-    ),
-    ReadQuestion(
-        "release_proof", "/v1/releases/{id}/proof", (Param("id", str, in_path=True),), qa.ReleaseProofArgs,
-        ANSWERS + "release_proof", log_schemas.InclusionProof, route=False, threaded=True,
-        tool=Tool("release_proof", "Proof that a release is in the log", "RFC 9162 inclusion proof of a release's "
-                  "log entry against the current checkpoint, which it carries.", order=14),
-    ),
 )
+QUESTIONS: tuple[ReadQuestion, ...] = (*_OWN, *LOG_QUESTIONS)
 
 
 def registered() -> tuple[ReadQuestion, ...]:

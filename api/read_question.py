@@ -101,5 +101,15 @@ def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)
 
 
+def described(description: str | None, **extra: Any) -> Callable[[], Any]:
+    """A lazy Litestar ``Parameter(description=..., **extra)``: what most parameters declare."""
+
+    def declare() -> Any:
+        from litestar.params import Parameter
+
+        return Parameter(description=description, **extra)
+    return declare
+
+
 def text(value: str | Callable[[], str]) -> str:
     return value() if callable(value) else value

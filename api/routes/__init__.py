@@ -9,9 +9,9 @@ from __future__ import annotations
 from litestar import Router
 
 from api.question_routes import question_handlers
-from api.routes import artifacts, health, keys, log, openapi, packages, submissions
+from api.routes import artifacts, health, openapi, packages, submissions
 
-RESOURCES = (keys, log, submissions, openapi, artifacts, packages, health)
+RESOURCES = (submissions, openapi, artifacts, packages, health)
 
 
 def api_router() -> Router:

@@ -109,3 +109,17 @@ def test_every_route_answers_as_recorded(client: TestClient) -> None:
     assert list(recorded) == list(expected)
     for path, answer in expected.items():
         assert recorded[path] == answer, path
+
+
+MCP_SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"
+
+
+def test_the_mcp_tools_are_listed_as_recorded() -> None:
+    """``tools/list``'s items (names, descriptions, input and output schemas, from the Structs' docstrings
+    too), recorded before the table of read questions like the bodies above."""
+    from api.agent_tools import tool_definitions
+
+    listed = json.loads(json.dumps(tool_definitions()))
+    if os.environ.get("MEDBENCH_UPDATE_SNAPSHOTS"):
+        MCP_SNAPSHOT.write_text(json.dumps(listed, indent=1) + "\n", encoding="utf-8")
+    assert listed == json.loads(MCP_SNAPSHOT.read_text(encoding="utf-8"))
