@@ -102,7 +102,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         "datasets", "/v1/datasets", (), qa.NoArgs, ANSWERS + "datasets", schemas.DatasetList,
         operation_id="listDatasets", summary="Datasets",
         description="Every dataset with its license, license URL, citation, DOI and the date it became public.",
-        client="datasets", cli=Cli("datasets", "list the datasets with license and citation"),
+        client="datasets", cli=Cli("datasets", "list the datasets with license and citation", order=1),
     ),
     ReadQuestion(
         "tasks", "/v1/tasks", (), qa.NoArgs, ANSWERS + "tasks", schemas.TaskList,
@@ -110,7 +110,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         description="One item per task version: dataset, kind, primary metric, preview flag, number of results.",
         tool=Tool("list_tasks", "Tasks", "Every task version: dataset, kind, primary metric, preview flag, number of "
                   "results.", order=4),
-        client="tasks", cli=Cli("tasks", "list the tasks (one line per version)"),
+        client="tasks", cli=Cli("tasks", "list the tasks (one line per version)", order=0),
     ),
     ReadQuestion(
         "task", "/v1/tasks/{slug}", (
@@ -151,7 +151,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                   "Ranked current results (one per model) of a task version, best first, with 95% intervals and rank "
                   "sets (simultaneous, joined with the marginal interval). `metric` ranks by another published metric "
                   "in its direction; `limit` bounds the rows (default 100).", order=1),
-        client="leaderboard", cli=Cli("leaderboard", "ranked results of one task"),
+        client="leaderboard", cli=Cli("leaderboard", "ranked results of one task", order=2),
     ),
     ReadQuestion(
         "results", "/v1/results", (
@@ -176,7 +176,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         errors={400: "`invalid_parameter`", 404: "`run_not_found` (also for a malformed run id); `release_not_found`"},
         tool=Tool("get_result", "One result", "Everything about one result: all metrics with 95% CIs, configuration, "
                   "exact versions, usage, cost, BibTeX and the predictions URL.", order=2),
-        client="result", cli=Cli("result", "one result: metrics with CIs, versions, cost, BibTeX"),
+        client="result", cli=Cli("result", "one result: metrics with CIs, versions, cost, BibTeX", order=3),
     ),
     ReadQuestion(
         "lookup", "/v1/lookup", (
@@ -194,7 +194,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                 "(the message lists their slugs)",
                 404: "`task_not_found`, `release_not_found`"},
         tool=Tool("lookup", "Look up before you run", qa.LOOKUP_ADVICE, order=0),
-        client="lookup", cli=Cli("lookup", "rule one: has MODEL been evaluated on TASK? (exit 1 when not)"),
+        client="lookup", cli=Cli("lookup", "rule one: has MODEL been evaluated on TASK? (exit 1 when not)", order=4),
     ),
     ReadQuestion(
         "compare", "/v1/compare", (
@@ -209,7 +209,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                 "nothing comparable",
                 404: "`run_not_found`"},
         tool=Tool("compare", "Compare two results", _comparison_text, order=3),
-        client="compare", cli=Cli("compare", "paired comparison of two results of one task (a minus b)"),
+        client="compare", cli=Cli("compare", "paired comparison of two results of one task (a minus b)", order=8),
     ),
     ReadQuestion(
         "models", "/v1/models", (
@@ -231,7 +231,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                   "substring), type or provider, each with its current results (task and run id). Paginated with "
                   "`limit` and `offset`.", order=6),
         client="models",
-        cli=Cli("models", "find models by name, slug or provider model id (exit 1 when none matches)"),
+        cli=Cli("models", "find models by name, slug or provider model id (exit 1 when none matches)", order=7),
     ),
     ReadQuestion(
         "model", "/v1/models/{provider}/{name}", (
@@ -249,7 +249,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         description="`reuses` counts lookups answered `evaluated` and predictions downloads; it is live.",
         tool=Tool("stats", "Counts", "Counts of datasets, tasks, models and results, total cost, reuses and the "
                   "warehouse version served.", order=8),
-        client="stats", cli=Cli("stats", "counts, total cost, reuses"), cache_control="live",
+        client="stats", cli=Cli("stats", "counts, total cost, reuses", order=6), cache_control="live",
     ),
     ReadQuestion(
         "releases", "/v1/releases", (LIMIT, OFFSET), qa.PageArgs, ANSWERS + "releases", schemas.ReleasePage,

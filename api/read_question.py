@@ -63,6 +63,7 @@ class Cli:
 
     command: str
     help: str
+    order: int = 1000  # its place in ``medbench --help`` (new commands: after the rest)
 
 
 @dataclass(frozen=True)

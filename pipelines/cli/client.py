@@ -47,9 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=lambda args: run(fn, args))
         return p
 
-    for question in registered():
-        if question.cli is None:
-            continue
+    for question in sorted((q for q in registered() if q.cli is not None), key=lambda q: q.cli.order):
         p = command(question.cli.command, question.cli.help, partial(_ask, question))
         for param in question.params:
             if param.cli is None:
