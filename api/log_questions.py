@@ -58,7 +58,7 @@ LOG_QUESTIONS: tuple[ReadQuestion, ...] = (
             Param("end", Optional[int], described("One past the last entry index.", default=None, ge=0)),  # noqa: UP045 (as the route declared it)
         ), qa.LogEntriesArgs, ANSWERS + "log_entries", log_schemas.LogEntryPage,
         operation_id="listLogEntries", summary="Entries of the transparency log, in order",
-        description=_entries_description,  # type: ignore[arg-type]
+        description=_entries_description,
         errors={400: "`invalid_parameter`", **LOG_MISSING},
         threaded=True,
         tool=Tool("log_entries", "Entries of the transparency log", "Log entries [start, end), at most 1,000, each "

@@ -204,7 +204,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                   cli=CliArg(None, "run id of the second result")),
         ), qa.CompareArgs, ANSWERS + "compare", schemas.Compare,
         operation_id="compare", summary="Paired comparison of two results of one task",
-        description=_compare_description,  # type: ignore[arg-type]
+        description=_compare_description,
         errors={400: "`invalid_parameter`: a or b missing or not a run id, results of different task versions, "
                 "nothing comparable",
                 404: "`run_not_found`"},

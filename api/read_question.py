@@ -76,7 +76,7 @@ class ReadQuestion:
     body: type  # the Struct of the 200 body
     operation_id: str = ""
     summary: str = ""
-    description: str = ""
+    description: str | Callable[[], str] = ""  # a callable: text built when the routes are
     errors: Mapping[int, str] = field(default_factory=dict)
     tool: Tool | None = None
     client: str | None = None  # the ApiClient method

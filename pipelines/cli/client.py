@@ -7,8 +7,9 @@ One module registers all of them because they share everything but the route: ``
 is), and the exit codes of CONTRACT.md: 0 found, 1 not found (including a lookup answered
 ``not_evaluated``), 2 usage error (argparse, or the server's ``invalid_parameter``), 3 server
 unreachable. Answers are decoded by ``api.client`` into the ``api.schemas`` Structs and turned back
-into plain JSON for printing. Only httpx and msgspec are imported, and only when a command runs:
-a look-up must not pay for Dagster.
+into plain JSON for printing. Building the parser reads the table (``api.questions``: msgspec and
+``api.schemas``, no Litestar); httpx is imported only when a command runs: a look-up must not pay
+for Dagster.
 """
 
 from __future__ import annotations
