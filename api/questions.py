@@ -27,6 +27,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Optional
 
+import msgspec
+
 from api import question_args as qa
 from api import schemas
 from api.log_questions import LOG_QUESTIONS
@@ -304,11 +306,30 @@ def registered() -> tuple[ReadQuestion, ...]:
 _EXTRA: list[ReadQuestion] = []
 
 
+def check(question: ReadQuestion) -> None:
+    """A declaration every surface can derive from: its parameters are its Struct's fields, each path
+    parameter is in its path, and the names it takes on each surface are free."""
+    fields = {f.name for f in msgspec.structs.fields(question.args)}
+    declared = {p.attr for p in question.params}
+    if fields != declared:
+        raise ValueError(f"read question {question.name!r}: its parameters {sorted(declared)} are not the fields "
+                         f"of {question.args.__name__} {sorted(fields)}; declare one Param per field")
+    for p in question.params:
+        if p.in_path and "{" + p.name + "}" not in question.path:
+            raise ValueError(f"read question {question.name!r}: path parameter {p.name!r} is not in {question.path}")
+    taken = [(q.tool and q.tool.name, q.client, q.cli and q.cli.command, q.route and q.path) for q in registered()]
+    for i, mine in enumerate((question.tool and question.tool.name, question.client,
+                              question.cli and question.cli.command, question.route and question.path)):
+        if mine and any(other[i] == mine for other in taken):
+            raise ValueError(f"read question {question.name!r}: {mine!r} is already another question's")
+
+
 def register(question: ReadQuestion) -> ReadQuestion:
     """Add a question after the built-in ones (a plug-in's, or a test's); the surfaces built afterwards
     (routes of a new app, the MCP tools listed, the client's methods, the CLI's commands) include it."""
     if any(q.name == question.name for q in registered()):
         raise ValueError(f"a read question named {question.name!r} is already declared")
+    check(question)
     _EXTRA.append(question)
     return question
 

@@ -21,14 +21,24 @@ import msgspec
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from support.serving import serve_in_thread
 
 from api.agent_sources import RemoteAnswers
 from api.agent_tools import arguments, tool_by_name
 from api.client import ApiClient, UsageError
-from api.questions import Cli, CliArg, Param, ReadQuestion, Tool, register, unregister
+from api.questions import (
+    Cli,
+    CliArg,
+    Param,
+    ReadQuestion,
+    Tool,
+    check,
+    register,
+    registered,
+    unregister,
+)
 from api.responses import Prepared, prepare
 from pipelines.cli.main import main
-from support.serving import serve_in_thread
 
 
 class ToyArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -151,3 +161,17 @@ def test_the_csv_honours_tier_and_metric(base: str) -> None:
             (r["run_id"], int(r["rank"]), r["metric_name"]) for r in _csv(base, **params)], params
     assert _csv(base) and not _csv(base, tier="official")
     assert {r["metric_name"] for r in _csv(base, metric="parse_rate")} == {"parse_rate"}
+
+
+def test_every_declaration_is_one_surfaces_can_derive_from() -> None:
+    """The built-in questions pass the check ``register`` makes of a new one; a question whose
+    parameters are not its Struct's fields, or that takes a name another one has, is refused."""
+    import dataclasses
+
+    for question in registered():
+        fields = {f.name for f in msgspec.structs.fields(question.args)}
+        assert fields == {p.attr for p in question.params}, question.name
+    with pytest.raises(ValueError, match="not the fields of ToyArgs"):
+        check(dataclasses.replace(TOY, name="toy2", params=TOY.params[:1]))
+    with pytest.raises(ValueError, match="'leaderboard' is already another question's"):
+        register(dataclasses.replace(TOY, name="toy3", client="leaderboard", tool=None, cli=None, path="/v1/toy3"))
