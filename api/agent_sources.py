@@ -1,12 +1,13 @@
 """What answers the MCP tools: this process's tables (``LocalAnswers``) or a medbench server (``RemoteAnswers``).
 
-``LocalAnswers`` serves ``/mcp`` inside ``medbench serve`` and ``medbench mcp --data DIR``: it takes
-the ``Service``'s current ``Tables`` once per call (one version per answer, as a ``/v1`` request
-does) and calls the same ``api.answers`` functions as the routes, so the structured content is the
-``/v1`` body decoded; an ``evaluated`` lookup counts a reuse in the same shared store.
-``RemoteAnswers`` serves ``medbench mcp --api-url URL``: it asks that server's ``/v1`` routes
-through ``api.client`` (so the answers are that server's bodies, its reuses count there) and
-turns a failure into the server's own ``{error, message}``, or ``server_unreachable``.
+Each tool is a read question of ``api.questions``, and each source answers every tool one way.
+``LocalAnswers`` serves ``/mcp`` inside ``medbench serve`` and ``medbench mcp --data DIR``: it asks
+``api.asking.ask``, as the question's ``/v1`` route does (one version per answer), so the
+structured content is the ``/v1`` body decoded; an ``evaluated`` lookup counts a reuse in the same
+shared store. ``RemoteAnswers`` serves ``medbench mcp --api-url URL``: it asks that server the
+question's route with the tool's arguments through ``api.client`` (so the answers are that
+server's bodies, its reuses count there) and turns a failure into the server's own ``{error,
+message}``, or ``server_unreachable``.
 
 Both return ``(body, warehouse_version)``, or raise ``ApiError``; ``api.mcp_server`` makes MCP results of them.
 """
@@ -14,17 +15,15 @@ Both return ``(body, warehouse_version)``, or raise ``ApiError``; ``api.mcp_serv
 from __future__ import annotations
 
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import anyio.to_thread
 import msgspec
 
-from api import answers, model_answers, release_views, schemas
-from api.agent_tools import LOG_TOOLS, ToolSpec
+from api.agent_tools import ToolSpec
+from api.asking import ask
+from api.client import request_of
 from api.errors import ApiError
-from api.responses import prepare
-from api.routes import log as log_routes
-from api.routes.compare import comparison
+from api.questions import ReadQuestion, resolve
 
 Answered = tuple[Any, str | None]
 
@@ -62,50 +61,11 @@ class LocalAnswers:
         return self.service.settings.public_url or base or "http://127.0.0.1:8000"
 
     async def call(self, tool: ToolSpec, args: Any, base: str | None) -> Answered:
-        service = self.service
-        if tool.name == "submission_status":  # the submissions store, not the warehouse
-            return await anyio.to_thread.run_sync(self._submission, args.id)
-        if tool.name in LOG_TOOLS:  # the transparency log, verified (api.routes.log)
-            version = service.tables({}).version
-            prepared = await anyio.to_thread.run_sync(log_routes.tool_answer, service, tool.name, args)
-            return msgspec.json.decode(prepared.body), version
-        tables = release_views.as_of(service.tables({}), service.settings.data, getattr(args, "release", None))
-        base = self._base(base)
-        name = tool.name
-        if name == "lookup":
-            answer = answers.lookup(tables, args.model, args.task, base, args.judge)
-            if answer.counts_reuse:
-                service.reuses.add()
-            prepared = answer.prepared
-        elif name == "leaderboard":
-            prepared = answers.leaderboard(tables, args.task, args.model_type, args.limit, base, args.metric,
-                                           args.tier, args.judge)
-        elif name == "get_result":
-            prepared = answers.result(tables, args.run_id, base)
-        elif name == "compare":  # the route module owns the memoised (thread-run) computation
-            prepared = prepare(await comparison(service, tables, args.a, args.b))
-        elif name == "list_tasks":
-            prepared = answers.tasks(tables)
-        elif name == "get_task":
-            prepared = answers.task(tables, args.slug, args.version, service.settings.data)
-        elif name == "find_models":
-            prepared = model_answers.models(tables, args.q, args.type, args.provider, args.limit, args.offset)
-        elif name == "predictions_url":
-            prepared = answers.predictions_link(tables, args.run_id, base)
-        elif name == "stats":
-            prepared = answers.stats(tables, service.reuses.count)
-        else:  # pragma: no cover - TOOLS and this list are written together
-            raise ApiError(500, "internal_error", f"tool {name} has no answer")
-        return msgspec.json.decode(prepared.body), tables.version
-
-    def _submission(self, submission_id: str) -> Answered:
-        from warehouse.submissions import SubmissionNotFound
-
-        try:
-            found = self.service.submissions.get(submission_id)
-        except SubmissionNotFound:
-            raise ApiError(404, "submission_not_found", f"no submission {submission_id!r}") from None
-        return msgspec.to_builtins(found), self.service.store.peek_version()
+        answer, tables = await ask(tool.question, self.service, {}, args, self._base(base))
+        if answer.counts_reuse:  # an evaluated lookup counts a reuse, as its GET does
+            self.service.reuses.add()
+        version = tables.version if tables is not None else self.service.store.peek_version()
+        return msgspec.json.decode(answer.prepared.body), version
 
     async def resource(self, uri: str, base: str | None) -> str:
         from api.site import agent_text
@@ -133,51 +93,18 @@ class RemoteAnswers:
         from api.client import ClientError
 
         try:
-            return self._ask(tool.name, args)
+            return self._ask(tool.question, args), self.client.last_version
         except ClientError as exc:
             if exc.body is not None:
                 raise ApiError(400, exc.body["error"], exc.body["message"]) from None
             raise ApiError(503, "server_unreachable", exc.message) from None
 
-    def _ask(self, name: str, args: Any) -> Answered:
-        get = self.client.get
-        if name == "lookup":
-            body = get("/v1/lookup", model=args.model, task=args.task, release=args.release)
-        elif name == "leaderboard":
-            body = get("/v1/leaderboard", task=args.task, model_type=args.model_type, limit=args.limit,
-                       metric=args.metric, tier=args.tier, release=args.release)
-        elif name in ("get_result", "predictions_url"):
-            body = get(f"/v1/results/{quote(args.run_id, safe='')}", release=args.release)
-            if name == "predictions_url":
-                body = msgspec.to_builtins(schemas.PredictionsLink(
-                    run_id=body["run_id"], task=body["task"], predictions_url=body["predictions_url"],
-                    predictions_sha256=body["predictions_sha256"]))
-        elif name == "compare":
-            body = get("/v1/compare", a=args.a, b=args.b)
-        elif name == "list_tasks":
-            body = get("/v1/tasks")
-        elif name == "get_task":
-            body = get(f"/v1/tasks/{quote(args.slug, safe='@')}", version=args.version)
-        elif name == "find_models":
-            body = get("/v1/models", q=args.q, type=args.type, provider=args.provider, limit=args.limit,
-                       offset=args.offset)
-        elif name == "stats":
-            body = get("/v1/stats")
-        elif name == "submission_status":
-            body = get(f"/v1/submissions/{quote(args.id, safe='')}")
-        elif name == "log_checkpoint":
-            body = get("/v1/log/checkpoint")
-        elif name == "log_entries":
-            body = get("/v1/log/entries", start=args.start, end=args.end)
-        elif name == "log_consistency":
-            body = get("/v1/log/consistency", **{"from": args.from_, "to": args.to})
-        elif name == "result_proof":
-            body = get(f"/v1/results/{quote(args.run_id, safe='')}/proof")
-        elif name == "release_proof":
-            body = get(f"/v1/releases/{quote(args.id, safe='')}/proof")
-        else:  # pragma: no cover
-            raise ApiError(500, "internal_error", f"tool {name} has no answer")
-        return body, self.client.last_version
+    def _ask(self, question: ReadQuestion, args: Any) -> Any:
+        """The question's route on that server, asked with the tool's arguments (or its own way, ``remote``)."""
+        if question.remote is not None:
+            return resolve(question.remote)(self.client, args)
+        path, query = request_of(question, args)
+        return self.client.get(path, **query)
 
     async def resource(self, uri: str, base: str | None) -> str:
         if uri not in RESOURCES:

@@ -130,6 +130,16 @@ def ranked_board(tables: Tables, entry: TaskEntry, model_type: str | None,
                   for rank, p in enumerate(board, start=1)]
 
 
+def board(tables: Tables, entry: TaskEntry, model_type: str | None, metric: str | None = None,
+          tier: str | None = None, judge: str | None = None) -> tuple[str, list[tuple[int, Published, RankEntry]]]:
+    """The leaderboard, assembled once for every surface (``/v1/leaderboard``, its MCP tool, the task
+    page and its CSV download): the metric ranked by, and the (rank, result, rank set) rows kept.
+    ``tier`` keeps that tier's rows only, each with its rank (and rank set) on the whole board: the
+    intervals were computed jointly over every current result, so re-numbering would break them."""
+    name, ranked = ranked_board(tables, entry, model_type, metric, judge)
+    return name, [(rank, p, e) for rank, (p, e) in enumerate(ranked, start=1) if tier is None or p.record.tier == tier]
+
+
 def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, base: str,
                 metric: str | None = None, tier: str | None = None, judge: str | None = None) -> Prepared:
     """The task version's current results (one per model and tier), optionally of one model type,
@@ -142,8 +152,7 @@ def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, b
         check_limit(limit)
         check_model_type(model_type)
         entry = find_task(tables, task)
-        name, ranked = ranked_board(tables, entry, model_type, metric, judge)
-        kept = [(rank, p, e) for rank, (p, e) in enumerate(ranked, start=1) if tier is None or p.record.tier == tier]
+        name, kept = board(tables, entry, model_type, metric, tier, judge)
         rows = [render.row(p, base, rank, e, name) for rank, p, e in kept[:limit]]
         prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=name, rows=rows,
                                                rank_method=board_method([e for _, _, e in kept[:limit]]),

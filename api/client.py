@@ -9,7 +9,8 @@ not the medbench API).
 It lives in ``api`` because it decodes with the very ``api.schemas`` Structs the server encodes
 with: a body that does not match its route's Struct is "not the medbench API" (exit 3), caught
 here rather than as a ``KeyError`` deep in a command. The typed methods (``lookup``, ``result``,
-...) return Structs; ``get`` returns plain JSON (checked against the route's Struct when it has
+...) are derived from the table of read questions (``api.questions``: one per question naming a
+``client`` method, with its parameters and body Struct) and return Structs; ``get`` returns plain JSON (checked against the route's Struct when it has
 one) for callers that print or pass the body on. It imports httpx, msgspec and ``api.schemas``
 only, never Dagster or the server's tables: a look-up must stay instant.
 """
@@ -18,16 +19,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
-
-from warehouse.files import atomic_path
 import msgspec
 
 from api import schemas
+from api.questions import ReadQuestion, registered, text
+from warehouse.files import atomic_path
 
 API_URL_ENV = "MEDBENCH_API_URL"
 DEFAULT_API_URL = "http://127.0.0.1:8000"
@@ -35,25 +39,58 @@ CHUNK = 1 << 16
 
 T = TypeVar("T")
 
-# The Struct of each route's 200 body: exact paths, then path prefixes (one path parameter).
-ROUTE_SCHEMAS: dict[str, type] = {
-    "/v1/datasets": schemas.DatasetList, "/v1/tasks": schemas.TaskList, "/v1/leaderboard": schemas.Leaderboard,
-    "/v1/results": schemas.ResultPage, "/v1/lookup": schemas.Lookup, "/v1/stats": schemas.Stats,
-    "/v1/compare": schemas.Compare, "/healthz": schemas.Health, "/v1/models": schemas.ModelPage,
-    "/v1/keys": schemas.KeyList, "/v1/releases": schemas.ReleasePage,
-}
-PREFIX_SCHEMAS: dict[str, type] = {"/v1/results/": schemas.Result, "/v1/tasks/": schemas.TaskDetail,
-                                   "/v1/releases/": schemas.Release}
+# The Struct of each route's 200 body: the read questions' (api.questions), then the routes declared by hand.
+OTHER_SCHEMAS: dict[str, type] = {"/healthz": schemas.Health}
+_PATH_PARAM_RE = re.compile(r"{(\w+)}")
+
+
+def _route_re(path: str) -> re.Pattern[str]:
+    return re.compile("".join(re.escape(part) if i % 2 == 0 else "[^/]+"
+                              for i, part in enumerate(_PATH_PARAM_RE.split(path))) + "$")
 
 
 def schema_of(path: str) -> type | None:
     """The Struct a 200 answer of ``path`` decodes into, or None for a route without one."""
-    if path in ROUTE_SCHEMAS:
-        return ROUTE_SCHEMAS[path]
-    for prefix, schema in PREFIX_SCHEMAS.items():
-        if path.startswith(prefix) and "/" not in path[len(prefix):]:
-            return schema
+    if path in OTHER_SCHEMAS:
+        return OTHER_SCHEMAS[path]
+    for question in registered():
+        if question.route and _route_re(question.path).match(path):
+            return question.body
     return None
+
+
+def request_of(question: ReadQuestion, args: Any) -> tuple[str, dict[str, Any]]:
+    """The GET asking ``question`` with ``args`` (its parameter Struct, or any object with those
+    attributes): the path with its path parameters filled in, and the query parameters by wire name."""
+    path = question.path
+    query: dict[str, Any] = {}
+    for param in question.params:
+        value = getattr(args, param.attr, None)
+        if param.in_path:
+            path = path.replace("{" + param.name + "}", quote(str(value), safe="@"))
+        else:
+            query[param.name] = value
+    return path, query
+
+
+def _client_method(question: ReadQuestion) -> Callable[..., Any]:
+    """``ApiClient.<question.client>``: the question's parameters in declared order (path parameters and
+    required ones first, the rest by keyword, None = the server's default), answered as its body Struct."""
+    names = [p.attr for p in question.params]
+
+    def method(self: ApiClient, *given: Any, **named: Any) -> Any:
+        if len(given) > len(names):
+            raise TypeError(f"{question.client}() takes at most {len(names)} arguments")
+        values = dict(zip(names, given)) | named
+        unknown = set(values) - set(names)
+        if unknown:
+            raise TypeError(f"{question.client}() got unknown arguments {sorted(unknown)}")
+        path, query = request_of(question, SimpleNamespace(**values))
+        return self.fetch(path, question.body, **query)
+
+    method.__name__ = question.client or question.name
+    method.__doc__ = f"GET {question.path}: {text(question.summary) or question.name}"
+    return method
 
 
 def default_api_url() -> str:
@@ -107,37 +144,12 @@ class ApiClient:
 
     # -- typed routes ---------------------------------------------------------------------------
 
-    def tasks(self) -> schemas.TaskList:
-        return self.fetch("/v1/tasks", schemas.TaskList)
-
-    def datasets(self) -> schemas.DatasetList:
-        return self.fetch("/v1/datasets", schemas.DatasetList)
-
-    def leaderboard(self, task: str, model_type: str | None = None, limit: int | None = None,
-                    metric: str | None = None, tier: str | None = None,
-                    release: str | None = None) -> schemas.Leaderboard:
-        return self.fetch("/v1/leaderboard", schemas.Leaderboard, task=task, model_type=model_type, limit=limit,
-                          metric=metric, tier=tier, release=release)
-
-    def result(self, run_id: str, release: str | None = None) -> schemas.Result:
-        return self.fetch(f"/v1/results/{run_id}", schemas.Result, release=release)
-
-    def lookup(self, model: str, task: str, release: str | None = None) -> schemas.Lookup:
-        return self.fetch("/v1/lookup", schemas.Lookup, model=model, task=task, release=release)
-
-    def keys(self) -> schemas.KeyList:
-        return self.fetch("/v1/keys", schemas.KeyList)
-
-    def stats(self) -> schemas.Stats:
-        return self.fetch("/v1/stats", schemas.Stats)
-
-    def compare(self, a: str, b: str) -> schemas.Compare:
-        return self.fetch("/v1/compare", schemas.Compare, a=a, b=b)
-
-    def models(self, q: str | None = None, type: str | None = None, provider: str | None = None,
-               limit: int | None = None, offset: int | None = None) -> schemas.ModelPage:
-        return self.fetch("/v1/models", schemas.ModelPage, q=q, type=type, provider=provider, limit=limit,
-                          offset=offset)
+    def __getattr__(self, name: str) -> Any:
+        """The typed method of each read question that names one (``lookup``, ``leaderboard``, ``result``...)."""
+        for question in registered():
+            if question.client == name:
+                return _client_method(question).__get__(self, ApiClient)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- submissions (CONTRACT.md "Submissions") -------------------------------------------------
 

@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from api import schemas
 from api.agent_sources import RESOURCES, Answers
-from api.agent_tools import TOOL_BY_NAME, arguments, tool_definitions, unknown_tool
+from api.agent_tools import arguments, tool_by_name, tool_definitions, unknown_tool
 from api.errors import ApiError
 from api.http_protocol import Limits
 from api.responses import CACHE_ERROR, NO_WAREHOUSE, prepare, request_origin, respond
@@ -79,13 +79,14 @@ def _base(ctx: Any) -> str | None:
 def build_server(source: Answers, version: str = "") -> Server[Any]:
     """The MCP server answering from ``source`` (read-only tools, the agents' text as resources)."""
     tools = [types.Tool.model_validate(definition) for definition in tool_definitions()]
+    by_name = tool_by_name()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            tool = TOOL_BY_NAME.get(params.name)
+            tool = by_name.get(params.name)
             if tool is None:
                 raise unknown_tool(params.name)
             body, served = await source.call(tool, arguments(tool, params.arguments), _base(ctx))

@@ -8,6 +8,8 @@ from typing import Literal
 
 import msgspec
 
+from warehouse.records import UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
+
 
 class Metric(msgspec.Struct):
     name: str
@@ -23,13 +25,6 @@ class Metric(msgspec.Struct):
     # is then the two-stage interval over items and judge samples. None for every other metric
     ci_low_items_only: float | None = None
     ci_high_items_only: float | None = None
-
-
-class Withheld(msgspec.Struct):
-    """A metric left out of ``metrics`` because it is undefined or degenerate (never published as a number)."""
-
-    name: str
-    reason: str
 
 
 class Subgroup(msgspec.Struct):
@@ -60,15 +55,6 @@ class DetectableDifference(msgspec.Struct):
     power: float  # 0.8
     alpha: float  # 0.05, two-sided
     basis: str  # how it was computed, in words (the discordant rate or the SD it came from)
-
-
-class UsagePart(msgspec.Struct):
-    """One part of a judged task's usage: the answering model's or the judge's, with its own cost."""
-
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    wall_seconds: float
-    cost_usd: float
 
 
 class Judge(msgspec.Struct):

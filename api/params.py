@@ -8,20 +8,22 @@ exactly what the server accepts: Litestar validates the same pattern it document
 The framework is lenient where a client deserves an error: of a parameter given twice it silently
 keeps the last value, and percent-encoded bytes that are not UTF-8 become U+FFFD. ``query_guard``
 refuses both, for the parameters a route declares, before the handler runs.
+
+Litestar is imported only when a declaration is built (by the routes), so that the table of read
+questions (``api.questions``), which names these declarations, costs the typed client nothing.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
-from litestar import Request
-from litestar.openapi.spec import Example
-from litestar.params import Parameter
-
 from api.errors import invalid_parameter
+
+if TYPE_CHECKING:
+    from litestar import Request
 
 _VERSION_RE = re.compile(r"[0-9]{1,9}")
 # The blanks dropped around a parameter, spelled out: ``\s`` means more in Python (str.isspace: also
@@ -45,6 +47,9 @@ MAX_CACHED_PARAMETER_CHARS = 512
 
 def task_parameter(required: bool = True) -> Any:
     """The ``task`` query parameter as every route declares it (documented and validated alike)."""
+    from litestar.openapi.spec import Example
+    from litestar.params import Parameter
+
     extra = {} if required else {"default": None}
     return Parameter(description=TASK_DESCRIPTION, pattern=TASK_REF_PATTERN,
                      examples=[Example(value="clinicalqa@0")], **extra)
@@ -52,21 +57,31 @@ def task_parameter(required: bool = True) -> Any:
 
 def model_parameter(description: str) -> Any:
     """A required model name: anything but blank (slugs and provider model ids have no fixed form)."""
+    from litestar.openapi.spec import Example
+    from litestar.params import Parameter
+
     return Parameter(description=description, pattern=NOT_BLANK_PATTERN, examples=[Example(value="medbench/random")])
 
 
 def limit_parameter(description: str = "Page size.") -> Any:
     """``limit``: at most this many rows (1..1000, default 100), the same bounds on every listing."""
+    from litestar.params import Parameter
+
     return Parameter(default=100, ge=1, le=1000, description=description)
 
 
 def offset_parameter() -> Any:
     """``offset``: rows to skip before the page starts."""
+    from litestar.params import Parameter
+
     return Parameter(default=0, ge=0, description="Items to skip.")
 
 
 def run_id_parameter(description: str) -> Any:
     """A run id in the query string: its form is checked (``invalid_parameter`` naming it)."""
+    from litestar.openapi.spec import Example
+    from litestar.params import Parameter
+
     return Parameter(description=f"{description} {RUN_ID_DESCRIPTION}", pattern=RUN_ID_PATTERN,
                      examples=[Example(value="0123456789ab")])
 
@@ -147,8 +162,19 @@ KNOWN_METRICS = _known_metrics()
 
 def metric_parameter() -> Any:
     """``metric`` of the leaderboard: a name the task publishes (its known values listed, not an enum)."""
+    from litestar.openapi.spec import Example
+    from litestar.params import Parameter
+
     known = ", ".join(f"`{m}`" for m in KNOWN_METRICS)
     return Parameter(default=None, description="Rank by this published metric, in its direction (default: the "
                      f"task's primary metric). Known values: {known}; one the task does not publish answers 404 "
                      "`metric_not_found` naming the task's metrics.",
                      examples=[Example(value=m) for m in KNOWN_METRICS[:3]])
+
+
+def release_parameter() -> Any:
+    """The ``release`` query parameter of the leaderboard, results, result and lookup routes."""
+    from litestar.params import Parameter
+
+    return Parameter(default=None, description="Answer as of this release (an id of `GET /v1/releases`); "
+                     "default: the current one.")

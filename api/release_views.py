@@ -23,15 +23,20 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from litestar.params import Parameter
-
 from api import render, schemas
 from api.errors import release_not_found
 from api.params import BLANKS
 from api.rank_sets import POINT_METHOD, RankEntry
 from api.responses import Prepared, prepare
 from api.status_index import status_index
-from api.tables import BodyCache, Published, Tables, by_judge, current_results, leaderboard_key
+from api.tables import (
+    BodyCache,
+    Published,
+    Tables,
+    by_judge,
+    current_results,
+    leaderboard_key,
+)
 from warehouse.files import read_regular
 from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
@@ -182,9 +187,3 @@ def detail(tables: Tables, data: DataDir, release: str, base: str) -> Prepared:
             bibtex=bibtex(r, url), signature=render.signature(r.signature),
             delta=r.manifest if is_delta(r.manifest) else None)))
     return prepared
-
-
-def release_parameter() -> Any:
-    """The ``release`` query parameter of the leaderboard, results, result and lookup routes."""
-    return Parameter(default=None, description="Answer as of this release (an id of `GET /v1/releases`); "
-                     "default: the current one.")

@@ -44,7 +44,7 @@ def model_detail(ref: ModelRef) -> schemas.ModelDetail:
 
 
 def _usage_part(part: Any) -> schemas.UsagePart | None:
-    return schemas.UsagePart(**msgspec.structs.asdict(part)) if part is not None else None
+    return part  # the record's own UsagePart (api.schemas reuses it)
 
 
 def _replicates(r: ResultRecord) -> int | None:
@@ -99,9 +99,7 @@ def _contamination(r: ResultRecord) -> dict[str, object]:
 
 def provenance(r: ResultRecord) -> schemas.Provenance:
     """Who stands behind the result (all null for medbench's own runs)."""
-    o = r.provenance
-    return schemas.Provenance(submitted_by=o.submitted_by, submission_id=o.submission_id,
-                              package_sha256=o.package_sha256, sandbox=o.sandbox)
+    return r.provenance  # the record's own Struct (api.schemas reuses it)
 
 
 def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: str | None = None) -> schemas.Row:
@@ -120,7 +118,7 @@ def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: 
 
 def withheld(r: ResultRecord) -> list[schemas.Withheld]:
     """The metrics the validity gate kept from publication (pipelines.stats.validity), with why."""
-    return [schemas.Withheld(name=w.name, reason=w.reason) for w in r.withheld]
+    return list(r.withheld)  # the record's own Structs (api.schemas reuses them)
 
 
 def summary(p: Published, base: str) -> schemas.ResultSummary:

@@ -14,7 +14,8 @@ from typing import Any, Literal
 import msgspec
 
 from pipelines.core.figures import Figure, FlowStep
-from warehouse.records import PluginVersion
+from warehouse import records
+from warehouse.records import PluginVersion, Provenance  # the records' own Structs: same fields, same JSON
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
@@ -102,24 +103,13 @@ class ResultSummary(msgspec.Struct):
     status: Literal["current", "superseded", "withdrawn"]
 
 
-class Versions(msgspec.Struct):
-    task_spec_hash: str
-    model_spec_hash: str
-    dataset_snapshot: str
-    parser: str | None
-    code_revision: str
-    libraries: dict[str, str]
-    plugins: list[PluginVersion] = []  # addition: plug-in distributions' {name, version, files_sha256}
+class Versions(records.Versions, omit_defaults=False):
+    pass  # the record's versions; ``plugins: []`` is always in the body (the record omits it). No docstring:
+    # it would become the JSON Schema's description, and MCP's tools/list is pinned
 
 
-class Usage(msgspec.Struct):
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    wall_seconds: float
-    hardware: str
-    # rubric tasks: the answering and the judging apart (the totals and ``cost_usd`` are their sums)
-    answering: UsagePart | None = None
-    judging: UsagePart | None = None
+class Usage(records.UsageRecord):
+    pass  # the record's usage, named as the API has always named it (no docstring, as above)
 
 
 class BaselineComparison(msgspec.Struct):
@@ -141,16 +131,6 @@ class UnparsedOutput(msgspec.Struct):
 
     instance_id: str
     output: str
-
-
-class Provenance(msgspec.Struct):
-    """Who stands behind a result: all null for medbench's own runs; for a submitted package (the
-    official tier) its submitter, the submission, the wheel's sha256 and the sandbox policy."""
-
-    submitted_by: str | None = None
-    submission_id: str | None = None
-    package_sha256: str | None = None
-    sandbox: str | None = None
 
 
 class Result(msgspec.Struct, kw_only=True):

@@ -120,7 +120,9 @@ class Versions(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class UsagePart(msgspec.Struct, frozen=True, kw_only=True):
-    """One part of a run's usage (a rubric task's answering or judging), with its own cost."""
+    """One part of a judged task's usage: the answering model's or the judge's, with its own cost."""
+
+    # The API's body too (api.schemas): this docstring is the JSON Schema's description MCP lists.
 
     prompt_tokens: int | None
     completion_tokens: int | None
@@ -150,8 +152,11 @@ class JudgeRef(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Provenance(msgspec.Struct, frozen=True, kw_only=True):
-    """Who stands behind a result: all None for medbench's own runs; for a submitted package, its
-    submitter (a token's owner), the submission, the wheel's sha256 and the sandbox policy it ran under."""
+    """Who stands behind a result: all null for medbench's own runs; for a submitted package (the
+    official tier) its submitter, the submission, the wheel's sha256 and the sandbox policy."""
+
+    # The API's body too (api.schemas): this docstring is the JSON Schema's description MCP lists.
+    # submitted_by is a token's owner; sandbox the policy the package ran under.
 
     submitted_by: str | None = None
     submission_id: str | None = None
@@ -160,8 +165,10 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Withheld(msgspec.Struct, frozen=True):
-    """A metric left out of ``metrics`` because it is undefined or degenerate, and why
-    (``pipelines.stats.validity``)."""
+    """A metric left out of ``metrics`` because it is undefined or degenerate (never published as a number)."""
+
+    # The API's body too (api.schemas): this docstring is the JSON Schema's description MCP lists.
+    # Why it was withheld: pipelines.stats.validity.
 
     name: str
     reason: str

@@ -1,4 +1,4 @@
-"""``GET /v1/compare?a=RUN_ID&b=RUN_ID``: is result a better than result b on the same items?
+"""The answer of ``GET /v1/compare?a=RUN_ID&b=RUN_ID`` (declared in ``api.questions``): is result a better than result b on the same items?
 
 The statistics are in ``api.compare``; this module checks the two ids (malformed: Litestar's
 ``invalid_parameter`` from the documented pattern; unknown: ``run_not_found``; missing, or results of different task versions: ``invalid_parameter``), reads
@@ -14,19 +14,12 @@ import os
 from functools import partial
 
 import anyio.to_thread
-from litestar import Request
-from litestar.di import NamedDependency
-from litestar.handlers import HTTPRouteHandler
-from litestar.response.base import ASGIResponse
 
 from api import schemas
-from api.compare import ComparisonError, compare_files
-from api.reporting import comparison_methods
-from api.errors import invalid_parameter, run_not_found
 from api.answers import published
-from api.params import require, run_id_parameter
-from api.responses import prepare, respond
-from api.routing import read_only
+from api.compare import ComparisonError, compare_files
+from api.errors import invalid_parameter, run_not_found
+from api.params import require
 from api.service import Service
 from api.tables import Published, Tables, TaskEntry
 from pipelines.kinds.rubric import judges_agreement
@@ -111,34 +104,3 @@ async def comparison(service: Service, tables: Tables, a: str | None, b: str | N
         computed = await anyio.to_thread.run_sync(partial(_compute, service.settings.data, first, second, task))
         cached = tables.bodies.put(key, computed)
     return cached
-
-
-def handlers() -> list[HTTPRouteHandler]:
-    @read_only(
-        "/v1/compare", operation_id="compare", summary="Paired comparison of two results of one task",
-        description="Compares result `a` with result `b` on the items both scored (instance_id intersection): "
-        "`difference` is metric(a) - metric(b) there, with a 95% paired interval and a two-sided p-value from "
-        "one procedure, named in `method`, so that the interval excludes 0 exactly when p < 0.05. "
-        + comparison_methods() + " Seed and replicates are the task's own bootstrap settings. Two results of a "
-        "rubric task graded by different judges also get `judges`: their agreement on the answers both hold, "
-        "overall and per criterion (docs/api.md).",
-        body=schemas.Compare,
-        errors={
-            400: "`invalid_parameter`: a or b missing or not a run id, results of different task versions, "
-            "nothing comparable",
-            404: "`run_not_found`",
-        },
-    )
-    async def compare(
-        request: Request,
-        service: NamedDependency[Service],
-        a: str = run_id_parameter("The first result."),
-        b: str = run_id_parameter("The second result (same task version)."),
-    ) -> ASGIResponse:
-        tables = service.tables(request.scope)
-        body = await comparison(service, tables, a, b)
-        key = ("compare-body", body.a, body.b)
-        prepared = tables.bodies.get(key) or tables.bodies.put(key, prepare(body))
-        return respond(request.scope, prepared, version=tables.version)
-
-    return compare

@@ -1,9 +1,9 @@
 """The leaderboard as CSV (``/tasks/<slug>/leaderboard.csv``): the rows of ``/v1/leaderboard``, for a spreadsheet.
 
 People who want a leaderboard in a spreadsheet should not have to page through JSON, so the task
-page links this file. Its rows are exactly the JSON rows (``api.render.row``, the same ranks and rank
-intervals), every row and not only the first ``MAX_ROWS`` the page shows, with nested fields
-flattened (``model_slug``, ``metric_value``...). Names come from the data, and a spreadsheet runs a
+page links this file. Its rows are exactly the JSON rows (``api.answers.board``, the same ranks and
+rank intervals, the same ``model_type``, ``tier`` and ``metric`` filters), every row and not only the
+first ``MAX_ROWS`` the page shows, with nested fields flattened (``model_slug``, ``metric_value``...). Names come from the data, and a spreadsheet runs a
 cell starting with ``=``, ``+``, ``-`` or ``@`` as a formula, so such text cells get a leading ``'``
 (OWASP's "CSV injection" advice); numbers are written as numbers.
 """
@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from api import render, schemas
-from api.rank_sets import rank_entry
+from api.answers import board
 from api.tables import Tables, TaskEntry
 
 CSV = "text/csv; charset=utf-8"
@@ -47,17 +47,16 @@ def _cells(row: schemas.Row) -> list[Any]:
             row.contamination, row.eval_date.isoformat(), row.run_id, row.url]
 
 
-def leaderboard_csv(tables: Tables, task: TaskEntry, model_type: str | None, base: str) -> bytes:
-    """Every current result of ``task`` (of ``model_type`` if given), ranked as on ``/v1/leaderboard``."""
-    board = tables.leaderboards.get(task.ref, ())
-    if model_type is not None:
-        board = tuple(p for p in board if p.record.model.type == model_type)
+def leaderboard_csv(tables: Tables, task: TaskEntry, model_type: str | None, base: str,
+                    metric: str | None = None, tier: str | None = None) -> bytes:
+    """Every row of ``task``'s board as ``/v1/leaderboard`` assembles it (``api.answers.board``): of
+    ``model_type`` if given, ranked by ``metric`` (default the primary), ``tier``'s rows only if given."""
+    name, kept = board(tables, task, model_type, metric, tier)
     out = io.StringIO()
     writer = csv.writer(out)  # RFC 4180: comma, double quotes where needed, CRLF
     writer.writerow(COLUMNS)
-    for rank, p in enumerate(board, start=1):
-        row = render.row(p, base, rank, rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank))
-        writer.writerow([safe_cell(v) for v in _cells(row)])
+    for rank, p, entry in kept:
+        writer.writerow([safe_cell(v) for v in _cells(render.row(p, base, rank, entry, name))])
     return out.getvalue().encode("utf-8")
 
 

@@ -165,7 +165,8 @@ def _handlers() -> list[HTTPRouteHandler]:
             intervals=views.task_intervals(tables, entry), comparison=views.comparison_method(entry),
             flow_steps=views.flow_steps(entry),
             dataset=tables.dataset_by_slug.get(entry.dataset), spec_twin=f"/v1/tasks/{entry.slug}?version={entry.version}",
-            csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type),
+            csv_url=views.query(f"/tasks/{entry.slug}/leaderboard.csv", version=entry.version, model_type=model_type,
+                                tier=tier),
             releases=release_views.recent(service.settings.data),
         )
 
@@ -176,10 +177,13 @@ def _handlers() -> list[HTTPRouteHandler]:
         slug: FromPath[str],
         version: int | None = Parameter(default=None, ge=0),
         model_type: str | None = Parameter(default=None),
+        tier: str | None = Parameter(default=None),
+        metric: str | None = Parameter(default=None),
     ) -> ASGIResponse:
         tables = service.tables(request.scope)
         entry, model_type = _board_of(tables, slug, version, model_type)
-        body = downloads.leaderboard_csv(tables, entry, model_type, service.base_url(request.scope))
+        body = downloads.leaderboard_csv(tables, entry, model_type, service.base_url(request.scope),
+                                         metric or None, _tier_of(tier))
         headers = {"x-content-type-options": "nosniff",
                    "content-disposition": f'attachment; filename="{downloads.filename(entry, model_type)}"'}
         return respond(request.scope, Prepared(body), version=tables.version, cache_control=CACHE_PAGE,

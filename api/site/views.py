@@ -24,7 +24,7 @@ from api import render, schemas
 from api.judge_checks import judge_warnings
 from api.params import BLANKS
 from api.reporting import interval_lines
-from api.rank_sets import rank_entry
+from api.answers import board
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
 from pipelines.core import kind as core_kind
@@ -78,17 +78,13 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
                 tier: str | None = None) -> dict[str, Any]:
     """The board's rows; ``tier`` keeps one tier's rows, each with its rank on the whole board (as
     ``/v1/leaderboard?tier=`` does: the rank sets were computed over every current result)."""
-    board = tables.leaderboards.get(task.ref, ())
-    if model_type is not None:
-        board = tuple(p for p in board if p.record.model.type == model_type)
-    ranked = [(rank, p) for rank, p in enumerate(board, start=1) if tier is None or p.record.tier == tier]
+    _, ranked = board(tables, task, model_type, tier=tier)  # assembled once, as /v1/leaderboard's
     shown = ranked[:MAX_ROWS]
-    scale = svg.focus_scale([(p.record.primary.ci_low, p.record.primary.ci_high) for _, p in shown])
+    scale = svg.focus_scale([(p.record.primary.ci_low, p.record.primary.ci_high) for _, p, _ in shown])
     reference = reference_line(task)
     rows = []
-    for rank, p in shown:
+    for rank, p, interval in shown:
         m = p.record.primary
-        interval = rank_entry(tables.ranks, task.ref, model_type, task.primary_metric, p.run_id, rank)
         parsed_all = p.record.parse_rate is None or p.record.parse_rate >= 1
         rows.append(BoardRow(rank=rank, row=render.row(p, base, rank, interval),
                              bar=svg.ci_bar(m.value, m.ci_low, m.ci_high, scale, reference=reference),
@@ -96,7 +92,7 @@ def leaderboard(tables: Tables, task: TaskEntry, model_type: str | None, base: s
     # the caption names the dashed line only where ci_bar draws it: chance (0.5) is often off an axis of 0.75-0.95
     drawn = reference if reference is not None and scale.contains(reference) else None
     return {"rows": rows, "total": len(ranked), "axis": svg.scale_axis(scale), "chance_line": drawn,
-            "truncated": len(ranked) > len(shown), "judge_warnings": judge_warnings(task.spec, [p for _, p in shown])}
+            "truncated": len(ranked) > len(shown), "judge_warnings": judge_warnings(task.spec, [p for _, p, _ in shown])}
 
 
 def present_model_types(tables: Tables, task: TaskEntry, chosen: str | None) -> list[str]:

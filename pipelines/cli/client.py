@@ -1,12 +1,15 @@
 """Client commands: the read-only API from a shell (``medbench tasks``, ``leaderboard``, ``lookup``, ...).
 
+The commands are derived from the table of read questions (``api.questions``: a question's ``cli``
+names the command and each parameter's ``CliArg`` how it is given); this module adds how each prints.
 One module registers all of them because they share everything but the route: ``--api-url``
 (default ``$MEDBENCH_API_URL``, else the local server), ``--json`` (print the server's JSON as
 is), and the exit codes of CONTRACT.md: 0 found, 1 not found (including a lookup answered
 ``not_evaluated``), 2 usage error (argparse, or the server's ``invalid_parameter``), 3 server
 unreachable. Answers are decoded by ``api.client`` into the ``api.schemas`` Structs and turned back
-into plain JSON for printing. Only httpx and msgspec are imported, and only when a command runs:
-a look-up must not pay for Dagster.
+into plain JSON for printing. Building the parser reads the table (``api.questions``: msgspec and
+``api.schemas``, no Litestar); httpx is imported only when a command runs: a look-up must not pay
+for Dagster.
 """
 
 from __future__ import annotations
@@ -15,11 +18,9 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
-
-MODEL_TYPES = ("llm", "ml", "rule")
-RELEASE_HELP = "answer as of this release (an id of GET /v1/releases; default: the current one)"
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -36,6 +37,10 @@ def say(args: argparse.Namespace, text: str) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """One command per read question that declares one (``api.questions``: its name, help and the
+    parameters it takes, positional or ``--flag``), then ``predictions``, which downloads a file."""
+    from api.questions import registered
+
     common = common_options()
 
     def command(name: str, help_text: str, fn: Callable[[Any, argparse.Namespace], int]) -> argparse.ArgumentParser:
@@ -43,34 +48,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=lambda args: run(fn, args))
         return p
 
-    command("tasks", "list the tasks (one line per version)", _tasks)
-    command("datasets", "list the datasets with license and citation", _datasets)
-    p = command("leaderboard", "ranked results of one task", _leaderboard)
-    p.add_argument("task", help="slug@version, or slug for the latest version")
-    p.add_argument("--model-type", choices=MODEL_TYPES, default=None)
-    p.add_argument("--limit", type=int, default=None, help="at most this many rows (1..1000)")
-    p.add_argument("--release", default=None, metavar="ID", help=RELEASE_HELP)
-    p = command("result", "one result: metrics with CIs, versions, cost, BibTeX", _result)
-    p.add_argument("run_id")
-    p.add_argument("--release", default=None, metavar="ID", help=RELEASE_HELP)
-    p = command("lookup", "rule one: has MODEL been evaluated on TASK? (exit 1 when not)", _lookup)
-    p.add_argument("model", help="model slug (provider/name) or provider model id")
-    p.add_argument("task", help="slug@version, or slug for the latest version")
-    p.add_argument("--release", default=None, metavar="ID", help=RELEASE_HELP)
-    p = command("predictions", "download a result's per-item predictions (sha256 checked)", _predictions)
-    p.add_argument("run_id")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="where to write the Parquet file")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    command("stats", "counts, total cost, reuses", _stats)
-    p = command("models", "find models by name, slug or provider model id (exit 1 when none matches)", _models)
-    p.add_argument("--q", default=None, help="case-insensitive substring of the name, slug or provider model id")
-    p.add_argument("--type", choices=MODEL_TYPES, default=None)
-    p.add_argument("--provider", default=None)
-    p.add_argument("--limit", type=int, default=None, help="at most this many models (1..1000)")
-    p.add_argument("--offset", type=int, default=None)
-    p = command("compare", "paired comparison of two results of one task (a minus b)", _compare)
-    p.add_argument("a", help="run id of the first result")
-    p.add_argument("b", help="run id of the second result")
+    for question in sorted((q for q in registered() if q.cli is not None), key=lambda q: q.cli.order):
+        p = command(question.cli.command, question.cli.help, partial(_ask, question))
+        for param in question.params:
+            if param.cli is None:
+                continue
+            spec = param.cli
+            options = {k: v for k, v in (("help", spec.help), ("choices", spec.choices), ("type", spec.type),
+                                         ("metavar", spec.metavar)) if v is not None}
+            if spec.flag is None:
+                p.add_argument(param.attr, **options)
+            else:
+                p.add_argument(spec.flag, dest=param.attr, default=None, **options)
+        if question.cli.command == "lookup":
+            p = command("predictions", "download a result's per-item predictions (sha256 checked)", _predictions)
+            p.add_argument("run_id")
+            p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                           help="where to write the Parquet file")
+            p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _ask(question: Any, client: Any, args: argparse.Namespace) -> int:
+    """Ask ``question`` with the parameters this command takes (the rest: the server's defaults) and
+    print the answer its way (``PRINTERS``), or as JSON for a question without a printer."""
+    given = {p.attr: getattr(args, p.attr) for p in question.params if p.cli is not None}
+    body = plain(getattr(client, question.client)(**given))
+    printer = PRINTERS.get(question.cli.command)
+    if printer is None:
+        emit(body)
+        return 0
+    return printer(client, args, body)
 
 
 def run(fn: Callable[[Any, argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -104,36 +111,14 @@ def show(args: argparse.Namespace, body: Any, as_text: Callable[[Any], str]) -> 
         print(as_text(body))
 
 
-def _tasks(client: Any, args: argparse.Namespace) -> int:
-    from pipelines.cli import client_text
+def _shown(as_text: str) -> Callable[[Any, argparse.Namespace, Any], int]:
+    """A printer showing the body as ``client_text.<as_text>`` (or JSON); exit 0."""
+    def printer(client: Any, args: argparse.Namespace, body: Any) -> int:
+        from pipelines.cli import client_text
 
-    body = plain(client.tasks())
-    show(args, body, client_text.tasks)
-    return 0
-
-
-def _datasets(client: Any, args: argparse.Namespace) -> int:
-    from pipelines.cli import client_text
-
-    body = plain(client.datasets())
-    show(args, body, client_text.datasets)
-    return 0
-
-
-def _leaderboard(client: Any, args: argparse.Namespace) -> int:
-    from pipelines.cli import client_text
-
-    body = plain(client.leaderboard(args.task, args.model_type, args.limit, release=args.release))
-    show(args, body, client_text.leaderboard)
-    return 0
-
-
-def _result(client: Any, args: argparse.Namespace) -> int:
-    from pipelines.cli import client_text
-
-    body = plain(client.result(args.run_id, release=args.release))
-    show(args, body, client_text.result)
-    return 0
+        show(args, body, getattr(client_text, as_text))
+        return 0
+    return printer
 
 
 def api_url_option(args: argparse.Namespace) -> str:
@@ -144,10 +129,9 @@ def api_url_option(args: argparse.Namespace) -> str:
     return f" --api-url {shlex.quote(url)}" if url else ""
 
 
-def _lookup(client: Any, args: argparse.Namespace) -> int:
+def _lookup(client: Any, args: argparse.Namespace, body: Any) -> int:
     from pipelines.cli import client_text
 
-    body = plain(client.lookup(args.model, args.task, release=args.release))
     if args.json:
         emit(body)
     elif body["status"] == "evaluated":
@@ -187,18 +171,9 @@ def _predictions(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _stats(client: Any, args: argparse.Namespace) -> int:
+def _compare(client: Any, args: argparse.Namespace, body: Any) -> int:
     from pipelines.cli import client_text
 
-    body = plain(client.stats())
-    show(args, body, client_text.stats)
-    return 0
-
-
-def _compare(client: Any, args: argparse.Namespace) -> int:
-    from pipelines.cli import client_text
-
-    body = plain(client.compare(args.a, args.b))
     if args.json:
         emit(body)
     else:
@@ -208,9 +183,14 @@ def _compare(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _models(client: Any, args: argparse.Namespace) -> int:
-    from pipelines.cli import client_text
-
-    body = plain(client.models(args.q, args.type, args.provider, args.limit, args.offset))
-    show(args, body, client_text.models)
+def _models(client: Any, args: argparse.Namespace, body: Any) -> int:
+    _shown("models")(client, args, body)
     return 0 if body["models"] else 1
+
+
+# How each command prints its answer (text for people, the JSON under --json) and the exit code it
+# returns; a question's command without one prints the JSON.
+PRINTERS: dict[str, Callable[[Any, argparse.Namespace, Any], int]] = {
+    "tasks": _shown("tasks"), "datasets": _shown("datasets"), "leaderboard": _shown("leaderboard"),
+    "result": _shown("result"), "lookup": _lookup, "stats": _shown("stats"), "compare": _compare, "models": _models,
+}
