@@ -50,7 +50,7 @@ def interval_lines(spec: Mapping[str, Any], methods: Iterable[tuple[str, str]]) 
     return out
 
 
-def baseline_at_floor(b: BaselineComparisonRow) -> bool:
+def reference_at_floor(b: BaselineComparisonRow) -> bool:
     """``p_at_floor`` as recorded; in a file built before schema 5, whether p is the floor every
     bootstrap p-value then had, 2/(R+1) over the R kept replicates (an exact test has none)."""
     if b.p_at_floor is not None:

@@ -138,7 +138,7 @@ def rule_one(tables: Tables | None, checked: Checked, base: str) -> list[schemas
             return None  # rule one applies to the exact package (none: medbench's own run)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
         task = tables.task_by_ref.get(published.record.task)
-        found.append(render.result(published, base, dataset, tables.versus_baseline.get(published.run_id),
+        found.append(render.result(published, base, dataset, tables.versus_reference.get(published.run_id),
                                    kind_name=task.kind if task else None))
     return found
 

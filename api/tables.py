@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from api import schemas
-from api.reporting import baseline_at_floor
+from api.reporting import reference_at_floor
 from api.rank_sets import RankMap, rank_map
 from api.current import by_judge, current_results  # noqa: F401  (api.tables.current_results for the routes)
 from api.status_index import status_index
@@ -100,7 +100,7 @@ class Tables:
     # ``leaderboard_ranks`` table (empty for a file from before it existed); ``api.rank_sets`` reads it
     ranks: RankMap = field(default_factory=dict)
     # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
-    versus_baseline: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
+    versus_reference: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
     # run_id -> the older runs it superseded; (model slug, task ref) -> its withdrawn run ids (``api.status_index``)
     supersedes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     withdrawn_pairs: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
@@ -208,7 +208,7 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
         ranks=_freeze(rank_map(catalogue.ranks)),
-        versus_baseline=_freeze(_versus(catalogue)),
+        versus_reference=_freeze(_versus(catalogue)),
         **status_index(published),
     )
 
@@ -217,7 +217,7 @@ def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
     """One comparison per run (a run has one baseline: its task's)."""
     return {b.run_id: schemas.BaselineComparison(
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
-        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
+        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=reference_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
 
 

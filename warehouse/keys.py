@@ -160,8 +160,8 @@ def signing_key(data: DataDir, log: Callable[[str], None]) -> SigningKey:
             raise SigningKeyError(f"{KEY_ENV}={configured} lies inside the data directory {data.root}, which is "
                                   "served and copied; move the private key outside it and point "
                                   f"{KEY_ENV} there")
-        return load_key(path, demo=data.kind() == "demo")
-    if data.kind() != "demo":
+        return load_key(path, demo=data.demo_or_real() == "demo")
+    if data.demo_or_real() != "demo":
         raise SigningKeyError(f"no signing key: set {KEY_ENV} to the path of an Ed25519 private key (PEM) outside "
                               f"{data.root} (make one with `openssl genpkey -algorithm ed25519 -out KEY.pem`)")
     path = demo_key_path(data)

@@ -17,7 +17,7 @@ DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 RUN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 
 
-class DataKindError(RuntimeError):
+class DemoOrRealError(RuntimeError):
     """Refusal to put demo results into a real data directory, or the reverse."""
 
 
@@ -57,25 +57,25 @@ class DataDir:
 
     # -- kind (demo | real) -----------------------------------------------------------
     @property
-    def kind_file(self) -> Path:
+    def demo_or_real_file(self) -> Path:
         return self.root / "KIND"
 
-    def kind(self) -> str | None:
+    def demo_or_real(self) -> str | None:
         from warehouse.files import read_regular
 
-        return read_regular(self.kind_file).decode().strip() if self.kind_file.exists() else None
+        return read_regular(self.demo_or_real_file).decode().strip() if self.demo_or_real_file.exists() else None
 
     def claim(self, kind: str) -> None:
         """Record the kind on first use; refuse to mix kinds afterwards."""
         if kind not in ("demo", "real"):
             raise ValueError(kind)
-        current = self.kind()
+        current = self.demo_or_real()
         if current is None:
             self.root.mkdir(parents=True, exist_ok=True)
-            self.kind_file.write_text(kind + "\n")
+            self.demo_or_real_file.write_text(kind + "\n")
         elif current != kind:
-            raise DataKindError(
-                f"{self.root} holds {current} results; refusing to materialise {kind} results into it. "
+            raise DemoOrRealError(
+                f"{self.root} holds {current} results; refusing to materialize {kind} results into it. "
                 f"Use another data directory (set {DATA_ENV}=/some/other/dir) for {kind} results."
             )
 

@@ -80,7 +80,7 @@ class RuleBackend(_WindowScoring):
 
     def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
         """The simulated judge grades the generated demo answers only."""
-        if data is not None and self.demo_only(model) and data.kind() != "demo":
+        if data is not None and self.demo_only(model) and data.demo_or_real() != "demo":
             return DEMO_ONLY
         return None
 
@@ -109,7 +109,7 @@ class ReplayBackend(_Builtin):
 
     def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
         """A ``demo_only`` replay (the simulated panel) answers the generated demo items only."""
-        if data is not None and self.demo_only(model) and data.kind() != "demo":
+        if data is not None and self.demo_only(model) and data.demo_or_real() != "demo":
             return DEMO_ONLY
         return None
 

@@ -21,10 +21,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from pipelines.core.conformance import PluginError
     from pipelines.engine.specs import SpecError
     from warehouse.keys import SigningKeyError
-    from warehouse.layout import DataKindError
+    from warehouse.layout import DemoOrRealError
     from warehouse.tlog.audit import LogIntegrityError
 
-    return (SpecError, ReplayError, PluginError, DataKindError, SigningKeyError, LogIntegrityError,
+    return (SpecError, ReplayError, PluginError, DemoOrRealError, SigningKeyError, LogIntegrityError,
             msgspec.ValidationError)
 
 

@@ -93,5 +93,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"{record.tier} result {record.run_id}: {record.model.slug} on {record.task}, {p.name} {p.value:.4f} "
           f"[{p.ci_low:.4f}, {p.ci_high:.4f}], package {record.provenance.package_sha256}")
     if not args.no_publish:
-        release(specs, data, log)
+        publish_results(specs, data, log)
     return 0

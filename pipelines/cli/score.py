@@ -35,7 +35,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.backends.replay import ReplayError
-    from pipelines.engine.snapshots import NotMaterialised, current_snapshot
+    from pipelines.engine.snapshots import NotMaterialized, current_snapshot
     from pipelines.dagster.plugins import specs as load_specs
     from warehouse.layout import DataDir
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     data = DataDir()
     try:
         snapshot = current_snapshot(data, task.dataset)
-    except NotMaterialised:
+    except NotMaterialized:
         snapshot = None
     if snapshot is None or not snapshot.path.exists():
         return _fail(

@@ -122,7 +122,7 @@ class Kind(Protocol):
     columns_text: ClassVar[str]          # those columns for people (result page, artifact route)
     paired_columns: ClassVar[tuple[str, ...]]  # what pairing reads, besides instance_id and the cluster column
     # the ground truth of an item, among its columns: two results are paired against a baseline only
-    # when they agree on it item by item (``pipelines.engine.baseline``); nothing else assumes a ``label``
+    # when they agree on it item by item (``pipelines.engine.reference_model``); nothing else assumes a ``label``
     truth_columns: ClassVar[tuple[str, ...]]
     # DuckDB types of its own columns in its ``predictions_<kind>`` table (docs/duckdb.md), where
     # they differ from the Parquet's (score's 0/1 ``label`` INTEGER); the rest keep the file's types

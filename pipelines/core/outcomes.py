@@ -31,7 +31,7 @@ class CheckOutcome:
 
 
 @dataclass(frozen=True)
-class Materialised:
+class Materialized:
     """What making a dataset snapshot produced, for asset metadata and logs."""
 
     snapshot_id: str
@@ -47,7 +47,7 @@ class Instances:
     path: Path            # the instances file (Parquet) of this task version and snapshot
     rows: int
     details: dict[str, Any] = field(default_factory=dict)
-    snapshot_id: str = ""  # filled in by the engine (pipelines.engine.inputs.materialise_instances)
+    snapshot_id: str = ""  # filled in by the engine (pipelines.engine.inputs.materialize_instances)
 
 
 @dataclass

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pipelines.core.kind import Kind
 from pipelines.core.outcomes import (
-    CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, ScoreSummary, Usage,
+    CheckOutcome, Instances, Log, Materialized, PromptItem, ReplayScore, ScoreSummary, Usage,
 )
 from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 
@@ -138,8 +138,8 @@ class Dataset(Protocol):
 
     slug: ClassVar[str]
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
-        """Write the snapshot into ``data.snapshots(slug)`` (demo data when ``data.kind() == 'demo'``)."""
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
+        """Write the snapshot into ``data.snapshots(slug)`` (demo data when ``data.demo_or_real() == 'demo'``)."""
         ...
 
 

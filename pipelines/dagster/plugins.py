@@ -34,7 +34,7 @@ def plugins() -> Plugins:
 
 @contextmanager
 def using(chosen: Plugins) -> Iterator[Plugins]:
-    """Run the enclosed code (definitions, materialisations) with ``chosen`` instead of the installed plug-ins."""
+    """Run the enclosed code (definitions, materializations) with ``chosen`` instead of the installed plug-ins."""
     _chosen.append(chosen)
     try:
         yield chosen

@@ -9,7 +9,7 @@ predictions into metrics with seeded bootstrap CIs and typed extras, and writes 
 last, which is what marks a run as finished. Rule one applies here too: a run whose
 ``result.json`` exists is reused, not rerun.
 
-Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialisation
+Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialization
 of the same run waits for the first and then reuses its predictions and its result instead of
 paying for them again, however either was launched.
 """
@@ -45,11 +45,11 @@ from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, JudgeRef
 Log = Callable[[str], None]
 TIER = "baseline"
 
-__all__ = ["Evaluation", "partition_key", "split_partition_key", "plan", "existing_result", "make_predictions",
+__all__ = ["Evaluation", "partition_key", "split_partition_key", "resolve_evaluation", "existing_result", "make_predictions",
            "prediction_checks", "compute_metrics"]
 
 
-def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str | None = None) -> Evaluation:
+def resolve_evaluation(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str | None = None) -> Evaluation:
     """The evaluation of ``model_slug`` on ``task_ref``; ``judge``: grade with this model instead of the
     task spec's judge (a task graded by a judge model only; the stored answers are reused)."""
     task = specs.task(task_ref)
@@ -60,7 +60,7 @@ def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str
     family, backend = specs.family_of(task), specs.backend_of(model)
     plugins = tuple(plugin_versions([family, specs.plugins.datasets.get(task.dataset), kind_of(family.kind),
                                      backend]))
-    judge_slug = family.judge(task, data.kind() == "demo")
+    judge_slug = family.judge(task, data.demo_or_real() == "demo")
     if judge is not None and judge_slug is None:
         raise ValueError(f"{task.ref} is not graded by a judge model: leave out the judge")
     judge_spec = specs.model(judge or judge_slug) if judge_slug is not None else None
@@ -178,7 +178,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
                              samples=int(j["samples"]))
     record = ResultRecord(
         run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=tier,
-        demo=data.kind() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
+        demo=data.demo_or_real() == "demo", metrics=[MetricValue(*m) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost,
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
         contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model, ev.dataset),

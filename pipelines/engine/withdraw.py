@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipelines.engine.release import release
+from pipelines.engine.release import publish_results
 from pipelines.engine.specs import Specs
 from warehouse.keys import signing_key
 from warehouse.layout import DataDir
@@ -30,5 +30,5 @@ def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str,
     for line in said:
         log(line)
     log(f"withdrew {run_id} on {withdrawal.date}: {withdrawal.reason}")
-    version, _, _ = release(specs, data, log, key)
+    version, _, _ = publish_results(specs, data, log, key)
     return withdrawal, version

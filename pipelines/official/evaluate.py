@@ -30,7 +30,7 @@ import pyarrow as pa
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.outcomes import Predicted, Usage
 from pipelines.core.protocols import FitAndScore, TextChoice
-from pipelines.engine.evaluate import compute_metrics, existing_result, plan, write_predictions
+from pipelines.engine.evaluate import compute_metrics, existing_result, resolve_evaluation, write_predictions
 from pipelines.engine.identity import run_id
 from pipelines.engine.inputs import task_instances_path
 from pipelines.engine.locks import evaluation_lock
@@ -64,7 +64,7 @@ def tier_for(ev: Evaluation, submitter: Submitter) -> str:
 
 def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str,
                   dependencies_sha256: str) -> Evaluation:
-    ev = plan(specs, data, task_ref, model_slug)
+    ev = resolve_evaluation(specs, data, task_ref, model_slug)
     return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, dependencies_sha256,
                                     plugins=ev.plugins, judge=ev.judge, official_splits=ev.family.official_splits))
 

@@ -25,26 +25,26 @@ from warehouse.layout import DataDir
 from warehouse.records import ResultRecord
 
 
-def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord]) -> list[dict[str, Any]]:
+def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord]) -> list[dict[str, Any]]:
     """One row per (result, its task's baseline run), the baseline's own result left out."""
     rows: list[dict[str, Any]] = []
     for ref, task in sorted(specs.tasks.items()):
         fam = specs.family_of(task)
-        baseline_slug = fam.baseline_model(task)
-        if not baseline_slug:
+        reference_slug = fam.baseline_model(task)
+        if not reference_slug:
             continue
         strategy, cluster = kind_of(task.kind), fam.cluster_column
         truth = list(strategy.truth_columns)
         columns = list(dict.fromkeys([*strategy.paired_columns, *truth, *([cluster] if cluster else [])]))
         runs = [r for r in results if r.task == ref]
-        bases = [r for r in runs if r.model.slug == baseline_slug]
+        bases = [r for r in runs if r.model.slug == reference_slug]
         if not bases:
             continue
         base = max(bases, key=lambda r: (r.created_at, r.run_id))
         if not data.predictions_path(base.run_id).exists():
             continue
         for r in sorted(runs, key=lambda r: r.run_id):
-            if r.model.slug == baseline_slug or not data.predictions_path(r.run_id).exists():
+            if r.model.slug == reference_slug or not data.predictions_path(r.run_id).exists():
                 continue
             (a, b), sizes = read_aligned([data.predictions_path(r.run_id), data.predictions_path(base.run_id)], columns)
             n_shared = len(a[columns[0]])
@@ -54,7 +54,7 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
             if d is None:
                 continue
             rows.append({
-                "run_id": r.run_id, "baseline_run_id": base.run_id, "baseline_model": baseline_slug,
+                "run_id": r.run_id, "baseline_run_id": base.run_id, "baseline_model": reference_slug,
                 "metric": d.metric, "difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
                 "p_value": d.p_value, "method": d.method, "replicates": task.bootstrap.replicates,
                 "seed": task.bootstrap.seed, "dropped_replicates": d.dropped_replicates,
