@@ -40,6 +40,10 @@ class Materialized:
     details: dict = field(default_factory=dict)
 
 
+# The name dataset plug-ins written before the one spelling import (docs/adding-a-task.md).
+Materialised = Materialized  # vocab: keep (plug-ins import this name)
+
+
 @dataclass(frozen=True)
 class Instances:
     """What building a task version's instances produced (for asset metadata and logs)."""

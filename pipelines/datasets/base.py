@@ -11,11 +11,11 @@ A dataset is registered in the entry-point group ``medbench.datasets`` (``pyproj
 
 from __future__ import annotations
 
-from pipelines.core.outcomes import Log, Materialized
+from pipelines.core.outcomes import Log, Materialised, Materialized  # vocab: keep (plug-ins import Materialised)
 from pipelines.core.protocols import Dataset
 from warehouse.layout import DataDir
 
-__all__ = ["Dataset", "Log", "Materialized", "is_demo"]
+__all__ = ["Dataset", "Log", "Materialised", "Materialized", "is_demo"]  # vocab: keep (the old name, for plug-ins)
 
 
 def is_demo(data: DataDir) -> bool:

@@ -145,6 +145,9 @@ def publish_results(specs: Specs, data: DataDir, log: Log, key: SigningKey | Non
     return version, changed, len(catalog.results)
 
 
+release = publish_results  # the name before "publish" meant what publishes; scripts may still call it
+
+
 def published_spec(model, backend) -> dict:
     """The model spec as hashed, its settings through the same redaction as ``config.backend_settings``
     (its backend's ``published``): only declared-public settings as they are, defaults omitted."""
