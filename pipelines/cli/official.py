@@ -65,7 +65,7 @@ def run_submission(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.dagster.plugins import specs as load_specs
-    from pipelines.engine.release import release
+    from pipelines.engine.release import publish_results
     from pipelines.official.evaluate import Submitter, evaluate_official
     from pipelines.official.package import PackageFailed
     from pipelines.official.policy import from_env

@@ -49,7 +49,7 @@ def _fail(message: str, code: int) -> int:
 def regrade(args: argparse.Namespace, specs: Any, task: Any, model: Any) -> int:
     from pipelines.core.protocols import NotRunnable
     from pipelines.engine import evaluate as engine
-    from pipelines.engine.release import release
+    from pipelines.engine.release import publish_results
     from warehouse.layout import DataDir
 
     data = DataDir()
