@@ -2,7 +2,7 @@
 
 Client commands (``medbench lookup``, ``leaderboard``, ``eval``'s look-up step, ...) all speak to
 the server through this one class, so they agree on what each failure means for the shell
-(CONTRACT.md): 1 not found (404, or a lookup answered ``not_evaluated``), 2 usage error (400
+(docs/cli.md, "The client"): 1 not found (404, or a lookup answered ``not_evaluated``), 2 usage error (400
 ``invalid_parameter``), 3 server unreachable (no connection, a timeout, a 5xx, or an answer that is
 not the medbench API).
 
@@ -139,7 +139,7 @@ class ApiClient:
         return self.fetch("/v1/models", schemas.ModelPage, q=q, type=type, provider=provider, limit=limit,
                           offset=offset)
 
-    # -- submissions (CONTRACT.md "Submissions") -------------------------------------------------
+    # -- submissions (docs/submitting.md) -------------------------------------------------------------
 
     def submission(self, submission_id: str) -> schemas.Submission:
         return self.fetch(f"/v1/submissions/{submission_id}", schemas.Submission)

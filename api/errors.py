@@ -1,4 +1,4 @@
-"""The errors a handler raises, as CONTRACT.md names them: ``ApiError`` and one constructor per code.
+"""The errors a handler raises, as docs/api.md ("Errors and headers") names them: ``ApiError`` and one constructor per code.
 
 ``api.error_handlers`` answers each as ``{"error": code, "message": text}`` (and turns Litestar's own
 failures into the other documented codes). Plain data that imports nothing of ``api``, so that every

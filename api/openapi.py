@@ -43,7 +43,7 @@ RESPONSE_HEADERS = {
 
 
 # Path parameters Litestar must not validate (a malformed run id is ``run_not_found`` 404, not a 400,
-# CONTRACT.md) but whose form the document still states, so generated clients and fuzzers know it.
+# docs/api.md, "Routes") but whose form the document still states, so generated clients and fuzzers know it.
 PATH_PATTERNS = {"run_id": RUN_ID_PATTERN, "provider": SLUG_PART_PATTERN, "name": SLUG_PART_PATTERN}
 
 

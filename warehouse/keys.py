@@ -45,7 +45,7 @@ class SigningKeyError(RuntimeError):
 
 
 class PublicKey(msgspec.Struct, kw_only=True):
-    """One entry of the keys file and of ``GET /v1/keys`` (CONTRACT.md "Signatures")."""
+    """One entry of the keys file and of ``GET /v1/keys`` (docs/api.md, "Signatures")."""
 
     key_id: str
     algorithm: str

@@ -41,7 +41,7 @@ MANIFEST_FORMAT = 1
 
 
 class ReleaseRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of the release log (CONTRACT.md "Releases"): the listing's fields, then the manifest."""
+    """One line of the release log (docs/api.md, "Releases, withdrawals and supersession"): the listing's fields, then the manifest."""
 
     id: str
     published_at: str  # ISO 8601, UTC

@@ -143,7 +143,7 @@ def handlers() -> list[HTTPRouteHandler]:
         body=log_schemas.InclusionProof, errors={400: "`invalid_parameter`", 404: "`release_not_found`", **UNAVAILABLE},
     )
     async def release_proof(request: Request, service: NamedDependency[Service],
-                            id: FromPath[str]) -> ASGIResponse:  # noqa: A002 (CONTRACT.md's name)
+                            id: FromPath[str]) -> ASGIResponse:  # noqa: A002 (the route's {id}, docs/api.md)
         return _answer(request, service, ("release", id), _proof("release", id))
 
     return [*checkpoint, *entries, *consistency, *result_proof, *release_proof]

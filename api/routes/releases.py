@@ -43,7 +43,7 @@ def handlers() -> list[HTTPRouteHandler]:
                 503: "`log_unavailable`: the transparency log does not verify"},
     )
     async def release(request: Request, service: NamedDependency[Service],
-                      id: FromPath[str]) -> ASGIResponse:  # noqa: A002 (CONTRACT.md's name)
+                      id: FromPath[str]) -> ASGIResponse:  # noqa: A002 (the route's {id}, docs/api.md)
         tables = service.tables(request.scope)
         require_verified_log(service)
         prepared = release_views.detail(tables, service.settings.data, id, service.base_url(request.scope))

@@ -2,7 +2,7 @@
 
 One module registers all of them because they share everything but the route: ``--api-url``
 (default ``$MEDBENCH_API_URL``, else the local server), ``--json`` (print the server's JSON as
-is), and the exit codes of CONTRACT.md: 0 found, 1 not found (including a lookup answered
+is), and the exit codes of docs/cli.md ("The client"): 0 found, 1 not found (including a lookup answered
 ``not_evaluated``), 2 usage error (argparse, or the server's ``invalid_parameter``), 3 server
 unreachable. Answers are decoded by ``api.client`` into the ``api.schemas`` Structs and turned back
 into plain JSON for printing. Only httpx and msgspec are imported, and only when a command runs:

@@ -1,7 +1,7 @@
 """``medbench submit``, ``medbench submissions status|list|approve|reject`` and ``medbench tokens
 create|list|revoke``.
 
-``submit`` and ``submissions status|list`` are API clients (``--api-url``, exit codes of CONTRACT.md:
+``submit`` and ``submissions status|list`` are API clients (``--api-url``, exit codes of docs/cli.md:
 0 found, 1 not found or refused, 2 usage or invalid submission, 3 unreachable). ``tokens`` and
 ``submissions approve|reject`` are the maintainers' and work on the store directly (the data
 directory's, or ``$MEDBENCH_SUBMISSIONS_DB``): no HTTP route creates a token or approves a

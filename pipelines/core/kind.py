@@ -118,7 +118,7 @@ class Kind(Protocol):
     """One warehouse kind, as a strategy object (``pipelines.kinds.kind(name)``)."""
 
     name: ClassVar[str]                  # as task specs and the warehouse's ``tasks.kind`` spell it
-    schema: ClassVar[pa.Schema]          # its own predictions columns (CONTRACT.md), first in every family's
+    schema: ClassVar[pa.Schema]          # its own predictions columns (docs/duckdb.md), first in every family's
     columns_text: ClassVar[str]          # those columns for people (result page, artifact route)
     paired_columns: ClassVar[tuple[str, ...]]  # what pairing reads, besides instance_id and the cluster column
     # the ground truth of an item, among its columns: two results are paired against a baseline only
