@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.datasets.base import Dataset, Materialized
-from pipelines.engine.specs import _Spec
+from pipelines.engine.specs import SpecBase
 from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
 from warehouse.layout import DataDir
 
@@ -41,7 +41,7 @@ class BenchDataset(Dataset):
         return Materialized(snapshot_id, folder / f"{snapshot_id}.jsonl", n, {"source": "generated"})
 
 
-class BenchSettings(_Spec):
+class BenchSettings(SpecBase):
     n_items: int
 
 

@@ -42,21 +42,21 @@ def query_or_fragment(url: str) -> str | None:
     return "a fragment (#...)" if fragment >= 0 else None
 
 
-class _Spec(SpecStruct):
+class SpecBase(SpecStruct):
     """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
 
 
 # --------------------------------------------------------------------------- datasets
 
 
-class SourceSpec(_Spec):
+class SourceSpec(SpecBase):
     kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
     location: str
     split: str
     revision: str
 
 
-class DatasetSpec(_Spec):
+class DatasetSpec(SpecBase):
     slug: str
     name: str
     license: str
@@ -71,13 +71,13 @@ class DatasetSpec(_Spec):
 # --------------------------------------------------------------------------- tasks
 
 
-class BootstrapSpec(_Spec):
+class BootstrapSpec(SpecBase):
     replicates: int
     seed: int
     unit: Literal["item", "subject"]
 
 
-class IntervalsSpec(_Spec):
+class IntervalsSpec(SpecBase):
     """How a task's 95% intervals are computed (``[intervals]``), part of the spec hash.
 
     A changed interval method changes published numbers, so it is a spec change (new run ids, the
@@ -99,7 +99,7 @@ class IntervalsSpec(_Spec):
     min_clusters: int = 0
 
 
-class TaskSpec(_Spec):
+class TaskSpec(SpecBase):
     """One task version (``specs/tasks/<slug>/<version>.toml``), whatever its family.
 
     ``family`` names the task family (a registered plug-in) that builds, predicts and scores it.
@@ -162,12 +162,12 @@ def task_spec_type(family: Any) -> type[TaskSpec]:
 # --------------------------------------------------------------------------- models
 
 
-class PriceSpec(_Spec):
+class PriceSpec(SpecBase):
     basis: Literal["free", "tokens", "device_hours"]
     key: str = ""
 
 
-class ModelSpec(_Spec):
+class ModelSpec(SpecBase):
     """A model spec; decoded as the subclass of its backend (``model_spec_type``), whose ``settings``
     field has that backend's settings type."""
 
@@ -213,7 +213,7 @@ def model_spec_type(backend: str, settings_type: Any) -> type[ModelSpec]:
     return typ
 
 
-class PriceTable(_Spec):
+class PriceTable(SpecBase):
     date: dt.date
     device_hours: dict[str, float] = {}
     tokens: dict[str, dict[str, float]] = {}

@@ -26,7 +26,7 @@ from pipelines.core.canonical import SpecStruct, canonical_json, spec_builtins  
 from pipelines.core.registry import Plugins
 from pipelines.core.specs import (  # noqa: F401 (re-exported: the loader's callers name them from here)
     BootstrapSpec, DatasetSpec, IntervalsSpec, ModelSpec, PriceSpec, PriceTable, SourceSpec, SpecError, TaskSpec,
-    _Spec, model_spec_type, spec_hash, task_spec_type,
+    SpecBase, model_spec_type, spec_hash, task_spec_type,
 )
 from pipelines.engine.spec_decoding import decode_strict
 from pipelines.kinds import kind as kind_of

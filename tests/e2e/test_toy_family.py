@@ -26,7 +26,7 @@ from litestar.testing import TestClient
 
 from pipelines.core.registry import Plugins
 from pipelines.datasets.base import Dataset, Materialized
-from pipelines.engine.specs import _Spec
+from pipelines.engine.specs import SpecBase
 from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
 from support.plugins import specs, with_plugins
 from warehouse.layout import DataDir
@@ -72,7 +72,7 @@ class ToyDataset(Dataset):
 # --------------------------------------------------------------------------- the toy family
 
 
-class ToySettings(_Spec):
+class ToySettings(SpecBase):
     n_items: int
     options: list[str]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pipelines.core.specs import _Spec
+from pipelines.core.specs import SpecBase
 
 
-class ChoiceSettings(_Spec):
+class ChoiceSettings(SpecBase):
     n_items: int
     options: list[str]
     parser: str

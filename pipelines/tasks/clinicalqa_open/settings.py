@@ -4,10 +4,10 @@ scorecard threshold (docs/adding-a-task.md, "The rubric kind and clinicalqa-open
 
 from __future__ import annotations
 
-from pipelines.core.specs import _Spec
+from pipelines.core.specs import SpecBase
 
 
-class RubricSettings(_Spec):
+class RubricSettings(SpecBase):
     n_items: int
     max_new_tokens: int
     temperature: float

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pipelines.core.specs import _Spec
+from pipelines.core.specs import SpecBase
 
 
-class IohReporting(_Spec):
+class IohReporting(SpecBase):
     """``[ioh.reporting]``: the clinical report of every result (TRIPOD+AI). Part of the spec hash:
     these are published metrics, so changing them makes new run ids.
 
@@ -23,7 +23,7 @@ class IohReporting(_Spec):
     calibration_bins: int = 10
 
 
-class IohSettings(_Spec):
+class IohSettings(SpecBase):
     track: str
     min_age: int
     ane_type: str
