@@ -46,6 +46,9 @@ class SpecBase(SpecStruct):
     """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
 
 
+_Spec = SpecBase  # vocab: keep (the name plug-ins' settings Structs subclassed before it was public)
+
+
 # --------------------------------------------------------------------------- datasets
 
 
