@@ -51,7 +51,7 @@ def interval_lines(spec: Mapping[str, Any], methods: Iterable[tuple[str, str]]) 
 
 
 def reference_at_floor(b: BaselineComparisonRow) -> bool:
-    """``p_at_floor`` as recorded; in a file built before schema 5, whether p is the floor every
+    """``p_at_floor`` of a comparison with the reference model, as recorded; in a file built before schema 5, whether p is the floor every
     bootstrap p-value then had, 2/(R+1) over the R kept replicates (an exact test has none)."""
     if b.p_at_floor is not None:
         return b.p_at_floor

@@ -99,7 +99,7 @@ class Tables:
     # (task ref, model type or '' for all models, metric, run_id) -> its rank set, from the
     # ``leaderboard_ranks`` table (empty for a file from before it existed); ``api.rank_sets`` reads it
     ranks: RankMap = field(default_factory=dict)
-    # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
+    # run_id -> its paired difference to the task's reference model (the ``baseline_comparisons`` table)
     versus_reference: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
     # run_id -> the older runs it superseded; (model slug, task ref) -> its withdrawn run ids (``api.status_index``)
     supersedes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -214,7 +214,7 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
 
 
 def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
-    """One comparison per run (a run has one baseline: its task's)."""
+    """One comparison per run (a run has one reference model: its task's)."""
     return {b.run_id: schemas.BaselineComparison(
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
         ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=reference_at_floor(b),

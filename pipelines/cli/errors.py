@@ -3,7 +3,7 @@
 Why: a spec typo or a bad outputs file used to end in a ~20-line traceback with the one useful
 line (``file: key: problem``) somewhere inside it. Errors in what a person handed us (spec files,
 replay/outputs files, an installed plug-in that does not implement its protocol, the data
-directory's kind) are theirs to fix: one line on stderr, exit 2 (docs/cli.md, "Errors a person can act on"). Anything else is ours: one line ``error: ...`` and a hint to rerun with
+directory's demo or real) are theirs to fix: one line on stderr, exit 2 (docs/cli.md, "Errors a person can act on"). Anything else is ours: one line ``error: ...`` and a hint to rerun with
 ``--debug``, which shows the whole traceback, exit 1.
 """
 

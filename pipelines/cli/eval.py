@@ -14,7 +14,7 @@
 ``--judge SLUG`` (a task graded by a judge model): the pair's stored answers regraded by that judge,
 the answering model not called (``pipelines.cli.regrade``); steps 1-2 look for that judge's result.
 
-The data directory's kind decides demo or real data: ``--demo`` asks for demo data, and a data
+Whether the data directory holds demo or real results decides the data: ``--demo`` asks for demo data, and a data
 directory that already holds demo results is evaluated on demo data. Exit codes: 0 a result exists
 or was made; 1 the evaluation failed or cannot run here; 2 usage error (unknown model or task, a
 model whose spec does not list the task, an ambiguous provider id, a data directory of the other

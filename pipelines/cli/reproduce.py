@@ -6,7 +6,7 @@
    hashes must equal the local specs' (otherwise the differing spec is named and the command exits
    1 without running anything).
 3. Re-materialize that one (task version, model) partition through Dagster in a scratch data
-   directory of the same kind (demo results are reproduced on demo data; real ones read the
+   directory of the same sort (demo results are reproduced on demo data; real ones read the
    sources again, honouring ``MEDBENCH_CLINICALQA_SOURCE`` / ``MEDBENCH_VITALDB_SOURCE`` mirrors),
    with its own Dagster home, so nothing is reused: the model really runs again.
 4. Check the snapshot the scratch run made equals the recorded ``dataset_snapshot`` (and so the

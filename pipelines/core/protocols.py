@@ -219,7 +219,8 @@ class TaskFamily(Protocol):
         return None
 
     def baseline_model(self, task: TaskSpec) -> str | None:
-        """The model every result of ``task`` is compared with at publish time; None: no comparison."""
+        """The reference model every result of ``task`` is compared with at publish time (the hook keeps
+        its published name; docs/concepts.md, "Glossary"); None: no comparison."""
         return None
 
     def judge(self, task: TaskSpec, demo: bool = False) -> str | None:

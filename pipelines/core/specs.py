@@ -53,7 +53,9 @@ _Spec = SpecBase  # vocab: keep (the name plug-ins' settings Structs subclassed 
 
 
 class SourceSpec(SpecBase):
-    kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
+    # the type of source its dataset module (pipelines/datasets/<slug>/) reads (``huggingface``); the key is
+    # the spec file's, kept (renaming it would change every dataset spec's hash): in code, "kind" alone is a task kind
+    kind: str
     location: str
     split: str
     revision: str

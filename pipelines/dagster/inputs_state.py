@@ -53,16 +53,16 @@ def _family_for(registered: dict, fa):
 def latest_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str],
                     observations: bool = True) -> dict[str, tuple[int, str]]:
     """partition -> (storage id, data version) of its newest materialization, or observation too
-    when ``observations``: two indexed queries per event kind, whatever the number of partitions.
+    when ``observations``: two indexed queries per event type, whatever the number of partitions.
     A partition with no recorded data version is left out."""
     from pipelines.dagster.private_api import DATA_VERSION_TAG
 
-    kinds = [dg.DagsterEventType.ASSET_MATERIALIZATION] + ([dg.DagsterEventType.ASSET_OBSERVATION] if observations else [])
+    event_types = [dg.DagsterEventType.ASSET_MATERIALIZATION] + ([dg.DagsterEventType.ASSET_OBSERVATION] if observations else [])
     storage, wanted = instance.event_log_storage, set(partitions)
     latest: dict[str, tuple[int, str]] = {}
-    for kind in kinds:
-        ids = storage.get_latest_storage_id_by_partition(asset_key, kind, wanted)
-        tags = storage.get_latest_tags_by_partition(asset_key, kind, [DATA_VERSION_TAG], list(wanted))
+    for event_type in event_types:
+        ids = storage.get_latest_storage_id_by_partition(asset_key, event_type, wanted)
+        tags = storage.get_latest_tags_by_partition(asset_key, event_type, [DATA_VERSION_TAG], list(wanted))
         for partition, storage_id in ids.items():
             version = tags.get(partition, {}).get(DATA_VERSION_TAG)
             if version and storage_id > latest.get(partition, (-1, ""))[0]:

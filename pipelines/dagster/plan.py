@@ -74,14 +74,14 @@ def estimate_usd(specs: Specs, task: TaskSpec, model: ModelSpec, items: int | No
 
 
 class _AsClaimed:
-    """A data directory not claimed yet, seen as the kind the run that follows will claim it as (a dry
+    """A data directory not claimed yet, seen as what the run that follows will claim it as (a dry
     run writes nothing, yet must plan what ``materialize --demo`` does: the simulated models run)."""
 
-    def __init__(self, data, kind: str):
-        self._data, self._kind = data, kind
+    def __init__(self, data, demo_or_real: str):
+        self._data, self._demo_or_real = data, demo_or_real
 
     def demo_or_real(self) -> str | None:
-        return self._data.demo_or_real() or self._kind
+        return self._data.demo_or_real() or self._demo_or_real
 
     def __getattr__(self, name: str):
         return getattr(self._data, name)

@@ -1,12 +1,18 @@
-"""Each result against its task's baseline model: rows of the ``baseline_comparisons`` table.
+"""Each result against its task's reference model: rows of the ``baseline_comparisons`` table.
+
+Words: the *reference model* is the model a task compares every result with; "baseline" alone is
+the tier (docs/concepts.md, "Glossary"). The public names keep the old word: the table
+``baseline_comparisons``, a Result's ``versus_baseline`` with its ``baseline_run_id`` and
+``baseline_model``, the vitaldb-ioh spec key ``baseline_model`` and the plug-in hooks
+``TaskFamily.baseline_model`` and ``Kind.baseline_difference``.
 
 A comparison depends on two runs, so it cannot live in either result.json (nor in a run id): it is
 computed when a warehouse version is published, from the finished runs' predictions, and handed
 to ``warehouse.publish`` as plain rows (the warehouse imports nothing from pipelines). Which model
 a task is compared with is the task's own business (its family's ``baseline_model(task)``, e.g.
-the vitaldb-ioh spec's ``baseline_model`` key), so no task is named here. The baseline run is the
+the vitaldb-ioh spec's ``baseline_model`` key), so no task is named here. The reference run is the
 newest result of that model on the same task version (the one that supersedes the others); each
-other result of the task, superseded or not, that predicted exactly the baseline's items with the
+other result of the task, superseded or not, that predicted exactly the reference run's items with the
 same ground truth (the kind's ``truth_columns``) gets the paired difference to it, as the task's kind computes it
 (``pipelines.kinds``: for ``score``, the cluster bootstrap of ``/v1/compare`` over the family's
 cluster column) with the task's bootstrap settings.
@@ -26,7 +32,7 @@ from warehouse.records import ResultRecord
 
 
 def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord]) -> list[dict[str, Any]]:
-    """One row per (result, its task's baseline run), the baseline's own result left out."""
+    """One row per (result, its task's reference run), the reference run's own result left out."""
     rows: list[dict[str, Any]] = []
     for ref, task in sorted(specs.tasks.items()):
         fam = specs.family_of(task)
