@@ -12,6 +12,9 @@ here rather than as a ``KeyError`` deep in a command. The typed methods (``looku
 ...) return Structs; ``get`` returns plain JSON (checked against the route's Struct when it has
 one) for callers that print or pass the body on. It imports httpx, msgspec and ``api.schemas``
 only, never Dagster or the server's tables: a look-up must stay instant.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

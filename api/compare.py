@@ -22,6 +22,9 @@ leaderboard interval and a difference to the reference model cannot drift apart:
 
 The seed and the number of replicates are the task's own bootstrap settings, so a comparison is
 as reproducible as the published intervals.
+
+Its file name is shared on purpose: the API's side of the computation of the same name (it reads
+published rows; the numbers are computed in the pipeline).
 """
 
 from __future__ import annotations

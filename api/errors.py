@@ -5,6 +5,9 @@ failures into the other documented codes). Plain data that imports nothing of ``
 module that refuses a request (``api.params``, ``api.service``, the routes) raises them without
 importing the handlers, which need ``api.service`` to name the published version: the dependency
 runs one way, errors -> service -> error_handlers -> app.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

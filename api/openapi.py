@@ -4,6 +4,9 @@ Litestar's own OpenAPI router would be mounted inside the app and answer unknown
 with an HTML page; the contract wants JSON errors everywhere. So the served app has no OpenAPI
 router at all, and the document is generated once, on demand, by a schema-only Litestar app built
 from a fresh set of the same route handlers. It is never served itself.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ The site, the About page and the OpenAPI document say how each interval was comp
 from the task's spec (``[intervals]``, ``[bootstrap]``) and each metric's recorded ``method``, never
 from text written per task, is what keeps them from contradicting the numbers (a page once said
 "percentile bootstrap" for a task whose spec and metrics use Wilson).
+
+Its file name is shared on purpose: the API's side of the computation of the same name (it reads
+published rows; the numbers are computed in the pipeline).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ maintainers' policy, engine code the API never imports). Rule one answers 200 ``
 when every task is published for this exact model spec; otherwise the store dedupes, charges the
 owner's quota and records the submission. A refusal stores nothing. The token itself is never logged,
 echoed or stored: only its id travels with the submission.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ dictionaries and precomputed orderings: leaderboards, the lookup map, the result
 and swaps one reference. A request takes that reference once at its start, so its headers and body
 come from the same version even if a swap happens while it runs. Encoded bodies are memoised on the
 ``Tables`` object itself, so they are dropped together with their version.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

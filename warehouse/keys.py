@@ -15,6 +15,9 @@ Every public key that ever signed is listed in ``<data>/releases/keys.json`` (``
 kept for ever beside the release log), with ``valid_from`` and ``valid_until``: a new key adds an
 entry and closes the open one's ``valid_until``, and no entry is ever removed, so results signed
 under an old key stay verifiable after a rotation. ``GET /v1/keys`` serves this file.
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations

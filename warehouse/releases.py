@@ -17,6 +17,9 @@ no whitespace, msgspec's encoding, the form the warehouse hashes content with). 
 an optional ``sign`` callable, ``sign(manifest_bytes) -> {key_id, value, signed}``; its answer is
 stored as the record's ``signature`` (None when no signer is configured). This module imports no
 cryptography: the signer is handed in.
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations

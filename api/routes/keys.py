@@ -4,6 +4,9 @@ The keys come from the data directory's keys file (``warehouse.keys``), which th
 to; the service never holds a private key. Old keys stay listed with their ``valid_until``, so a
 result signed before a rotation stays verifiable. The encoded answer is kept per state of the file
 (its size and modification time), so a key added by a publish that changed no content shows at once.
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
 """
 
 import os

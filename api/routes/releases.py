@@ -2,6 +2,9 @@
 
 Every publish that changed content is a release, kept for ever in the release log beside the
 warehouse (``warehouse.releases``); the answers come from that log, through ``api.release_views``.
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
 """
 
 from litestar import Request

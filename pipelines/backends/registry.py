@@ -7,6 +7,9 @@ answers (a ``TextChoice`` through a text generator, a ``FitAndScore`` through a 
 its own settings only: the task's token cap and its step length arrive as arguments. Heavy
 libraries (torch, transformers, vllm, sklearn) are imported inside the backend that runs them, so
 choosing a rule model never pays for them.
+
+Its file name is shared on purpose: the built-in backends, in ``pipelines.core.registry``'s one
+generic ``Registry``.
 """
 
 from __future__ import annotations

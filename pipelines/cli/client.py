@@ -7,6 +7,9 @@ is), and the exit codes of docs/cli.md ("The client"): 0 found, 1 not found (inc
 unreachable. Answers are decoded by ``api.client`` into the ``api.schemas`` Structs and turned back
 into plain JSON for printing. Only httpx and msgspec are imported, and only when a command runs:
 a look-up must not pay for Dagster.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

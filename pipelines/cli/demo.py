@@ -1,5 +1,9 @@
 """``medbench demo``: materialize everything on the built-in demo data, print the leaderboards,
-then serve the API and the site from it (the README's first command ends here)."""
+then serve the API and the site from it (the README's first command ends here).
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ line (``file: key: problem``) somewhere inside it. Errors in what a person hande
 replay/outputs files, an installed plug-in that does not implement its protocol, the data
 directory's demo or real) are theirs to fix: one line on stderr, exit 2 (docs/cli.md, "Errors a person can act on"). Anything else is ours: one line ``error: ...`` and a hint to rerun with
 ``--debug``, which shows the whole traceback, exit 1.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Exit 0 identical; 1 different, or not reproducible here (the difference is expla
 error (malformed run id); 3 the API is unreachable and the local warehouse does not have the run.
 The scratch directory is deleted when everything is identical and kept (its path printed)
 otherwise, or always with ``--keep``.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

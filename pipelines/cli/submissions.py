@@ -6,6 +6,9 @@ create|list|revoke``.
 ``submissions approve|reject`` are the maintainers' and work on the store directly (the data
 directory's, or ``$MEDBENCH_SUBMISSIONS_DB``): no HTTP route creates a token or approves a
 submission. A token's secret is printed once, by ``tokens create``, and never again.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ table records it). A kind that resamples draws the sorted unique values of that 
 replacement, each with all its items, for every result at once; without one, each item is its own
 cluster. The unit's name in method texts is the column's (``resampling_unit``), so nothing here or
 in the API names a dataset's column.
+
+Its file name is shared on purpose: the core's declaration (no I/O); the module of the same name
+elsewhere reads, fills or implements it.
 """
 
 from __future__ import annotations

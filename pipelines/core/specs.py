@@ -12,6 +12,9 @@ two tables a plug-in owns are typed by the plug-in, not here: a task's settings 
 family (``task_spec_type``), a model's ``[settings]`` by its backend (``model_spec_type``, given the
 backend's declared ``settings_type``). Reading a specs directory is the engine's
 (``pipelines.engine.specs``).
+
+Its file name is shared on purpose: the core's declaration (no I/O); the module of the same name
+elsewhere reads, fills or implements it.
 """
 
 from __future__ import annotations

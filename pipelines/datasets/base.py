@@ -7,6 +7,9 @@ content-addressed snapshot (a file or a folder named by its content hash) under
 ``<data>/snapshots/<slug>/``. The engine (``pipelines.engine.inputs.materialize_snapshot``) then
 moves the dataset's ``CURRENT`` pointer to it, so task instances and run ids agree on one snapshot.
 A dataset is registered in the entry-point group ``medbench.datasets`` (``pyproject.toml``).
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ last, which is what marks a run as finished. Rule one applies here too: a run wh
 Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialization
 of the same run waits for the first and then reuses its predictions and its result instead of
 paying for them again, however either was launched.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ the real formats) and moves the dataset's ``CURRENT`` pointer; ``materialize_ins
 task's family (likewise) to build one task version's instances from that
 snapshot and returns the family's instance checks. Rerunning on unchanged input is a no-op that
 keeps every id stable. Nothing here names a dataset or a task.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ models' specs (a replay model is pinned to its outputs file's content).
 
 The specs directory is ``MEDBENCH_SPECS`` (default: the checkout's ``specs/``), so tests, benches
 and deployments can use their own.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 The withdrawal is recorded first (``warehouse.withdrawals``: appended to the data directory's
 withdrawal log, nothing deleted), then the warehouse is published again, so the result leaves the
 current leaderboards and lookups at once and the new release's manifest attests the change of status.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@
   and ``judges_agreement`` says how often their majority verdicts agree, criterion by criterion.
 - Rank intervals: the same draws for every result of a block (``replicate_rank_intervals``).
 - Resampling unit: items (a family of this kind declares no cluster column).
+
+Its file name is shared on purpose: each kind's module is named after the kind it implements
+(``kind(name)``).
 """
 
 from __future__ import annotations

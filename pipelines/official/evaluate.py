@@ -13,6 +13,9 @@ The wheel is kept in the data directory (``packages/<sha256>/<file>``), its depe
 beside it (``packages/<sha256>/dependencies/<set sha256>/``), and the package's answers beside the
 predictions (``artifacts/<run_id>/package-answers.jsonl``), so ``medbench reproduce`` can install
 exactly those wheels, rerun it in the same sandbox policy and compare its answers byte for byte.
+
+Its file name is shared on purpose: the official tier's counterpart of the engine's or CLI's module
+of the same name (docs/official-tier.md).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ content-addressed snapshot id and its ``code_version`` the dataset spec's hash; 
 asset's ``DataVersion`` is that snapshot id plus the family's task spec hash, its
 ``code_version`` that hash, so a new snapshot or an edited task spec marks exactly the affected
 assets stale.
+
+Its file name is shared on purpose: the Dagster side of the engine module of the same name.
 """
 
 

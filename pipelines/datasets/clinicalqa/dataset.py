@@ -4,6 +4,9 @@ Real data: ``MEDBENCH_CLINICALQA_SOURCE`` (a local ``.parquet``/``.jsonl`` file 
 out like the Hub repository), else the Hub at the spec's pinned revision. Demo data: the generated
 JSONL (``demo.py``, seeded), in the real schema. Option ``expected_rows`` (from the clinicalqa
 task family) is the row count the snapshot must have.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Real data: ``MEDBENCH_VITALDB_SOURCE`` (the API base URL, or a local folder laid
 default ``https://api.vitaldb.net``. Demo data: the generated API-layout folder (``demo.py``,
 seeded). Option ``track`` (from the vitaldb-ioh task family) is the one track whose readings the
 snapshot keeps.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ error, because counting it as wrong or skipping it would both publish a score fo
 was not evaluated. Unparsable answers (no_answer, ambiguous, empty) count as wrong and lower the
 parse rate. Every metric carries a seeded percentile-bootstrap 95% interval over items; the
 by-category intervals resample within the category, with the task's seed.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The ``[ioh]`` table of a vitaldb-ioh task version: cohort, grid, windows, label and split."""
+"""The ``[ioh]`` table of a vitaldb-ioh task version: cohort, grid, windows, label and split.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
+"""
 
 from __future__ import annotations
 

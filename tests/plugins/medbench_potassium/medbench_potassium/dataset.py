@@ -3,6 +3,9 @@ the generated one in exactly that format, both read by the same loader.
 
 Real data: ``MEDBENCH_FHIRWARD_SOURCE`` (a folder holding ``Patient.ndjson`` and
 ``Observation.ndjson``), else the dataset spec's ``[source] location``.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

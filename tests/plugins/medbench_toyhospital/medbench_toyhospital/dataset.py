@@ -3,6 +3,9 @@ the generated one (``demo.py``), both read by the same loader (``source.py``).
 
 Real data: ``MEDBENCH_TOYHOSPITAL_SOURCE`` (a folder or an http(s) base URL holding
 ``admissions.csv`` and ``labevents.csv``), else the dataset spec's ``[source] location``.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
