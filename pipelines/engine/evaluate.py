@@ -1,9 +1,9 @@
 """One evaluation (a task version x a model), from task instances to a published-ready result.
 
-Task-agnostic: plan -> predict -> score, each step delegated to the task's family, which ``plan``
-takes from the specs' plug-ins (``Specs.plugins``) and hands on in the ``Evaluation``. Two steps
-mirror the two partitioned assets: ``make_predictions`` has the generic solver of the family's
-problem run the model (or reuse stored raw outputs, ``pipelines.engine.solvers``) and writes the
+Task-agnostic: resolve -> predict -> score, each step delegated to the task's family, which
+``resolve_evaluation`` takes from the specs' plug-ins (``Specs.plugins``) and hands on in the
+``Evaluation``. Two steps mirror the two partitioned assets: ``make_predictions`` has the generic
+solver of the family's problem run the model (or reuse stored raw outputs, ``pipelines.engine.solvers``) and writes the
 per-item predictions Parquet and ``run.json``; ``compute_metrics`` has the family turn the
 predictions into metrics with seeded bootstrap CIs and typed extras, and writes ``result.json``
 last, which is what marks a run as finished. Rule one applies here too: a run whose
