@@ -3,11 +3,11 @@
 Task-agnostic: resolve -> predict -> score, each step delegated to the task's family, which
 ``resolve_evaluation`` takes from the specs' plug-ins (``Specs.plugins``) and hands on in the
 ``Evaluation``. Two steps mirror the two partitioned assets: ``make_predictions`` has the generic
-solver of the family's problem run the model (or reuse stored raw outputs, ``pipelines.engine.solvers``) and writes the
-per-item predictions Parquet and ``run.json``; ``compute_metrics`` has the family turn the
-predictions into metrics with seeded bootstrap CIs and typed extras, and writes ``result.json``
-last, which is what marks a run as finished. Rule one applies here too: a run whose
-``result.json`` exists is reused, not rerun.
+solver of the family's problem run the model (or reuse stored raw outputs,
+``pipelines.engine.solvers``) and writes the per-item predictions Parquet and ``run.json``;
+``compute_metrics`` has the family turn the predictions into metrics with seeded bootstrap CIs and
+typed extras, and writes ``result.json`` last, which is what marks a run as finished. Rule one
+applies here too: a run whose ``result.json`` exists is reused, not rerun.
 
 Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialization
 of the same run waits for the first and then reuses its predictions and its result instead of
