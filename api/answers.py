@@ -30,7 +30,7 @@ from warehouse.layout import RUN_ID_RE, DataDir
 MODEL_TYPES = ("llm", "ml", "rule")
 
 
-def _small(*texts: str | None) -> bool:
+def small_enough_to_cache(*texts: str | None) -> bool:
     """Whether answers to these parameters may be memoised (made-up megabyte names are not)."""
     return sum(len(text or "") for text in texts) <= MAX_CACHED_PARAMETER_CHARS
 
@@ -42,7 +42,7 @@ def lookup(tables: Tables, model: str | None, task: str | None, base: str, judge
     answer = tables.bodies.get(key)
     if answer is None:
         answer = _lookup(tables, model, task, base, judge)
-        if _small(model, task, judge):
+        if small_enough_to_cache(model, task, judge):
             tables.bodies.put(key, answer)
     return answer
 
@@ -84,7 +84,7 @@ def full_result(tables: Tables, found: Published, base: str) -> schemas.Result:
     """A Result with everything the tables know of it: its dataset, baseline comparison and the runs it superseded."""
     task = tables.task_by_ref.get(found.record.task)
     return render.result(found, base, tables.dataset_by_slug.get(found.record.dataset),
-                         tables.versus_baseline.get(found.run_id), tables.supersedes.get(found.run_id, ()),
+                         tables.versus_reference.get(found.run_id), tables.supersedes.get(found.run_id, ()),
                          task.kind if task else None)
 
 
@@ -157,7 +157,7 @@ def leaderboard(tables: Tables, task: str, model_type: str | None, limit: int, b
         prepared = prepare(schemas.Leaderboard(task=entry.ref, metric=name, rows=rows,
                                                rank_method=board_method([e for _, _, e in kept[:limit]]),
                                                judge_warnings=judge_warnings(entry.spec, [p for _, p, _ in kept[:limit]])))
-        if _small(task, metric, judge):
+        if small_enough_to_cache(task, metric, judge):
             tables.bodies.put(key, prepared)
     return prepared
 

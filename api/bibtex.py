@@ -1,7 +1,7 @@
 """A BibTeX entry for one published result, so that citing it is copy and paste.
 
 A result is cited as a ``@misc`` entry pointing at its permanent page; the note names the exact
-model revision and task version and carries the dataset's own citation, because CONTRACT.md asks
+model revision and task version and carries the dataset's own citation, because docs/api.md asks
 users to cite both the dataset and the result.
 """
 

@@ -2,7 +2,7 @@
 
 Client commands (``medbench lookup``, ``leaderboard``, ``eval``'s look-up step, ...) all speak to
 the server through this one class, so they agree on what each failure means for the shell
-(CONTRACT.md): 1 not found (404, or a lookup answered ``not_evaluated``), 2 usage error (400
+(docs/cli.md, "The client"): 1 not found (404, or a lookup answered ``not_evaluated``), 2 usage error (400
 ``invalid_parameter``), 3 server unreachable (no connection, a timeout, a 5xx, or an answer that is
 not the medbench API).
 
@@ -13,6 +13,9 @@ here rather than as a ``KeyError`` deep in a command. The typed methods (``looku
 ``client`` method, with its parameters and body Struct) and return Structs; ``get`` returns plain JSON (checked against the route's Struct when it has
 one) for callers that print or pass the body on. It imports httpx, msgspec and ``api.schemas``
 only, never Dagster or the server's tables: a look-up must stay instant.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations
@@ -151,7 +154,7 @@ class ApiClient:
                 return _client_method(question).__get__(self, ApiClient)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    # -- submissions (CONTRACT.md "Submissions") -------------------------------------------------
+    # -- submissions (docs/submitting.md) -------------------------------------------------------------
 
     def submission(self, submission_id: str) -> schemas.Submission:
         return self.fetch(f"/v1/submissions/{submission_id}", schemas.Submission)

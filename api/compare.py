@@ -5,7 +5,7 @@ do not overlap are not a test either: both results were computed on the *same* i
 question "is A better than B" has to be answered on the paired differences. This module reads the
 two predictions files and hands them to the task's kind (``pipelines.kinds``: the strategies, with
 the resampling of the published intervals themselves from ``pipelines.stats``), so a comparison, a
-leaderboard interval and a baseline difference cannot drift apart:
+leaderboard interval and a difference to the reference model cannot drift apart:
 
 - Items are the intersection of the two files' ``instance_id`` values, taken in sorted
   ``instance_id`` order (``pipelines.core.kind.align``), so the answer does not depend on how
@@ -22,6 +22,9 @@ leaderboard interval and a baseline difference cannot drift apart:
 
 The seed and the number of replicates are the task's own bootstrap settings, so a comparison is
 as reproducible as the published intervals.
+
+Its file name is shared on purpose: the API's side of the computation of the same name (it reads
+published rows; the numbers are computed in the pipeline).
 """
 
 from __future__ import annotations

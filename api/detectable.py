@@ -7,6 +7,9 @@ Computed from the predictions files of the current results, as ``/v1/compare`` r
 per warehouse version and task (memoised with the version's bodies), over the current results
 whose predictions file is present; null with fewer than two of them (no pair), or when the results
 never disagree (a discordant-pair rate of 0 gives no figure).
+
+Its file name is shared on purpose: the API's side of the computation of the same name (it reads
+published rows; the numbers are computed in the pipeline).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Error answers as CONTRACT.md defines them: ``{"error": code, "message": text}``, nothing else.
+"""Error answers as docs/api.md defines them: ``{"error": code, "message": text}``, nothing else.
 
 Litestar answers routing failures, parameter validation failures and crashes with its own bodies
 (and the OpenAPI controller with HTML); the handlers here replace every one of them, so a client

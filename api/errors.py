@@ -1,10 +1,13 @@
-"""The errors a handler raises, as CONTRACT.md names them: ``ApiError`` and one constructor per code.
+"""The errors a handler raises, as docs/api.md ("Errors and headers") names them: ``ApiError`` and one constructor per code.
 
 ``api.error_handlers`` answers each as ``{"error": code, "message": text}`` (and turns Litestar's own
 failures into the other documented codes). Plain data that imports nothing of ``api``, so that every
 module that refuses a request (``api.params``, ``api.service``, the routes) raises them without
 importing the handlers, which need ``api.service`` to name the published version: the dependency
 runs one way, errors -> service -> error_handlers -> app.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

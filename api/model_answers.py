@@ -11,7 +11,7 @@ version and memoised in its ``Tables.bodies``.
 from __future__ import annotations
 
 from api import schemas
-from api.answers import _small, check_limit, check_model_type
+from api.answers import small_enough_to_cache, check_limit, check_model_type
 from api.errors import model_not_found
 from api.params import BLANKS
 from api.responses import Prepared, prepare
@@ -67,7 +67,7 @@ def models(tables: Tables, q: str | None, model_type: str | None, provider: str 
         found = [m for m in _index(tables) if _matches(m, needle, model_type, provider)]
         prepared = prepare(schemas.ModelPage(models=found[offset:offset + limit], total=len(found),
                                              limit=limit, offset=offset))
-        if _small(q, provider):
+        if small_enough_to_cache(q, provider):
             tables.bodies.put(key, prepared)
     return prepared
 

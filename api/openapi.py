@@ -4,6 +4,9 @@ Litestar's own OpenAPI router would be mounted inside the app and answer unknown
 with an HTML page; the contract wants JSON errors everywhere. So the served app has no OpenAPI
 router at all, and the document is generated once, on demand, by a schema-only Litestar app built
 from a fresh set of the same route handlers. It is never served itself.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ RESPONSE_HEADERS = {
 
 
 # Path parameters Litestar must not validate (a malformed run id is ``run_not_found`` 404, not a 400,
-# CONTRACT.md) but whose form the document still states, so generated clients and fuzzers know it.
+# docs/api.md, "Routes") but whose form the document still states, so generated clients and fuzzers know it.
 PATH_PATTERNS = {"run_id": RUN_ID_PATTERN, "provider": SLUG_PART_PATTERN, "name": SLUG_PART_PATTERN}
 
 

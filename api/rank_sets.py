@@ -7,6 +7,9 @@ the metric's direction, then eval date, then run id), so a row's stored point ra
 position and its stored rank set applies. A row the table does not hold at that rank (a file from
 an older schema, no predictions) is served as a point, [rank, rank], tied only if first, with the
 board's ``rank_method`` saying so.
+
+Its file name is shared on purpose: the API's side of the computation of the same name (it reads
+published rows; the numbers are computed in the pipeline).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The bodies of the release and key routes, a Result's withdrawal and signature (CONTRACT.md "Releases",
-"Result status", "Signatures").
+"""The bodies of the release and key routes, a Result's withdrawal and signature (docs/api.md,
+"Releases, withdrawals and supersession" and "Signatures").
 
 Kept apart from ``api.schemas`` (which re-exports them) so each module stays small; they depend on
 nothing else in the API.
@@ -19,7 +19,7 @@ class Withdrawn(msgspec.Struct):
 
 
 class Signature(msgspec.Struct):
-    """CONTRACT.md "Signatures": ``value`` (base64 Ed25519) signs ``signed`` (UTF-8) with ``/v1/keys``' ``key_id``."""
+    """docs/api.md, "Signatures": ``value`` (base64 Ed25519) signs ``signed`` (UTF-8) with ``/v1/keys``' ``key_id``."""
 
     key_id: str
     value: str
@@ -45,7 +45,7 @@ class KeyList(msgspec.Struct):
 
 
 class ReleaseSummary(msgspec.Struct):
-    """One release of ``GET /v1/releases`` (CONTRACT.md "Releases")."""
+    """One release of ``GET /v1/releases`` (docs/api.md, "Releases, withdrawals and supersession")."""
 
     id: str
     published_at: str

@@ -4,6 +4,9 @@ The site, the About page and the OpenAPI document say how each interval was comp
 from the task's spec (``[intervals]``, ``[bootstrap]``) and each metric's recorded ``method``, never
 from text written per task, is what keeps them from contradicting the numbers (a page once said
 "percentile bootstrap" for a task whose spec and metrics use Wilson).
+
+Its file name is shared on purpose: the API's side of the computation of the same name (it reads
+published rows; the numbers are computed in the pipeline).
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ def interval_lines(spec: Mapping[str, Any], methods: Iterable[tuple[str, str]]) 
     return out
 
 
-def baseline_at_floor(b: BaselineComparisonRow) -> bool:
-    """``p_at_floor`` as recorded; in a file built before schema 5, whether p is the floor every
+def reference_at_floor(b: BaselineComparisonRow) -> bool:
+    """``p_at_floor`` of a comparison with the reference model, as recorded; in a file built before schema 5, whether p is the floor every
     bootstrap p-value then had, 2/(R+1) over the R kept replicates (an exact test has none)."""
     if b.p_at_floor is not None:
         return b.p_at_floor

@@ -1,4 +1,4 @@
-"""The one way a response leaves the API: a prepared body plus the headers CONTRACT.md requires.
+"""The one way a response leaves the API: a prepared body plus the headers docs/api.md requires.
 
 Every ``/v1`` and ``/artifacts`` answer carries ``X-Medbench-Warehouse``, a strong ``ETag`` (a hash
 of the exact bytes) and ``Cache-Control``; ``If-None-Match`` turns a match into a bodiless 304; a

@@ -22,7 +22,7 @@ fresh store starts. The count of the JSON store used before (``state/reuses.json
 once, when the SQLite store is created; a JSON count that is negative or not an integer is set
 aside the same way.
 
-What counts (CONTRACT.md leaves the edges open):
+What counts (docs/api.md, "Reuses"):
 - a GET of ``/v1/lookup`` whose answer is ``evaluated``, including a 304 revalidation (the client
   relied on the result again); a HEAD never counts, nor does ``not_evaluated`` or an error;
 - a GET of a predictions file answered 200 once the whole file has been sent, or answered 304;

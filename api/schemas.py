@@ -1,9 +1,9 @@
-"""Every JSON body the API sends, as msgspec Structs named after CONTRACT.md's objects.
+"""Every JSON body the API sends, as msgspec Structs named after the objects of docs/api.md.
 
 One Struct per contract object keeps the field names, their order, their types and which of them
 may be null in one reviewable place; the OpenAPI document is generated from these same classes, so
-the document and the bodies cannot drift apart. Fields beyond CONTRACT.md are additions (allowed by
-the contract) and are marked as such.
+the document and the bodies cannot drift apart. Fields added since are marked as additions (a body may gain fields, never lose or rename
+one: docs/api.md, "Routes").
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class Result(msgspec.Struct, kw_only=True):
     breakdowns_caveat: str | None = None  # addition: the multiplicity caveat, when there are breakdowns
     unparsed_sample: list[UnparsedOutput] | None = None  # parsed kinds: the first 20 unparsed outputs; else null
     figures: list[Figure] = []  # addition: what the task's kind declares (docs/api.md), drawn generically
-    # CONTRACT.md "Result status": current | superseded | withdrawn (as of the release asked for)
+    # docs/api.md, "Releases, withdrawals and supersession": current | superseded | withdrawn (as of the release asked for)
     status: Literal["current", "superseded", "withdrawn"]
     withdrawn: Withdrawn | None  # {reason, date} when a maintainer withdrew the result
     supersedes: list[str]  # the older runs of the same model and task version this one replaced
@@ -334,7 +334,7 @@ class PredictionsLink(msgspec.Struct):
     predictions_sha256: str
 
 
-# -- the write path (CONTRACT.md "Submissions"); the Submission itself is the store's public record
+# -- the write path (docs/submitting.md); the Submission itself is the store's public record
 
 
 class AlreadyEvaluated(msgspec.Struct):

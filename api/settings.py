@@ -4,6 +4,9 @@ The API reads only two things from the environment: where the data directory is
 (``MEDBENCH_DATA``, resolved by ``warehouse.layout``) and the public base URL used in ``url`` and
 ``predictions_url`` (``MEDBENCH_PUBLIC_URL``). Explicit arguments win over the environment so that
 tests and ``medbench demo`` can run several differently configured apps in one process.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ maintainers' policy, engine code the API never imports). Rule one answers 200 ``
 when every task is published for this exact model spec; otherwise the store dedupes, charges the
 owner's quota and records the submission. A refusal stores nothing. The token itself is never logged,
 echoed or stored: only its id travels with the submission.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def rule_one(tables: Tables | None, checked: Checked, base: str) -> list[schemas
             return None  # rule one applies to the exact package (none: medbench's own run)
         dataset = tables.dataset_by_slug.get(published.record.dataset)
         task = tables.task_by_ref.get(published.record.task)
-        found.append(render.result(published, base, dataset, tables.versus_baseline.get(published.run_id),
+        found.append(render.result(published, base, dataset, tables.versus_reference.get(published.run_id),
                                    kind_name=task.kind if task else None))
     return found
 

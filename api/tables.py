@@ -9,6 +9,9 @@ dictionaries and precomputed orderings: leaderboards, the lookup map, the result
 and swaps one reference. A request takes that reference once at its start, so its headers and body
 come from the same version even if a swap happens while it runs. Encoded bodies are memoised on the
 ``Tables`` object itself, so they are dropped together with their version.
+
+Its file name is shared on purpose: the service's own module of that name (the pipeline's serves
+another side).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 import msgspec
 
 from api import schemas
-from api.reporting import baseline_at_floor
+from api.reporting import reference_at_floor
 from api.rank_sets import RankMap, rank_map
 from api.current import by_judge, current_results  # noqa: F401  (api.tables.current_results for the routes)
 from api.status_index import status_index
@@ -99,8 +102,8 @@ class Tables:
     # (task ref, model type or '' for all models, metric, run_id) -> its rank set, from the
     # ``leaderboard_ranks`` table (empty for a file from before it existed); ``api.rank_sets`` reads it
     ranks: RankMap = field(default_factory=dict)
-    # run_id -> its paired difference to the task's baseline (the ``baseline_comparisons`` table)
-    versus_baseline: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
+    # run_id -> its paired difference to the task's reference model (the ``baseline_comparisons`` table)
+    versus_reference: Mapping[str, schemas.BaselineComparison] = field(default_factory=dict)
     # run_id -> the older runs it superseded; (model slug, task ref) -> its withdrawn run ids (``api.status_index``)
     supersedes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     withdrawn_pairs: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
@@ -208,16 +211,16 @@ def build_tables(catalogue: Catalogue, cache_entries: int = 4096) -> Tables:
         total_cost_usd=round(math.fsum(p.record.cost_usd for p in published), 6),
         bodies=BodyCache(cache_entries),
         ranks=_freeze(rank_map(catalogue.ranks)),
-        versus_baseline=_freeze(_versus(catalogue)),
+        versus_reference=_freeze(_versus(catalogue)),
         **status_index(published),
     )
 
 
 def _versus(catalogue: Catalogue) -> dict[str, schemas.BaselineComparison]:
-    """One comparison per run (a run has one baseline: its task's)."""
+    """One comparison per run (a run has one reference model: its task's)."""
     return {b.run_id: schemas.BaselineComparison(
         baseline_run_id=b.baseline_run_id, baseline_model=b.baseline_model, metric=b.metric, difference=b.difference,
-        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=baseline_at_floor(b),
+        ci_low=b.ci_low, ci_high=b.ci_high, p_value=b.p_value, method=b.method, p_at_floor=reference_at_floor(b),
     ) for b in catalogue.baseline_comparisons}
 
 

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.datasets.base import Dataset, Materialised
-from pipelines.engine.specs import _Spec
+from pipelines.datasets.base import Dataset, Materialized
+from pipelines.engine.specs import SpecBase
 from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
 from warehouse.layout import DataDir
 
@@ -31,17 +31,17 @@ SCHEMA = pa.schema([("instance_id", pa.string()), ("prediction", pa.string()), (
 class BenchDataset(Dataset):
     slug = NAME
 
-    def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialised:
+    def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialized:
         n = int(options["n_items"])
         payload = "".join(json.dumps({"id": f"q{i:04d}", "answer": OPTIONS[i % 3]}) + "\n" for i in range(n)).encode()
         snapshot_id = hashlib.sha256(payload).hexdigest()[:16]
         folder = data.snapshots(self.slug)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{snapshot_id}.jsonl").write_bytes(payload)
-        return Materialised(snapshot_id, folder / f"{snapshot_id}.jsonl", n, {"source": "generated"})
+        return Materialized(snapshot_id, folder / f"{snapshot_id}.jsonl", n, {"source": "generated"})
 
 
-class BenchSettings(_Spec):
+class BenchSettings(SpecBase):
     n_items: int
 
 

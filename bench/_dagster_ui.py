@@ -110,7 +110,7 @@ class DagsterUI:
         return out["backfillId"]
 
     def wait_backfill(self, backfill_id: str, timeout: float = 1800) -> str:
-        """The backfill's final status (COMPLETED_SUCCESS when every targeted partition materialised)."""
+        """The backfill's final status (COMPLETED_SUCCESS when every targeted partition materialized)."""
         deadline, status = time.monotonic() + timeout, ""
         while time.monotonic() < deadline:
             self.alive()

@@ -3,7 +3,7 @@
 ``python -m bench.orchestration [--n 1000] [--io-evals 32] [--io-items 50] [--tiny]`` writes N
 rule-model specs of a tiny generated task (``bench/_bench_family.py``) into a scratch specs
 directory (MEDBENCH_SPECS) and a scratch data directory, and prints, side by side: the first
-materialisation (per evaluation), the second where every result exists (per partition: rule one
+materialization (per evaluation), the second where every result exists (per partition: rule one
 without a run), and the I/O-bound set (an OpenAI-compatible loopback server answering each item
 after 100 ms) at ``--jobs 1`` and ``--jobs 4``. Targets: reused pass < 10 s at N = 1,000; --jobs 4
 >= 3x faster than --jobs 1. It calls the code path of ``medbench materialize`` in-process
@@ -25,7 +25,7 @@ from bench import _bench_family as fam
 from bench._chat_server import LoopbackChatServer, Reply
 
 
-def _materialise(specs: Path, data: Path, jobs: int, quiet: bool = True):
+def _materialize(specs: Path, data: Path, jobs: int, quiet: bool = True):
     from pipelines.dagster.orchestrate import materialize_selection
     from warehouse.layout import DataDir
 
@@ -36,7 +36,7 @@ def _materialise(specs: Path, data: Path, jobs: int, quiet: bool = True):
         report = materialize_selection(demo=True, data=DataDir(data), jobs=jobs, pools=[f"cpu={jobs}", f"api={jobs}"])
     seconds = time.perf_counter() - start
     if not report.ok:
-        raise SystemExit(f"materialisation failed:\n{report.render()}")
+        raise SystemExit(f"materialization failed:\n{report.render()}")
     statuses = [o.status for o in report.outcomes]
     return seconds, statuses
 
@@ -56,16 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     with fam.register(), tempfile.TemporaryDirectory(prefix="medbench-bench-") as tmp:
         root = Path(tmp)
         specs = fam.write_specs(root / "specs", args.items, args.n)
-        first, st1 = _materialise(specs, root / "data", args.jobs)
+        first, st1 = _materialize(specs, root / "data", args.jobs)
         print(f"first pass   N={args.n:5d} evaluations x {args.items} items, --jobs {args.jobs}: {first:8.1f} s "
               f"({first / args.n:.3f} s per evaluation; {st1.count('ran')} ran)", flush=True)
-        again, st2 = _materialise(specs, root / "data", args.jobs)
+        again, st2 = _materialize(specs, root / "data", args.jobs)
         print(f"reused pass  N={args.n:5d} evaluations: {again:8.2f} s ({1000 * again / args.n:.1f} ms per partition; "
               f"{st2.count('reused')} reused)  target < 10 s at N=1000", flush=True)
         with LoopbackChatServer(lambda iid, attempt: Reply(delay_s=args.io_delay)) as server:
             io_specs = fam.write_specs(root / "io-specs", args.io_items, args.io_evals, base_url=server.base_url)
-            t1, _ = _materialise(io_specs, root / "io-1", 1)
-            t4, _ = _materialise(io_specs, root / "io-4", 4)
+            t1, _ = _materialize(io_specs, root / "io-1", 1)
+            t4, _ = _materialize(io_specs, root / "io-4", 4)
         print(f"I/O-bound    {args.io_evals} evaluations x {args.io_items} items, {1000 * args.io_delay:.0f} ms replies: "
               f"--jobs 1 {t1:.1f} s, --jobs 4 {t4:.1f} s ({t1 / t4:.2f}x)  target >= 3x", flush=True)
     return 0

@@ -23,7 +23,7 @@ releases) and measures:
 
 The second publish is incremental (``warehouse.delta``: the previous file copied, the change applied),
 so its time is meant to stay near flat as the board grows; it still goes through
-``warehouse.publish`` directly, not ``engine.release``'s ``release()``.
+``warehouse.publish`` directly, not ``engine.release``'s ``publish_results()``.
 
 It prints each size, then the ratios of the largest size to the smallest against the ratio of
 sizes: "linear" when the time ratio is at most 1.5x the size ratio (a margin for noise).

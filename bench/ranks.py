@@ -18,6 +18,8 @@ Joint coverage at ties: five exactly tied models, one better, two worse (true ra
 marginal percentile intervals' share (target: the sets' share >= 95% - 2 SE).
 
     python -m bench.ranks [--tiny]
+
+Its file name is shared on purpose: each benchmark is named after what it measures.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ same requests sent one at a time: the ratio shows what concurrency buys, and the
 costs no correctness.
 
     python -m bench.submissions [--submissions 1000] [--smoke]
+
+Its file name is shared on purpose: each benchmark is named after what it measures.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``python -m bench.ui_backfill [--extra 16] [--per-partition K] [--tiny]`` copies the specs with
 ``--extra`` more rule models on vitaldb-ioh@0 (copies of ``medbench/neg-last-map``) into a scratch
-specs directory, materialises the vitaldb-ioh demo once with the CLI, then starts ``dagster-daemon``
+specs directory, materializes the vitaldb-ioh demo once with the CLI, then starts ``dagster-daemon``
 on that instance (the checkout's dagster.yaml: queued runs, pool limits) and times, in the same
 run, over the same all-reused partitions:
 
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         first = _cli(env)
         n = 4 + extra
         k = min(n, args.per_partition) if args.per_partition > 0 else n
-        print(f"setup: {n} vitaldb-ioh@0 evaluations materialised by the CLI in {first:.1f} s", flush=True)
+        print(f"setup: {n} vitaldb-ioh@0 evaluations materialized by the CLI in {first:.1f} s", flush=True)
         sync_partitions(env)
         with DagsterUI(env, root / "logs") as ui:
             ranged, spans = _ranged_backfill(ui, home)

@@ -1,9 +1,9 @@
 """Shared fixtures for every lane: published warehouses built from synthetic catalogs (shared read-only,
-or one per test), the website's warehouses, and the demo materialised once per session through the real
+or one per test), the website's warehouses, and the demo materialized once per session through the real
 `medbench materialize --demo` path.
 
 Tests are laid out by layer: ``unit/<package>/`` (the fast lane: ``pytest tests/unit``), ``contract/``
-(the API's JSON contract, OpenAPI snapshot, clients, MCP), ``e2e/`` (materialise, serve, browser,
+(the API's JSON contract, OpenAPI snapshot, clients, MCP), ``e2e/`` (materialize, serve, browser,
 benches at tiny size), ``faults/`` (a fault per test, against real processes; slow lane). Helpers that
 tests import live in ``support/``; fixtures live here.
 """
@@ -27,7 +27,7 @@ _KEY_DIR: str | None = None
 
 def pytest_configure(config: pytest.Config) -> None:
     """Signing keys for the whole run (``warehouse.keys``), in one temporary directory removed at the end:
-    demo materialisations keep their per-data-directory keys there (``MEDBENCH_KEY_HOME``), never under
+    demo materializations keep their per-data-directory keys there (``MEDBENCH_KEY_HOME``), never under
     the user's ~/.config, and publishes of real data sign with one test key (``MEDBENCH_SIGNING_KEY``).
     Specs with secret values outside demo data directories hash under one test identity key
     (``MEDBENCH_IDENTITY_KEY``, ``pipelines.core.identity_form``). Subprocesses inherit all three.
@@ -51,7 +51,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that needs the whole demo materialised in a subprocess is slow by construction: it goes
+    """A test that needs the whole demo materialized in a subprocess is slow by construction: it goes
     to the slow lane (which CI runs) whatever its module says."""
     for item in items:
         if "demo_data" in getattr(item, "fixturenames", ()):
@@ -60,7 +60,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory with the demo materialised once (shared, treat as read-only)."""
+    """A data directory with the demo materialized once (shared, treat as read-only)."""
     data = tmp_path_factory.mktemp("demo-data")
     run_medbench("materialize", "--demo", data=data)
     return data

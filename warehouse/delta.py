@@ -34,7 +34,7 @@ import duckdb
 import msgspec
 
 from warehouse.layout import DataDir
-from warehouse.portable import _RUN_ID, DEFAULT_KIND_COLUMNS, _columns, _quoted, insert_releases, table_name
+from warehouse.portable import RUN_ID_FROM_FILENAME, DEFAULT_KIND_COLUMNS, relation_columns, quoted_file_list, insert_releases, table_name
 from warehouse.records import ResultRecord
 from warehouse.releases import ReleaseRecord
 from warehouse.schema import BaselineComparisonRow, LeaderboardRankRow, Row, column_names, insert_rows, select_sql
@@ -140,15 +140,15 @@ def add_predictions(con: duckdb.DuckDBPyConnection, data: DataDir, new: Sequence
         if not files[kind]:
             continue
         table = table_name(kind)
-        source = f"read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)"
-        present = _columns(con, f"SELECT * FROM {source}")
+        source = f"read_parquet([{quoted_file_list(files[kind])}], union_by_name = true, filename = true)"
+        present = relation_columns(con, f"SELECT * FROM {source}")
         casts = [f"CAST({c} AS {t}) AS {c}" for c, t in declared.items() if c in present]
-        select = (f"SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename)"
+        select = (f"SELECT {RUN_ID_FROM_FILENAME} AS run_id, * EXCLUDE (filename)"
                   f"{f' REPLACE ({chr(44).join(casts)})' if casts else ''} FROM {source}")
         if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
             raise NotIncremental(f"{table} is empty")
-        have = _columns(con, table)
-        if any(have.get(name) != typ for name, typ in _columns(con, select).items()):
+        have = relation_columns(con, table)
+        if any(have.get(name) != typ for name, typ in relation_columns(con, select).items()):
             raise NotIncremental(f"a new predictions file does not fit {table}'s columns")
         con.execute(f"INSERT INTO {table} BY NAME {select}")
 

@@ -15,6 +15,9 @@ Every public key that ever signed is listed in ``<data>/releases/keys.json`` (``
 kept for ever beside the release log), with ``valid_from`` and ``valid_until``: a new key adds an
 entry and closes the open one's ``valid_until``, and no entry is ever removed, so results signed
 under an old key stay verifiable after a rotation. ``GET /v1/keys`` serves this file.
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class SigningKeyError(RuntimeError):
 
 
 class PublicKey(msgspec.Struct, kw_only=True):
-    """One entry of the keys file and of ``GET /v1/keys`` (CONTRACT.md "Signatures")."""
+    """One entry of the keys file and of ``GET /v1/keys`` (docs/api.md, "Signatures")."""
 
     key_id: str
     algorithm: str
@@ -160,8 +163,8 @@ def signing_key(data: DataDir, log: Callable[[str], None]) -> SigningKey:
             raise SigningKeyError(f"{KEY_ENV}={configured} lies inside the data directory {data.root}, which is "
                                   "served and copied; move the private key outside it and point "
                                   f"{KEY_ENV} there")
-        return load_key(path, demo=data.kind() == "demo")
-    if data.kind() != "demo":
+        return load_key(path, demo=data.demo_or_real() == "demo")
+    if data.demo_or_real() != "demo":
         raise SigningKeyError(f"no signing key: set {KEY_ENV} to the path of an Ed25519 private key (PEM) outside "
                               f"{data.root} (make one with `openssl genpkey -algorithm ed25519 -out KEY.pem`)")
     path = demo_key_path(data)

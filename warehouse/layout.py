@@ -1,8 +1,9 @@
 """Where everything lives inside one data directory (``MEDBENCH_DATA``).
 
 One place names every path so that the pipeline (writer), the API (reader) and analysts agree.
-A data directory holds either demo or real results, never both: its kind is recorded once in
-``KIND`` and every writer checks it.
+A data directory holds either demo or real results, never both: which of the two is recorded once
+in ``KIND`` and every writer checks it (``demo_or_real()``; "kind" alone means a task kind,
+docs/concepts.md, "Glossary").
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 RUN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 
 
-class DataKindError(RuntimeError):
+class DemoOrRealError(RuntimeError):
     """Refusal to put demo results into a real data directory, or the reverse."""
 
 
@@ -55,28 +56,28 @@ class DataDir:
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root).resolve() if root else data_root()
 
-    # -- kind (demo | real) -----------------------------------------------------------
+    # -- demo or real -------------------------------------------------------------------
     @property
-    def kind_file(self) -> Path:
+    def demo_or_real_file(self) -> Path:
         return self.root / "KIND"
 
-    def kind(self) -> str | None:
+    def demo_or_real(self) -> str | None:
         from warehouse.files import read_regular
 
-        return read_regular(self.kind_file).decode().strip() if self.kind_file.exists() else None
+        return read_regular(self.demo_or_real_file).decode().strip() if self.demo_or_real_file.exists() else None
 
-    def claim(self, kind: str) -> None:
-        """Record the kind on first use; refuse to mix kinds afterwards."""
-        if kind not in ("demo", "real"):
-            raise ValueError(kind)
-        current = self.kind()
+    def claim(self, demo_or_real: str) -> None:
+        """Record demo or real on first use; refuse to mix the two afterwards."""
+        if demo_or_real not in ("demo", "real"):
+            raise ValueError(demo_or_real)
+        current = self.demo_or_real()
         if current is None:
             self.root.mkdir(parents=True, exist_ok=True)
-            self.kind_file.write_text(kind + "\n")
-        elif current != kind:
-            raise DataKindError(
-                f"{self.root} holds {current} results; refusing to materialise {kind} results into it. "
-                f"Use another data directory (set {DATA_ENV}=/some/other/dir) for {kind} results."
+            self.demo_or_real_file.write_text(demo_or_real + "\n")
+        elif current != demo_or_real:
+            raise DemoOrRealError(
+                f"{self.root} holds {current} results; refusing to materialize {demo_or_real} results into it. "
+                f"Use another data directory (set {DATA_ENV}=/some/other/dir) for {demo_or_real} results."
             )
 
     # -- inputs -------------------------------------------------------------------------

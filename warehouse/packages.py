@@ -12,6 +12,9 @@ The wheel is never opened in this process: ``wheel_inspector.py`` does it in a c
 CPU, memory and time limits (a zip bomb kills the child, not the API server). This process adds
 the checks that need medbench's own knowledge: the names a package may not take (``RESERVED_NAMES``
 and every distribution installed with medbench). docs/official-tier.md lists what is refused and why.
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations

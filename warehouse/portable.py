@@ -42,7 +42,7 @@ _ARROW_SQL = {"string": "VARCHAR", "large_string": "VARCHAR", "bool": "BOOLEAN",
 # letter, score's an integer 0/1 (so ``avg(label)`` works).
 DEFAULT_KIND_COLUMNS: dict[str, dict[str, str]] = {"choice": {"label": "VARCHAR"}, "score": {"label": "INTEGER"}}
 PREDICTION_TABLES = {k: (f"predictions_{k}", cols["label"]) for k, cols in DEFAULT_KIND_COLUMNS.items()}
-_RUN_ID = r"regexp_extract(filename, '([0-9a-f]{12})/predictions\.parquet$', 1)"
+RUN_ID_FROM_FILENAME = r"regexp_extract(filename, '([0-9a-f]{12})/predictions\.parquet$', 1)"
 _KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _LIST_OF = re.compile(r"^(?:large_)?list<(?:item|element): (\w+)>$")
 
@@ -57,7 +57,7 @@ def empty_view_columns(schemas: Sequence[Any]) -> list[tuple[str, str]]:
     return list(cols.items())
 
 
-def _quoted(files: Sequence[str]) -> str:
+def quoted_file_list(files: Sequence[str]) -> str:
     return ", ".join("'" + f.replace("'", "''") + "'" for f in sorted(files))
 
 
@@ -68,7 +68,7 @@ def table_name(kind: str) -> str:
     return f"predictions_{kind}"
 
 
-def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
+def relation_columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
     return {name: typ for name, typ, *_ in con.execute(f"DESCRIBE {relation}").fetchall()}
 
 
@@ -103,12 +103,12 @@ def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, resu
         table = table_name(kind)
         tables.append(table)
         if files[kind]:
-            source = f"read_parquet([{_quoted(files[kind])}], union_by_name = true, filename = true)"
-            present = _columns(con, f"SELECT * FROM {source}")
+            source = f"read_parquet([{quoted_file_list(files[kind])}], union_by_name = true, filename = true)"
+            present = relation_columns(con, f"SELECT * FROM {source}")
             casts = [f"CAST({c} AS {t}) AS {c}" for c, t in declared.items() if c in present]
             casts += [f"unnest({c}) AS {c}" for c in unnest.get(kind, ()) if c in present and c not in declared]
             replace = f" REPLACE ({', '.join(casts)})" if casts else ""
-            con.execute(f"CREATE TABLE {table} AS SELECT {_RUN_ID} AS run_id, * EXCLUDE (filename){replace} "
+            con.execute(f"CREATE TABLE {table} AS SELECT {RUN_ID_FROM_FILENAME} AS run_id, * EXCLUDE (filename){replace} "
                         f"FROM {source}")
         else:
             cols = dict(empty_view_columns(schemas_of.get(kind, [])))
@@ -122,7 +122,7 @@ def create_prediction_tables(con: duckdb.DuckDBPyConnection, data: DataDir, resu
     # A kind whose table unnests per-grade lists (one row per grade) joins the view with one row per
     # item: its per-grade columns stay in its own table, so the view keeps one row per (run, instance).
     per_grade = {table_name(kind): unnest.get(kind, ()) for kind in typed}
-    columns = {table: _columns(con, table) for table in tables}
+    columns = {table: relation_columns(con, table) for table in tables}
     shapes = {table: {c: t for c, t in columns[table].items() if c not in per_grade.get(table, ())}
               for table in tables}
     types: dict[str, set[str]] = {}

@@ -74,7 +74,7 @@ class Catalog:
     # Rank rows computed by the pipeline (``pipelines.engine.ranking``) from the results' predictions: derived
     # from ``results`` alone, so not part of the content hash.
     ranks: list[LeaderboardRankRow] = field(default_factory=list)
-    # rows of ``baseline_comparisons`` (computed by pipelines.engine.baseline, handed in as data)
+    # rows of ``baseline_comparisons`` (computed by pipelines.engine.reference_model, handed in as data)
     baseline_comparisons: list[dict[str, Any]] = field(default_factory=list)
     # the tasks' predictions schemas (pyarrow, handed in by the pipeline): the ``predictions`` view's
     # columns while no predictions file exists; derived from ``tasks``, so not part of the content hash

@@ -104,7 +104,7 @@ class Published:
 
     @property
     def status(self) -> str:
-        """current | superseded | withdrawn (CONTRACT.md "Result status")."""
+        """current | superseded | withdrawn (docs/api.md, "Releases, withdrawals and supersession")."""
         return "withdrawn" if self.withdrawn else "superseded" if self.superseded_by else "current"
 
 

@@ -2,7 +2,10 @@
 
 The pipeline writes one ``result.json`` per run next to its predictions; the publisher loads
 them into DuckDB and the API serves them. A single Struct shared by both sides keeps the JSON
-names of CONTRACT.md in one place.
+names of a Result (docs/api.md, "Routes") in one place.
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations

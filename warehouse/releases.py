@@ -17,6 +17,9 @@ no whitespace, msgspec's encoding, the form the warehouse hashes content with). 
 an optional ``sign`` callable, ``sign(manifest_bytes) -> {key_id, value, signed}``; its answer is
 stored as the record's ``signature`` (None when no signer is configured). This module imports no
 cryptography: the signer is handed in.
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ MANIFEST_FORMAT = 1
 
 
 class ReleaseRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of the release log (CONTRACT.md "Releases"): the listing's fields, then the manifest."""
+    """One line of the release log (docs/api.md, "Releases, withdrawals and supersession"): the listing's fields, then the manifest."""
 
     id: str
     published_at: str  # ISO 8601, UTC

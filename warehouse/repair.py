@@ -13,7 +13,7 @@ warehouse is repaired by the next publish, which owns these files:
 - an unchanged publish (same content) still makes the pointer name the current version and the
   analysts' ``medbench.duckdb`` link point at its file, which a kill between the two switches, or a
   hand edit, may have left behind;
-- a materialisation that publishes nothing (every result reused, and the version readers would
+- a materialization that publishes nothing (every result reused, and the version readers would
   serve ``holds`` every finished one) still calls ``repair_current``: a pointer naming a missing or
   damaged version, or holding garbage, is pointed at that version without building a new one (a
   repair is not a release), so a server on its fallback switches back at its next pointer check.
@@ -163,7 +163,7 @@ def holds(data: DataDir, version: str, results: Iterable[ResultRecord]) -> bool:
 def repair_current(data: DataDir) -> list[str]:
     """Without publishing: make ``CURRENT`` (and the analysts' link) name the version readers would
     serve, the pointer's when sound, else the newest sound kept one (``warehouse.versions.choose``).
-    For a materialisation that publishes nothing: its caller checked that version ``holds`` every
+    For a materialization that publishes nothing: its caller checked that version ``holds`` every
     finished result. Under ``publish_lock``, so it never races a publish. Returns the repair lines."""
     if not data.warehouse.is_dir():
         return []

@@ -10,6 +10,9 @@ a public 503 body; the details (paths, DuckDB's own message) belong in the log.
 A damaged pointer is never repaired by a reader (the server may run as another user, and readers
 must stay read-only); the next publish repairs it (``warehouse.publish``), and so does every
 ``medbench materialize``, even one that publishes nothing (``warehouse.repair.repair_current``).
+
+Its file name is shared on purpose: the published data's module; the route or command of the same
+name serves it.
 """
 
 from __future__ import annotations

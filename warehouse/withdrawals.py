@@ -5,7 +5,7 @@ folder (``result.json``, predictions), its page and its JSON; it leaves current 
 lookups, is shown as withdrawn with its reason and date, and stays in the releases published before.
 The withdrawal is a line appended to ``<data>/releases/withdrawals.jsonl`` (``DataDir.withdrawal_log``),
 beside the release log and outside every warehouse version, so it survives pruning and is never
-rewritten. A withdrawn run id is never recomputed under the same id (rule one): the materialiser
+rewritten. A withdrawn run id is never recomputed under the same id (rule one): the materializer
 lists it with its reason and goes on.
 """
 

@@ -15,7 +15,7 @@ last two seconds is hashed at each request, as its timestamps may not yet tell a
 A file that does not match, or that the server cannot read, answers ``503 artifact_unavailable``
 naming the cause (no path), with no ETag and no reuse counted. So does a published result whose file
 is missing (not a 404: the run exists, the server lost its file), saying which command a maintainer
-runs to re-materialise it.
+runs to re-materialize it.
 """
 
 import asyncio
@@ -67,7 +67,7 @@ def artifact_missing(record: ResultRecord) -> ApiError:
     demo = " --demo" if record.demo else ""
     return ApiError(503, "artifact_unavailable",
                     f"the predictions file of {record.run_id!r} is missing from the server's data directory although "
-                    f"its result is published; a maintainer should re-materialise it (medbench materialize{demo} "
+                    f"its result is published; a maintainer should re-materialise it (medbench materialize{demo} "  # vocab: keep (a /v1 body)
                     f"--task {record.task} --model {record.model.slug} --force)")
 
 

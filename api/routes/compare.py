@@ -6,6 +6,9 @@ the two predictions files of the served version and memoises the answer with tha
 bodies, so a repeat costs a dictionary lookup and a new publish starts afresh. The bootstrap runs
 in a worker thread: at full scale an AUROC comparison takes seconds and must not stall other
 requests. The website's compare page calls ``comparison`` too, so both show the same numbers.
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
 """
 
 from __future__ import annotations

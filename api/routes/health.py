@@ -24,7 +24,7 @@ from api.service import Service
 
 
 class Health(schemas.Health, kw_only=True, omit_defaults=True):
-    """``schemas.Health`` plus where the served version comes from (CONTRACT.md allows added fields)."""
+    """``schemas.Health`` plus where the served version comes from (a body may gain fields: docs/api.md, "Routes")."""
 
     served_from: Literal["pointer", "fallback"] = "pointer"
     pointer_version: str | None = None

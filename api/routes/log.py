@@ -7,6 +7,9 @@ while it verifies (every hash recomputed, the checkpoint's signature and its key
 checked) and answers ``log_unavailable`` (503) otherwise; proofs are against the verified
 checkpoint, which each proof carries (docs/transparency-log.md). Encoded proofs and the checkpoint
 are kept in the verified view, so a proof costs one lookup until the log changes.
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
 """
 
 from collections.abc import Callable

@@ -1,4 +1,8 @@
-"""``GET /v1/openapi.json``: the machine-readable contract (available even before a publish)."""
+"""``GET /v1/openapi.json``: the machine-readable contract (available even before a publish).
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
+"""
 
 from collections.abc import Callable
 from typing import Any

@@ -5,6 +5,9 @@ sha256 is the result's ``provenance.package_sha256``, part of its run id) can be
 checked by anyone. The run id is checked before it names a path; only results with a package are
 answered; the file must resolve inside the data directory's ``packages`` folder; and its sha256
 is checked against the published one (cached per version and file identity) before it is served.
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
 """
 
 import asyncio

@@ -5,6 +5,9 @@ The GETs read the submissions store, not the published warehouse: a submission's
 a publish, so their answers are never cached (``Cache-Control: no-cache``; the ETag still lets a
 poller revalidate cheaply). The POST's work is ``api.submission_desk``; with ``medbench serve
 --read-only`` (no desk) it answers ``method_not_allowed`` 405 like every other write.
+
+Its file name is shared on purpose: each route's module is named after its path (docs/api.md),
+beside the module that holds what the route serves.
 """
 
 from __future__ import annotations

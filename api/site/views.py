@@ -295,7 +295,7 @@ def task_intervals(tables: Tables, task: TaskEntry) -> list[tuple[str, str]]:
 
 
 def comparison_method(task: TaskEntry) -> str:
-    """The task's paired comparison (``/v1/compare``, the baseline difference) in words, from its kind."""
+    """The task's paired comparison (``/v1/compare``, the difference to the reference model) in words, from its kind."""
     try:
         return kind_of(task.kind).comparison_method
     except KeyError:

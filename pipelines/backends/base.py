@@ -5,6 +5,9 @@ GenerationStore); score tasks talk to *window scorers* (windows in, one float pe
 Keeping that split means the parser and the metrics never know which backend produced the data.
 The shapes are the core's (``pipelines.core.outcomes``, ``pipelines.core.protocols``), named here
 for the backend modules that build on them.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ answers (a ``TextChoice`` through a text generator, a ``FitAndScore`` through a 
 its own settings only: the task's token cap and its step length arrive as arguments. Heavy
 libraries (torch, transformers, vllm, sklearn) are imported inside the backend that runs them, so
 choosing a rule model never pays for them.
+
+Its file name is shared on purpose: the built-in backends, in ``pipelines.core.registry``'s one
+generic ``Registry``.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ class RuleBackend(_WindowScoring):
 
     def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
         """The simulated judge grades the generated demo answers only."""
-        if data is not None and self.demo_only(model) and data.kind() != "demo":
+        if data is not None and self.demo_only(model) and data.demo_or_real() != "demo":
             return DEMO_ONLY
         return None
 
@@ -110,7 +113,7 @@ class ReplayBackend(_Builtin):
 
     def not_runnable_reason(self, model: ModelSpec, data: DataDir | None = None) -> str | None:
         """A ``demo_only`` replay (the simulated panel) answers the generated demo items only."""
-        if data is not None and self.demo_only(model) and data.kind() != "demo":
+        if data is not None and self.demo_only(model) and data.demo_or_real() != "demo":
             return DEMO_ONLY
         return None
 

@@ -4,7 +4,7 @@ Why: a replay model's outputs are its weights. Before this, the generation key a
 the file's *path*, so a file replaced under the same path (right answers -> all "A") reused the
 old outputs and republished the old score. The loader now sets the model's effective revision to
 ``sha256:<hex>`` of the file's bytes, so the content enters the model spec hash, the generation key
-and the run id through the fields DESIGN's formula already has. A relative ``outputs`` is resolved
+and the run id through the fields the run id's formula already has (docs/concepts.md, "Run ids"). A relative ``outputs`` is resolved
 against the spec file's folder (never the current directory) and kept, as an absolute path, in the
 settings' local field ``resolved``, which is neither hashed nor published.
 """

@@ -11,6 +11,9 @@ Defaults are today's behaviour; a field equal to its default is left out of the 
 the generation key (``pipelines.core.canonical``), while results publish every key, defaults
 included, as ``config.backend_settings``; tests/unit/pipelines/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
 backend that runs them.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

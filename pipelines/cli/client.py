@@ -4,12 +4,15 @@ The commands are derived from the table of read questions (``api.questions``: a 
 names the command and each parameter's ``CliArg`` how it is given); this module adds how each prints.
 One module registers all of them because they share everything but the route: ``--api-url``
 (default ``$MEDBENCH_API_URL``, else the local server), ``--json`` (print the server's JSON as
-is), and the exit codes of CONTRACT.md: 0 found, 1 not found (including a lookup answered
+is), and the exit codes of docs/cli.md ("The client"): 0 found, 1 not found (including a lookup answered
 ``not_evaluated``), 2 usage error (argparse, or the server's ``invalid_parameter``), 3 server
 unreachable. Answers are decoded by ``api.client`` into the ``api.schemas`` Structs and turned back
 into plain JSON for printing. Building the parser reads the table (``api.questions``: msgspec and
 ``api.schemas``, no Litestar); httpx is imported only when a command runs: a look-up must not pay
 for Dagster.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
-"""``medbench demo``: materialise everything on the built-in demo data, print the leaderboards,
-then serve the API and the site from it (the README's first command ends here)."""
+"""``medbench demo``: materialize everything on the built-in demo data, print the leaderboards,
+then serve the API and the site from it (the README's first command ends here).
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ import os
 import sys
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="materialise the demo data, then serve it")
+    p = sub.add_parser("demo", help="materialize the demo data, then serve it")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--no-serve", action="store_true", help="stop after materialising and printing the leaderboards")
+    p.add_argument("--no-serve", action="store_true", help="stop after materializing and printing the leaderboards")
     p.set_defaults(func=run)
 
 
@@ -28,15 +32,15 @@ def run(args: argparse.Namespace) -> int:
     from warehouse.layout import DATA_ENV, DataDir, data_root
 
     # The one default data directory (``./data``, or MEDBENCH_DATA), as every other command: what the
-    # demo materialises is what `medbench sql`, `tokens create` or `serve` then find (docs/concepts.md).
+    # demo materializes is what `medbench sql`, `tokens create` or `serve` then find (docs/concepts.md).
     os.environ[DATA_ENV] = str(data_root())
-    # The result_page links of what is materialised here point at the port served below (unless
+    # The result_page links of what is materialized here point at the port served below (unless
     # MEDBENCH_PUBLIC_URL says where the site really is): `pipelines/dagster/assets/evaluation_records.py`.
     os.environ[SITE_URL_ENV] = site_url(args.host, args.port)
     data = DataDir()
     log_path = data.root / "logs" / "demo.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    print(f"materialising the demo in {data.root} (a few minutes; Dagster's log: {log_path})", flush=True)
+    print(f"materializing the demo in {data.root} (a few minutes; Dagster's log: {log_path})", flush=True)
     try:
         # The summary is the demo's output; Dagster's run lines go to the log file (docs/cli.md).
         with open(log_path, "a", encoding="utf-8") as log, contextlib.redirect_stdout(log), \
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"medbench demo: {exc} (Dagster's log: {log_path})", file=sys.stderr)
         return 1
     print(report.render())
-    print(f"Dagster's log of this materialisation: {log_path}")
+    print(f"Dagster's log of this materialization: {log_path}")
     if not report.ok:
         return 1
     print()

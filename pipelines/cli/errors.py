@@ -3,8 +3,11 @@
 Why: a spec typo or a bad outputs file used to end in a ~20-line traceback with the one useful
 line (``file: key: problem``) somewhere inside it. Errors in what a person handed us (spec files,
 replay/outputs files, an installed plug-in that does not implement its protocol, the data
-directory's kind) are theirs to fix: one line on stderr, exit 2 (CONTRACT.md). Anything else is ours: one line ``error: ...`` and a hint to rerun with
+directory's demo or real) are theirs to fix: one line on stderr, exit 2 (docs/cli.md, "Errors a person can act on"). Anything else is ours: one line ``error: ...`` and a hint to rerun with
 ``--debug``, which shows the whole traceback, exit 1.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from pipelines.core.conformance import PluginError
     from pipelines.engine.specs import SpecError
     from warehouse.keys import SigningKeyError
-    from warehouse.layout import DataKindError
+    from warehouse.layout import DemoOrRealError
     from warehouse.tlog.audit import LogIntegrityError
 
-    return (SpecError, ReplayError, PluginError, DataKindError, SigningKeyError, LogIntegrityError,
+    return (SpecError, ReplayError, PluginError, DemoOrRealError, SigningKeyError, LogIntegrityError,
             msgspec.ValidationError)
 
 

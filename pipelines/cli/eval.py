@@ -4,7 +4,7 @@
    stops (exit 0): nothing runs, nothing heavy is even imported.
 2. The API cannot be reached: say so, then look in the local published warehouse of
    ``MEDBENCH_DATA``; a result there is printed and the command stops the same way.
-3. Only when neither has the pair (or with ``--force``) is that one partition materialised
+3. Only when neither has the pair (or with ``--force``) is that one partition materialized
    locally through Dagster (inputs, predictions, metrics, publish: the same assets, checks and run
    history as ``medbench materialize`` and the UI), with Dagster's progress on stderr; the command
    then says where the result was published (run id, data directory, DuckDB file). Rule one also
@@ -14,7 +14,7 @@
 ``--judge SLUG`` (a task graded by a judge model): the pair's stored answers regraded by that judge,
 the answering model not called (``pipelines.cli.regrade``); steps 1-2 look for that judge's result.
 
-The data directory's kind decides demo or real data: ``--demo`` asks for demo data, and a data
+Whether the data directory holds demo or real results decides the data: ``--demo`` asks for demo data, and a data
 directory that already holds demo results is evaluated on demo data. Exit codes: 0 a result exists
 or was made; 1 the evaluation failed or cannot run here; 2 usage error (unknown model or task, a
 model whose spec does not list the task, an ambiguous provider id, a data directory of the other
@@ -163,7 +163,7 @@ def _local_published(args: argparse.Namespace, task: TaskSpec, model: ModelSpec)
 
 
 def _evaluate(args: argparse.Namespace, resolved=None) -> int:
-    """Materialise the pair locally; ``resolved`` is _resolve's answer when run() already has it."""
+    """Materialize the pair locally; ``resolved`` is _resolve's answer when run() already has it."""
     if resolved is None:
         resolved = _resolve(args)
     if isinstance(resolved, int):
@@ -175,7 +175,7 @@ def _evaluate(args: argparse.Namespace, resolved=None) -> int:
     from warehouse.layout import DataDir
 
     data = DataDir()
-    demo = args.demo or data.kind() == "demo"
+    demo = args.demo or data.demo_or_real() == "demo"
     say(args, f"evaluating {model.slug} on {task.ref} locally through Dagster in {data.root}"
         f"{' on demo data' if demo else ''}{' (--force)' if args.force else ''}")
     try:

@@ -12,6 +12,9 @@ that the log extends it. ``rebuild`` re-derives the index and the hashes from ``
 after it was restored from a backup or a replica, then verifies. Exit 0 the log verifies; 1 it
 does not (one line says why and what to do); 2 usage error. docs/transparency-log.md explains
 the format and the restore.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

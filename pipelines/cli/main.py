@@ -4,7 +4,7 @@ Each subcommand lives in its own module under ``pipelines.cli`` exposing
 ``add_parser(subparsers)`` (which sets ``func``) and importing anything heavy only inside its
 ``run``: a client command such as ``medbench lookup`` must not pay for importing Dagster. One
 module may register several subcommands (``client`` registers all the read-only API commands).
-Exit codes follow CONTRACT.md (argparse's own usage errors exit 2). An error that reaches here is
+Exit codes follow docs/cli.md, "The client" (argparse's own usage errors exit 2). An error that reaches here is
 printed as one line (``pipelines.cli.errors``): spec and input errors exit 2, anything else 1;
 ``--debug`` (anywhere on the command line) shows the traceback instead.
 """

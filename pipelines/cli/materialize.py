@@ -1,6 +1,6 @@
 """``medbench materialize [--demo] [--task T]... [--model M]... [--force] [--jobs N] [--dry-run] [--max-cost USD] [--lock-wait S]``.
 
-Materialises through Dagster (the same assets, checks and run history as the UI), not around it:
+Materializes through Dagster (the same assets, checks and run history as the UI), not around it:
 inputs (when not already current), rule one for every selected partition before any run (reuses
 reported at once), the partitions that need work as concurrent runs bounded by ``--jobs`` and the
 pool limits of dagster.yaml, then the publish. Exit 0 when every selected partition ran, was
@@ -17,7 +17,7 @@ import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("materialize", help="materialise snapshots, evaluations and the published warehouse")
+    p = sub.add_parser("materialize", help="materialize snapshots, evaluations and the published warehouse")
     p.add_argument("--demo", action="store_true", help="use the built-in generated demo data (real formats)")
     p.add_argument("--task", action="append", default=[], metavar="T", help="task slug or slug@version (repeatable)")
     p.add_argument("--model", action="append", default=[], metavar="M", help="model slug or provider id (repeatable)")
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-cost", type=float, default=None, metavar="USD",
                    help="refuse to start when the evaluations to run are estimated above USD")
     p.add_argument("--refresh-inputs", action="store_true",
-                   help="rematerialise snapshots and instances even when they look current")
+                   help="rematerialize snapshots and instances even when they look current")
     p.add_argument("--lock-wait", type=float, default=None, metavar="S",
                    help="when another process is evaluating a selected partition, wait up to S seconds for it, "
                         "then reuse its result (default: MEDBENCH_PARTITION_WAIT_S, else 600)")

@@ -65,7 +65,7 @@ def run_submission(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.dagster.plugins import specs as load_specs
-    from pipelines.engine.release import release
+    from pipelines.engine.release import publish_results
     from pipelines.official.evaluate import Submitter, evaluate_official
     from pipelines.official.package import PackageFailed
     from pipelines.official.policy import from_env
@@ -93,5 +93,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"{record.tier} result {record.run_id}: {record.model.slug} on {record.task}, {p.name} {p.value:.4f} "
           f"[{p.ci_low:.4f}, {p.ci_high:.4f}], package {record.provenance.package_sha256}")
     if not args.no_publish:
-        release(specs, data, log)
+        publish_results(specs, data, log)
     return 0

@@ -49,13 +49,13 @@ def _fail(message: str, code: int) -> int:
 def regrade(args: argparse.Namespace, specs: Any, task: Any, model: Any) -> int:
     from pipelines.core.protocols import NotRunnable
     from pipelines.engine import evaluate as engine
-    from pipelines.engine.release import release
+    from pipelines.engine.release import publish_results
     from warehouse.layout import DataDir
 
     data = DataDir()
     try:
-        original = engine.plan(specs, data, task.ref, model.slug)
-        ev = engine.plan(specs, data, task.ref, model.slug, judge=args.judge)
+        original = engine.resolve_evaluation(specs, data, task.ref, model.slug)
+        ev = engine.resolve_evaluation(specs, data, task.ref, model.slug, judge=args.judge)
     except KeyError as exc:
         return _fail(str(exc.args[0]), 2)
     except ValueError as exc:
@@ -74,7 +74,7 @@ def regrade(args: argparse.Namespace, specs: Any, task: Any, model: Any) -> int:
         ev = replace(ev, backend=NoAnswering(ev.backend, model.slug))
         engine.make_predictions(ev, data, log)
         record = engine.compute_metrics(ev, specs, data, log)
-        release(specs, data, log)
+        publish_results(specs, data, log)
     except AnsweringRefused as exc:
         return _fail(str(exc), 1)
     except NotRunnable as exc:

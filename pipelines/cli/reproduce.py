@@ -1,12 +1,12 @@
-"""``medbench reproduce RUN_ID``: re-materialise a published result from scratch and compare.
+"""``medbench reproduce RUN_ID``: re-materialize a published result from scratch and compare.
 
 1. Fetch the result from the API (``--api-url``), or, when the API cannot be reached or does not
    have it, from the local published warehouse (``MEDBENCH_DATA``).
 2. Check that this checkout can make the same experiment: the recorded task and model spec
    hashes must equal the local specs' (otherwise the differing spec is named and the command exits
    1 without running anything).
-3. Re-materialise that one (task version, model) partition through Dagster in a scratch data
-   directory of the same kind (demo results are reproduced on demo data; real ones read the
+3. Re-materialize that one (task version, model) partition through Dagster in a scratch data
+   directory of the same sort (demo results are reproduced on demo data; real ones read the
    sources again, honouring ``MEDBENCH_CLINICALQA_SOURCE`` / ``MEDBENCH_VITALDB_SOURCE`` mirrors),
    with its own Dagster home, so nothing is reused: the model really runs again.
 4. Check the snapshot the scratch run made equals the recorded ``dataset_snapshot`` (and so the
@@ -17,6 +17,9 @@ Exit 0 identical; 1 different, or not reproducible here (the difference is expla
 error (malformed run id); 3 the API is unreachable and the local warehouse does not have the run.
 The scratch directory is deleted when everything is identical and kept (its path printed)
 otherwise, or always with ``--keep``.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from pipelines.cli.client import common_options, say
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "reproduce", parents=[common_options()],
-        help="re-materialise a published result in a scratch data directory and check it is identical",
+        help="re-materialize a published result in a scratch data directory and check it is identical",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -181,7 +184,7 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
         return 1, report
     task, model = specs.task(result["task"]), specs.model(result["model"]["slug"])
 
-    from pipelines.engine.snapshots import NotMaterialised, current_snapshot
+    from pipelines.engine.snapshots import NotMaterialized, current_snapshot
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from pipelines.engine.evaluate import existing_result
     from warehouse.layout import DATA_ENV, DataDir
@@ -189,7 +192,7 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
     data = DataDir(scratch / "data")
     os.environ[DATA_ENV] = str(data.root)
     os.environ["DAGSTER_HOME"] = str(data.root / "dagster")  # a fresh instance: no run history to reuse
-    say(args, f"re-materialising {model.slug} on {task.ref} in {data.root}{' on demo data' if result['demo'] else ''}")
+    say(args, f"re-materializing {model.slug} on {task.ref} in {data.root}{' on demo data' if result['demo'] else ''}")
     try:
         with contextlib.redirect_stdout(sys.stderr):
             outcome_report = materialize_selection(demo=bool(result["demo"]), tasks=[task.ref], models=[model.slug],
@@ -201,7 +204,7 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
     outcome = outcome_report.outcome(task.ref, model.slug)
     try:
         snapshot: str | None = current_snapshot(data, task.dataset).snapshot_id
-    except NotMaterialised:
+    except NotMaterialized:
         snapshot = None
     recorded_snapshot = result["versions"]["dataset_snapshot"]
     if snapshot != recorded_snapshot:

@@ -4,6 +4,9 @@ For model authors who ran their own model: before asking for a published result 
 exactly how medbench reads each of their outputs (the parse status per item) and what score it
 gives, with the same parser, metrics and bootstrap as the pipeline. Nothing is written to the
 warehouse. Exit codes: 0 scored, 1 a bad outputs file or no snapshot yet, 2 usage error.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.backends.replay import ReplayError
-    from pipelines.engine.snapshots import NotMaterialised, current_snapshot
+    from pipelines.engine.snapshots import NotMaterialized, current_snapshot
     from pipelines.dagster.plugins import specs as load_specs
     from warehouse.layout import DataDir
 
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     data = DataDir()
     try:
         snapshot = current_snapshot(data, task.dataset)
-    except NotMaterialised:
+    except NotMaterialized:
         snapshot = None
     if snapshot is None or not snapshot.path.exists():
         return _fail(

@@ -5,6 +5,9 @@ settings, the maintainers' policy) is built over the loaded specs and given to t
 store and the policy's limits. ``--read-only`` builds none, so the app answers 405 to writes.
 With ``--workers N`` every worker builds its own desk from the environment (``create_app``, the
 factory uvicorn imports), like the read-only app does.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

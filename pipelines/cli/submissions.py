@@ -1,11 +1,14 @@
 """``medbench submit``, ``medbench submissions status|list|approve|reject`` and ``medbench tokens
 create|list|revoke``.
 
-``submit`` and ``submissions status|list`` are API clients (``--api-url``, exit codes of CONTRACT.md:
+``submit`` and ``submissions status|list`` are API clients (``--api-url``, exit codes of docs/cli.md:
 0 found, 1 not found or refused, 2 usage or invalid submission, 3 unreachable). ``tokens`` and
 ``submissions approve|reject`` are the maintainers' and work on the store directly (the data
 directory's, or ``$MEDBENCH_SUBMISSIONS_DB``): no HTTP route creates a token or approves a
 submission. A token's secret is printed once, by ``tokens create``, and never again.
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

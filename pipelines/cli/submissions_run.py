@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             if prepared is not None:
                 store.transition(sub.id, "running", "evaluating in-process (medbench submissions run)")
                 try:
-                    report = materialize_selection(demo=data.kind() == "demo", tasks=list(sub.tasks),
+                    report = materialize_selection(demo=data.demo_or_real() == "demo", tasks=list(sub.tasks),
                                                    models=[sub.model["slug"]], data=data,
                                                    extra_tags={SUBMISSION_TAG: sub.id})
                     outcomes = report.outcomes + [Outcome("publish", "failed", "", e) for e in report.errors]

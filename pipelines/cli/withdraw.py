@@ -5,6 +5,9 @@ page, JSON and predictions, shown as withdrawn with its reason and date; it leav
 leaderboards and lookups and stays in the releases published before. Exit 0 withdrawn and
 published; 1 when it cannot be (an unknown run id, a result already withdrawn: one line says why);
 2 usage error (argparse).
+
+Its file name is shared on purpose: each ``medbench`` command's module is named after the command or
+the noun it serves (docs/cli.md), whatever other package has a module of that name.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A task family maps onto one kind (built in: ``choice``, a letter per item, accuracy; ``score``, a
 number per item, AUROC). The kind, not the caller, decides the predictions' own columns, how two or more
-results are paired, the paired test and its interval, the difference to a baseline, the rank
+results are paired, the paired test and its interval, the difference to a reference model, the rank
 intervals, its DuckDB table's types, its figures, its official answers and its words on the site;
 so the engine, the warehouse, ``/v1/compare`` and the site hold no ``if kind == ...`` branch, and a
 kind is a plug-in: built in (``pipelines/kinds/``) or from an installed distribution's
@@ -14,6 +14,9 @@ table records it). A kind that resamples draws the sorted unique values of that 
 replacement, each with all its items, for every result at once; without one, each item is its own
 cluster. The unit's name in method texts is the column's (``resampling_unit``), so nothing here or
 in the API names a dataset's column.
+
+Its file name is shared on purpose: the core's declaration (no I/O); the module of the same name
+elsewhere reads, fills or implements it.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class BaselineDifference:
-    """A result minus its task's baseline, as one row of the ``baseline_comparisons`` table holds it."""
+    """A result minus its task's reference model, as one row of the ``baseline_comparisons`` table holds it."""
 
     metric: str
     difference: float
@@ -82,7 +85,7 @@ class RankBlock:
 def align(tables: Sequence[pa.Table], columns: Sequence[str]) -> list[Columns]:
     """Each table's ``columns`` on the instance ids present in all of them, in sorted id order.
 
-    The one alignment of results (a comparison, a baseline difference, a leaderboard block): the
+    The one alignment of results (a comparison, a difference to the reference model, a leaderboard block): the
     answer does not depend on how any file is ordered, and an item missing from one result leaves
     all of them.
     """
@@ -118,11 +121,11 @@ class Kind(Protocol):
     """One warehouse kind, as a strategy object (``pipelines.kinds.kind(name)``)."""
 
     name: ClassVar[str]                  # as task specs and the warehouse's ``tasks.kind`` spell it
-    schema: ClassVar[pa.Schema]          # its own predictions columns (CONTRACT.md), first in every family's
+    schema: ClassVar[pa.Schema]          # its own predictions columns (docs/duckdb.md), first in every family's
     columns_text: ClassVar[str]          # those columns for people (result page, artifact route)
     paired_columns: ClassVar[tuple[str, ...]]  # what pairing reads, besides instance_id and the cluster column
-    # the ground truth of an item, among its columns: two results are paired against a baseline only
-    # when they agree on it item by item (``pipelines.engine.baseline``); nothing else assumes a ``label``
+    # the ground truth of an item, among its columns: two results are paired against a reference model only
+    # when they agree on it item by item (``pipelines.engine.reference_model``); nothing else assumes a ``label``
     truth_columns: ClassVar[tuple[str, ...]]
     # DuckDB types of its own columns in its ``predictions_<kind>`` table (docs/duckdb.md), where
     # they differ from the Parquet's (score's 0/1 ``label`` INTEGER); the rest keep the file's types
@@ -144,7 +147,7 @@ class Kind(Protocol):
 
     def baseline_difference(self, a: Columns, b: Columns, cluster_column: str | None, replicates: int,
                             seed: int) -> BaselineDifference | None:
-        """A minus the baseline B on aligned columns of the same items; None when it is undefined."""
+        """A minus the reference model's B on aligned columns of the same items; None when it is undefined."""
 
     def rank_intervals(self, aligned: Sequence[Columns], cluster_column: str | None, replicates: int,
                        seed: int) -> RankBlock:

@@ -32,13 +32,17 @@ class CheckOutcome:
 
 
 @dataclass(frozen=True)
-class Materialised:
+class Materialized:
     """What making a dataset snapshot produced, for asset metadata and logs."""
 
     snapshot_id: str
     path: Path
     rows: int
     details: dict = field(default_factory=dict)
+
+
+# The name dataset plug-ins written before the one spelling import (docs/adding-a-task.md).
+Materialised = Materialized  # vocab: keep (plug-ins import this name)
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Instances:
     path: Path            # the instances file (Parquet) of this task version and snapshot
     rows: int
     details: dict[str, Any] = field(default_factory=dict)
-    snapshot_id: str = ""  # filled in by the engine (pipelines.engine.inputs.materialise_instances)
+    snapshot_id: str = ""  # filled in by the engine (pipelines.engine.inputs.materialize_instances)
 
 
 @dataclass

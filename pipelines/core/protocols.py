@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pipelines.core.kind import Kind
 from pipelines.core.outcomes import (
-    CheckOutcome, Instances, Log, Materialised, PromptItem, ReplayScore, Sampling, ScoreSummary, Usage,
+    CheckOutcome, Instances, Log, Materialized, PromptItem, ReplayScore, Sampling, ScoreSummary, Usage,
 )
 from pipelines.core.specs import DatasetSpec, ModelSpec, SpecError, TaskSpec
 
@@ -151,8 +151,8 @@ class Dataset(Protocol):
 
     slug: ClassVar[str]
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
-        """Write the snapshot into ``data.snapshots(slug)`` (demo data when ``data.kind() == 'demo'``)."""
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
+        """Write the snapshot into ``data.snapshots(slug)`` (demo data when ``data.demo_or_real() == 'demo'``)."""
         ...
 
 
@@ -232,7 +232,8 @@ class TaskFamily(Protocol):
         return None
 
     def baseline_model(self, task: TaskSpec) -> str | None:
-        """The model every result of ``task`` is compared with at publish time; None: no comparison."""
+        """The reference model every result of ``task`` is compared with at publish time (the hook keeps
+        its published name; docs/concepts.md, "Glossary"); None: no comparison."""
         return None
 
     def judge(self, task: TaskSpec, demo: bool = False) -> str | None:

@@ -11,6 +11,9 @@ with zero edits here.
 Why no module-level registry: the registries are filled only at the composition roots (the CLI,
 the Dagster code location), which hand one ``Plugins`` to ``load_specs`` and so to the engine; a
 test builds its own. Nothing imports a module that fills itself.
+
+Its file name is shared on purpose: the core's declaration (no I/O); the module of the same name
+elsewhere reads, fills or implements it.
 """
 
 from __future__ import annotations

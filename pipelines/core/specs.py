@@ -12,6 +12,9 @@ two tables a plug-in owns are typed by the plug-in, not here: a task's settings 
 family (``task_spec_type``), a model's ``[settings]`` by its backend (``model_spec_type``, given the
 backend's declared ``settings_type``). Reading a specs directory is the engine's
 (``pipelines.engine.specs``).
+
+Its file name is shared on purpose: the core's declaration (no I/O); the module of the same name
+elsewhere reads, fills or implements it.
 """
 
 from __future__ import annotations
@@ -42,21 +45,26 @@ def query_or_fragment(url: str) -> str | None:
     return "a fragment (#...)" if fragment >= 0 else None
 
 
-class _Spec(SpecStruct):
+class SpecBase(SpecStruct):
     """Base of the spec Structs: frozen, strict, keyword-only, defaults omitted when hashed."""
+
+
+_Spec = SpecBase  # vocab: keep (the name plug-ins' settings Structs subclassed before it was public)
 
 
 # --------------------------------------------------------------------------- datasets
 
 
-class SourceSpec(_Spec):
-    kind: str  # where the data comes from, as its dataset module (pipelines/datasets/<slug>/) reads it
+class SourceSpec(SpecBase):
+    # the type of source its dataset module (pipelines/datasets/<slug>/) reads (``huggingface``); the key is
+    # the spec file's, kept (renaming it would change every dataset spec's hash): in code, "kind" alone is a task kind
+    kind: str
     location: str
     split: str
     revision: str
 
 
-class DatasetSpec(_Spec):
+class DatasetSpec(SpecBase):
     slug: str
     name: str
     license: str
@@ -71,13 +79,13 @@ class DatasetSpec(_Spec):
 # --------------------------------------------------------------------------- tasks
 
 
-class BootstrapSpec(_Spec):
+class BootstrapSpec(SpecBase):
     replicates: int
     seed: int
     unit: Literal["item", "subject"]
 
 
-class IntervalsSpec(_Spec):
+class IntervalsSpec(SpecBase):
     """How a task's 95% intervals are computed (``[intervals]``), part of the spec hash.
 
     A changed interval method changes published numbers, so it is a spec change (new run ids, the
@@ -103,7 +111,7 @@ class IntervalsSpec(_Spec):
     recalibration: Literal["fixed", "per-replicate"] = "fixed"
 
 
-class TaskSpec(_Spec):
+class TaskSpec(SpecBase):
     """One task version (``specs/tasks/<slug>/<version>.toml``), whatever its family.
 
     ``family`` names the task family (a registered plug-in) that builds, predicts and scores it.
@@ -166,12 +174,12 @@ def task_spec_type(family: Any) -> type[TaskSpec]:
 # --------------------------------------------------------------------------- models
 
 
-class PriceSpec(_Spec):
+class PriceSpec(SpecBase):
     basis: Literal["free", "tokens", "device_hours"]
     key: str = ""
 
 
-class ModelSpec(_Spec):
+class ModelSpec(SpecBase):
     """A model spec; decoded as the subclass of its backend (``model_spec_type``), whose ``settings``
     field has that backend's settings type."""
 
@@ -217,7 +225,7 @@ def model_spec_type(backend: str, settings_type: Any) -> type[ModelSpec]:
     return typ
 
 
-class PriceTable(_Spec):
+class PriceTable(SpecBase):
     date: dt.date
     device_hours: dict[str, float] = {}
     tokens: dict[str, dict[str, float]] = {}

@@ -9,7 +9,7 @@ Two things Dagster does per run assume one run per process:
   log file: measured in CI against the Postgres deploy config, ``medbench materialize --demo`` then
   exited 0 with its report (and every later line) written into a run's compute log, not the
   terminal. The CLI's instance therefore captures nothing (``NoOpComputeLogManager``): each run's
-  structured events (``context.log``, materialisations, checks) are in the event log as always, and
+  structured events (``context.log``, materializations, checks) are in the event log as always, and
   what the steps print goes to the terminal. Runs launched by the UI or the daemon run one per
   process and keep the configured capture.
 - **Python log handlers**: Dagster calls ``logging.config.dictConfig`` at the start of every run,

@@ -21,13 +21,13 @@ Log = Callable[[str], None]
 
 # Re-exported as they are: their shapes are already the contract's.
 Evaluation = _evaluate.Evaluation
-plan = _evaluate.plan
+resolve_evaluation = _evaluate.resolve_evaluation
 existing_result = _evaluate.existing_result
 make_predictions = _evaluate.make_predictions
 compute_metrics = _evaluate.compute_metrics
 partition_key = _evaluate.partition_key
 split_partition_key = _evaluate.split_partition_key
-Materialised = _inputs.Materialised
+Materialized = _inputs.Materialized
 
 
 # --------------------------------------------------------------------------- families
@@ -74,9 +74,9 @@ def check_names(asset: str, family) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- inputs
 
 
-def materialise_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialised:
+def materialize_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialized:
     """Build (or find, content-addressed) the dataset's snapshot and make it current."""
-    return _inputs.materialise_snapshot(specs, data, dataset_slug, log)
+    return _inputs.materialize_snapshot(specs, data, dataset_slug, log)
 
 
 def instances_path(specs: Specs, data: DataDir, task_ref: str) -> Path:
@@ -85,10 +85,10 @@ def instances_path(specs: Specs, data: DataDir, task_ref: str) -> Path:
     return _inputs.task_instances_path(data, task, specs.family_of(task))
 
 
-def materialise_instances(specs: Specs, data: DataDir, task_ref: str,
+def materialize_instances(specs: Specs, data: DataDir, task_ref: str,
                           log: Log) -> tuple[Instances, list[CheckOutcome]]:
     """Build a task version's instances from its dataset's current snapshot, with the checks' verdicts."""
-    return _inputs.materialise_instances(specs, data, task_ref, log)
+    return _inputs.materialize_instances(specs, data, task_ref, log)
 
 
 def instance_checks(specs: Specs, data: DataDir, task_ref: str) -> list[CheckOutcome]:

@@ -2,9 +2,9 @@
 
 Why: a backfill runs rule one too (one ranged run, ``assets/ranged.py``) but selects partitions,
 not tasks and models, and leaves the inputs and the publish to their own assets. This job takes
-``medbench materialize``'s selection flags and, in one run: materialises the inputs when they are
+``medbench materialize``'s selection flags and, in one run: materializes the inputs when they are
 not current (``materialize_inputs``, in this process: the decisions need them), decides every
-selected partition by rule one (reuses recorded as observations, skips as materialisations marked
+selected partition by rule one (reuses recorded as observations, skips as materializations marked
 skipped, no run each), then *submits* the partitions that need work to the instance as runs of
 ``evaluate_<family>`` (``submit.py``: the path of a UI backfill's ranged run). With a live daemon
 they are queued and Dagster's run queue starts them within the pool limits of ``dagster.yaml``;
@@ -40,16 +40,16 @@ def _job(context, jobs_by_name: dict, name: str) -> tuple:
     return (job, True) if job is not None else (jobs_by_name[name], False)
 
 
-def _materialise_inputs(context, instance, specs, data, families, jobs_by_name) -> None:
+def _materialize_inputs(context, instance, specs, data, families, jobs_by_name) -> None:
     from pipelines.dagster import inputs_state
 
     if inputs_state.current(instance, specs, data, families):
-        context.log.info("inputs current (snapshots and instances match the specs): not rematerialised")
+        context.log.info("inputs current (snapshots and instances match the specs): not rematerialized")
         return
     selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
-    context.log.info(f"materialising inputs: {', '.join(selection)}")
+    context.log.info(f"materializing inputs: {', '.join(selection)}")
     from pipelines.dagster.stale_runs import run_tags
-    from pipelines.dagster.submit import inherited_tags
+    from pipelines.dagster.child_runs import inherited_tags
 
     tags = {**inherited_tags(context), **run_tags()}
     result = _job(context, jobs_by_name, "materialize_inputs")[0].execute_in_process(
@@ -64,7 +64,7 @@ def _materialise_inputs(context, instance, specs, data, families, jobs_by_name) 
 def _start(context, built, jobs_by_name: dict, to_run: list, config: EvaluateAllConfig) -> tuple[list, int]:
     """The runs of the partitions that need work, per family: (outcomes of those run here, count queued)."""
     from pipelines.dagster.partitions import evaluation_job_name
-    from pipelines.dagster.submit import start_partition_runs
+    from pipelines.dagster.child_runs import start_partition_runs
 
     outcomes, queued = [], 0
     for family in dict.fromkeys(p.task.family for p in to_run):
@@ -90,7 +90,7 @@ def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig
     from pipelines.dagster.rule_one import publish_needed, record_reuses
     from pipelines.dagster.skip_records import record_skips
     from pipelines.dagster.stale_runs import run_tags
-    from pipelines.dagster.submit import inherited_tags
+    from pipelines.dagster.child_runs import inherited_tags
     from warehouse.repair import servable_current
 
     data, specs, instance = medbench.data(), medbench.specs(), context.instance
@@ -102,7 +102,7 @@ def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig
     jobs_by_name = resolved_jobs(built, {"medbench": medbench})
     sync_evaluation_partitions(instance, specs)
     families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
-    _materialise_inputs(context, instance, specs, data, families, jobs_by_name)
+    _materialize_inputs(context, instance, specs, data, families, jobs_by_name)
     planned = plan_selection(specs, data, pairs, config.force)
     reused = record_reuses(instance, built, data, [p for p in planned if p.status == "reuse"], DECIDED_BY)
     skipped = [p for p in planned if p.status == "skip"]

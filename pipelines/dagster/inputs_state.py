@@ -2,7 +2,7 @@
 
 Why the inputs check is safe: it skips the inputs run only when, for every selected family, a
 current snapshot pointer and every task version's instances file exist, and Dagster's latest
-materialisations of the snapshot and instances assets carry today's code versions (the dataset
+materializations of the snapshot and instances assets carry today's code versions (the dataset
 spec hash, the family's task spec hash) and the instances' data version names the current
 snapshot. Any edited spec, new snapshot or missing file makes it run (``--refresh-inputs``
 forces it, e.g. to pick up an upstream source that changed under the same spec).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.dagster import engine_calls as engine
-from pipelines.engine.snapshots import NotMaterialised, current_snapshot
+from pipelines.engine.snapshots import NotMaterialized, current_snapshot
 
 
 def _latest_tags(instance: dg.DagsterInstance, asset: str) -> dict:
@@ -29,7 +29,7 @@ def current(instance: dg.DagsterInstance, specs, data, families) -> bool:
             return False
         try:
             snap = current_snapshot(data, family.dataset)
-        except NotMaterialised:
+        except NotMaterialized:
             return False
         family_hash = engine.family_spec_hash(specs, family.name)
         snap_tags, inst_tags = _latest_tags(instance, fa.snapshot), _latest_tags(instance, fa.instances)
@@ -52,17 +52,17 @@ def _family_for(registered: dict, fa):
 
 def latest_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str],
                     observations: bool = True) -> dict[str, tuple[int, str]]:
-    """partition -> (storage id, data version) of its newest materialisation, or observation too
-    when ``observations``: two indexed queries per event kind, whatever the number of partitions.
+    """partition -> (storage id, data version) of its newest materialization, or observation too
+    when ``observations``: two indexed queries per event type, whatever the number of partitions.
     A partition with no recorded data version is left out."""
     from pipelines.dagster.private_api import DATA_VERSION_TAG
 
-    kinds = [dg.DagsterEventType.ASSET_MATERIALIZATION] + ([dg.DagsterEventType.ASSET_OBSERVATION] if observations else [])
+    event_types = [dg.DagsterEventType.ASSET_MATERIALIZATION] + ([dg.DagsterEventType.ASSET_OBSERVATION] if observations else [])
     storage, wanted = instance.event_log_storage, set(partitions)
     latest: dict[str, tuple[int, str]] = {}
-    for kind in kinds:
-        ids = storage.get_latest_storage_id_by_partition(asset_key, kind, wanted)
-        tags = storage.get_latest_tags_by_partition(asset_key, kind, [DATA_VERSION_TAG], list(wanted))
+    for event_type in event_types:
+        ids = storage.get_latest_storage_id_by_partition(asset_key, event_type, wanted)
+        tags = storage.get_latest_tags_by_partition(asset_key, event_type, [DATA_VERSION_TAG], list(wanted))
         for partition, storage_id in ids.items():
             version = tags.get(partition, {}).get(DATA_VERSION_TAG)
             if version and storage_id > latest.get(partition, (-1, ""))[0]:
@@ -71,7 +71,7 @@ def latest_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partit
 
 
 def shown_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: list[str]) -> dict[str, str]:
-    """partition -> the data version of its latest materialisation or observation, whichever is newer.
+    """partition -> the data version of its latest materialization or observation, whichever is newer.
 
     Why: rule one records a reuse only where Dagster does not already show that run id (an
     evaluation's data version is its run id), so a pass over 1,000 reused partitions writes nothing

@@ -1,11 +1,11 @@
 """Driving Dagster from the command line: decide, then launch only what needs work, then publish.
 
 Used by ``medbench materialize``, ``medbench demo`` and ``medbench eval``. Order, and why:
-inputs (skipped when Dagster's last materialisations of the snapshots and instances match the
+inputs (skipped when Dagster's last materializations of the snapshots and instances match the
 current specs and files: run ids need current snapshots, rebuilding them costs a run), then rule one
 for every selected partition without a run (``plan.py``; a reuse Dagster does not already show
 with its run id is recorded at once as an AssetObservation on the metrics asset, a pair that
-cannot run here as a materialisation marked skipped, ``skip_records.py``), then the partitions that need
+cannot run here as a materialization marked skipped, ``skip_records.py``), then the partitions that need
 work as concurrent, bounded Dagster runs (``launch.py``), then the publish, only when something
 ran or the version readers would serve lacks a finished result or holds an older record of one
 (a ``--force`` rerun whose publish failed); otherwise a damaged ``CURRENT`` or analysts' link is
@@ -26,7 +26,7 @@ from pipelines.dagster.plan import MaterializeError, Planned, plan_selection, re
 from pipelines.dagster.report import Outcome, Report, failure
 from pipelines.dagster.rule_one import detail, publish_needed, record_reuses
 from pipelines.dagster.plugins import specs as load_specs
-from warehouse.layout import DataDir, DataKindError
+from warehouse.layout import DataDir, DemoOrRealError
 
 __all__ = ["MaterializeError", "Outcome", "Report", "materialize_selection", "dry_run_selection"]
 
@@ -57,7 +57,7 @@ def base_tags() -> dict[str, str]:
 
 def recover_dead_runs(instance, data: DataDir) -> None:
     """Runs of local processes that died are marked failed, and their stale temp files removed,
-    before anything new starts (a killed materialisation never leaves a run STARTED)."""
+    before anything new starts (a killed materialization never leaves a run STARTED)."""
     from pipelines.dagster.stale_runs import recover
 
     summary = recover(instance, data)
@@ -70,9 +70,9 @@ def _kind(data: DataDir, demo: bool, claim: bool) -> None:
     try:
         if claim:
             data.claim(want)
-        elif data.kind() not in (None, want):
+        elif data.demo_or_real() not in (None, want):
             data.claim(want)  # raises with the standard message
-    except DataKindError as exc:
+    except DemoOrRealError as exc:
         raise MaterializeError(str(exc)) from None
 
 
@@ -127,7 +127,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
         families = [built.families[f] for f in dict.fromkeys(t.family for t, _ in pairs)]
         if refresh_inputs or not inputs_state.current(instance, specs, data, families):
             selection = list(dict.fromkeys([*(f.snapshot for f in families), *(f.instances for f in families)]))
-            print(f"materialising inputs: {', '.join(selection)} into {data.root}", flush=True)
+            print(f"materializing inputs: {', '.join(selection)} into {data.root}", flush=True)
             result = jobs_by_name["materialize_inputs"].execute_in_process(
                 run_config=QUIET_LOGS, instance=instance, raise_on_error=False, tags=tags,
                 asset_selection=[AssetKey.from_user_string(a) for a in selection])
@@ -135,7 +135,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
                 report.errors.append(f"inputs failed: {failure(result)}")
                 return report
         else:
-            print("inputs current (snapshots and instances match the specs): not rematerialised", flush=True)
+            print("inputs current (snapshots and instances match the specs): not rematerialized", flush=True)
         planned = plan_selection(specs, data, pairs, force)
         to_run = [p for p in planned if p.status == "run"]
         cost = total_cost(to_run)
@@ -154,7 +154,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
             print(f"not recomputing {p.partition} ({p.run_id}): {p.reason}", flush=True)
         from pipelines.dagster.skip_records import record_skips
 
-        record_skips(instance, built, specs, skipped)  # materialised as skipped, as a backfill records them
+        record_skips(instance, built, specs, skipped)  # materialized as skipped, as a backfill records them
         print(f"{len(reused)} reused, {len(to_run)} to run ({jobs} at once at most)", flush=True)
         if to_run:
             from pipelines.dagster.launch import fail_in_flight, run_bounded

@@ -74,14 +74,14 @@ def estimate_usd(specs: Specs, task: TaskSpec, model: ModelSpec, items: int | No
 
 
 class _AsClaimed:
-    """A data directory not claimed yet, seen as the kind the run that follows will claim it as (a dry
+    """A data directory not claimed yet, seen as what the run that follows will claim it as (a dry
     run writes nothing, yet must plan what ``materialize --demo`` does: the simulated models run)."""
 
-    def __init__(self, data, kind: str):
-        self._data, self._kind = data, kind
+    def __init__(self, data, demo_or_real: str):
+        self._data, self._demo_or_real = data, demo_or_real
 
-    def kind(self) -> str | None:
-        return self._data.kind() or self._kind
+    def demo_or_real(self) -> str | None:
+        return self._data.demo_or_real() or self._demo_or_real
 
     def __getattr__(self, name: str):
         return getattr(self._data, name)
@@ -93,11 +93,11 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
 
     ``demo``: the kind the run claims a new directory as (``--demo``), so that the dry run's plan is the
     run's plan; None where the directory is claimed already."""
-    if demo is not None and data.kind() is None:
+    if demo is not None and data.demo_or_real() is None:
         data = _AsClaimed(data, "demo" if demo else "real")
-    from pipelines.engine.evaluate import existing_result, partition_key, plan
+    from pipelines.engine.evaluate import existing_result, partition_key, resolve_evaluation
     from pipelines.engine.inputs import task_instances_path
-    from pipelines.engine.snapshots import NotMaterialised
+    from pipelines.engine.snapshots import NotMaterialized
 
     from warehouse.withdrawals import withdrawals
 
@@ -108,9 +108,9 @@ def plan_selection(specs: Specs, data, pairs: list[tuple[TaskSpec, ModelSpec]], 
         backend, family = specs.backend_of(model), specs.family_of(task)
         key, pool = partition_key(task.ref, model.slug), backend.pool(model)
         try:
-            run_id = plan(specs, data, task.ref, model.slug).run_id
+            run_id = resolve_evaluation(specs, data, task.ref, model.slug).run_id
             instances = task_instances_path(data, task, family)
-        except NotMaterialised:
+        except NotMaterialized:
             run_id, instances = "", None
         done = bool(run_id) and existing_result(data, run_id) is not None
         reason = backend.not_runnable_reason(model, data)

@@ -4,6 +4,8 @@ Why here: the engine is handed its families, datasets and backends (``load_specs
 a composition root decides which. By default they are the installed ones (the ``medbench.*``
 entry points, the built-ins included), loaded once per process; a caller that runs the
 orchestrator in-process with other plug-ins (a test's toy family) chooses them with ``using``.
+
+Its file name is shared on purpose: the Dagster side of the engine module of the same name.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def plugins() -> Plugins:
 
 @contextmanager
 def using(chosen: Plugins) -> Iterator[Plugins]:
-    """Run the enclosed code (definitions, materialisations) with ``chosen`` instead of the installed plug-ins."""
+    """Run the enclosed code (definitions, materializations) with ``chosen`` instead of the installed plug-ins."""
     _chosen.append(chosen)
     try:
         yield chosen

@@ -6,13 +6,13 @@ behind small functions, so an upgrade breaks one file, and ``tests/unit/pipeline
 fails first when Dagster's behaviour under any of them changes. ``grep -rn "dagster\\._" pipelines``
 finds nothing elsewhere. What is used, and why no public name does it (docs/dagster-ui.md lists them too):
 
-- **Tag names** Dagster writes on runs and materialisations (data version, code version, input
-  pointers, partition, partition range, backfill id): a materialisation recorded outside its
+- **Tag names** Dagster writes on runs and materializations (data version, code version, input
+  pointers, partition, partition range, backfill id): a materialization recorded outside its
   asset's own step (a ranged run, the CLI's skips) must carry the same tags for the UI's
   staleness and partition status to read it; Dagster exports only ``MAX_RUNTIME_SECONDS_TAG``.
 - **Instance overrides** (``InstanceRef.from_dir(overrides=)``): the CLI's instance turns
   compute-log capture off (``cli_instance.py``); ``DagsterInstance.from_config`` takes no overrides.
-- **A check verdict's target materialisation** (``AssetCheckEvaluationTargetMaterializationData``):
+- **A check verdict's target materialization** (``AssetCheckEvaluationTargetMaterializationData``):
   ``dg.AssetCheckEvaluation`` takes one, but its type is not exported.
 - **Batched runless observations**: ``instance.report_runless_asset_event`` writes one event per
   call; rule one over 1,000 reused partitions would be 1,000 storage writes.
@@ -67,12 +67,12 @@ NO_CAPTURE = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log
 
 
 def input_data_version_tag(upstream: dg.AssetKey) -> str:
-    """The tag holding the data version of ``upstream`` a materialisation was made from."""
+    """The tag holding the data version of ``upstream`` a materialization was made from."""
     return get_input_data_version_tag(upstream)
 
 
 def input_event_pointer_tag(upstream: dg.AssetKey) -> str:
-    """The tag holding the storage id of the ``upstream`` event a materialisation was made from."""
+    """The tag holding the storage id of the ``upstream`` event a materialization was made from."""
     return get_input_event_pointer_tag(upstream)
 
 
@@ -82,7 +82,7 @@ def instance_from_dir(home: Path | str, overrides: dict) -> dg.DagsterInstance:
 
 
 def check_target(storage_id: int, run_id: str, timestamp: float) -> AssetCheckEvaluationTargetMaterializationData:
-    """What ``dg.AssetCheckEvaluation(target_materialization_data=...)`` points at: one materialisation."""
+    """What ``dg.AssetCheckEvaluation(target_materialization_data=...)`` points at: one materialization."""
     return AssetCheckEvaluationTargetMaterializationData(storage_id=storage_id, run_id=run_id, timestamp=timestamp)
 
 

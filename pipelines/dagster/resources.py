@@ -17,7 +17,7 @@ class MedbenchResource(dg.ConfigurableResource):
 
     def data(self) -> DataDir:
         data = DataDir(self.data_dir or None)
-        if data.kind() is None:
+        if data.demo_or_real() is None:
             raise dg.Failure(
                 description=f"{data.root} has no KIND yet: start with `medbench materialize --demo` (demo data) "
                 "or `medbench materialize` (real data), which records the kind once."

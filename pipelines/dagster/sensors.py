@@ -28,7 +28,7 @@ def evaluation_partitions_sensor(context: dg.SensorEvaluationContext) -> dg.Sens
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Reports failed the runs launched on this host whose process is gone (a killed "
-                       "materialisation), so they never stay STARTED and hold the queue.")
+                       "materialization), so they never stay STARTED and hold the queue.")
 def dead_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     """Unlike the partitions sensor this one writes to the instance (a run failure per dead run): only
     for runs tagged with this host, whose pid is no longer alive; runs elsewhere are left to run monitoring."""
@@ -40,7 +40,7 @@ def dead_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
 
 def publish_sensor(publish_job, metrics_keys: list[dg.AssetKey], evaluation_jobs: list[str]) -> dg.SensorDefinition:
     """``publish_on_new_results``: requests a run of the named job ``publish`` when a metrics
-    partition was materialised after the newest published warehouse, and no evaluation or publish
+    partition was materialized after the newest published warehouse, and no evaluation or publish
     is in progress.
 
     Why a sensor on the job, not an automation condition on the asset: Dagster launches what an
@@ -51,14 +51,14 @@ def publish_sensor(publish_job, metrics_keys: list[dg.AssetKey], evaluation_jobs
 
     @dg.sensor(name="publish_on_new_results", job=publish_job, minimum_interval_seconds=30,
                default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Runs the publish job when a metrics partition was materialised after the newest "
+               description="Runs the publish job when a metrics partition was materialized after the newest "
                            "published warehouse (and no evaluation or publish is in progress).")
     def publish_on_new_results(context: dg.SensorEvaluationContext):
         instance = context.instance
         newest = max((_latest_storage_id(instance, k) for k in metrics_keys), default=0)
         published = _latest_storage_id(instance, dg.AssetKey("published_warehouse"))
         if newest <= max(_handled(context.cursor), published):
-            return dg.SkipReason("no metrics partition materialised since the last publish")
+            return dg.SkipReason("no metrics partition materialized since the last publish")
         if busy := _in_progress(instance, set(metrics_keys), {*evaluation_jobs, publish_job.name}):
             return dg.SkipReason(f"waiting for run(s) in progress: {', '.join(busy)}")
         context.update_cursor(str(newest))

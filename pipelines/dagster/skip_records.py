@@ -3,14 +3,14 @@
 Why: rule one (``plan.py``) decides a pair that cannot run here (a vLLM model without a GPU) as
 ``skip`` and launches nothing for it, so until this record the UI showed its predictions and metrics
 partitions as *missing*: grey lineage boxes, "Missing (1)", and a launch dialog warning that
-upstream materialisations are not available. A backfill's ranged run (``assets/ranged.py``)
-already materialised such pairs as skipped; the CLI now records the same thing: for the predictions
-and the metrics asset, a materialisation with ``skipped_reason``, ``evaluated: false``, the data
+upstream materializations are not available. A backfill's ranged run (``assets/ranged.py``)
+already materialized such pairs as skipped; the CLI now records the same thing: for the predictions
+and the metrics asset, a materialization with ``skipped_reason``, ``evaluated: false``, the data
 version ``skipped:<run id>`` and no files, and each of their checks' verdict (a warning saying
 skipped, and why), so no check is left unexecuted either.
 
 Like rule one's reuse records (``rule_one.record_reuses``), only where Dagster does not already show
-the partition's newest materialisation with that data version: a repeated pass writes nothing.
+the partition's newest materialization with that data version: a repeated pass writes nothing.
 Rule one looks for result.json, never for this record, so the pair is evaluated wherever its model
 can run.
 """
@@ -34,7 +34,7 @@ from pipelines.dagster.inputs_state import latest_versions
 
 def record_skips(instance: dg.DagsterInstance, built, specs, skipped: list) -> int:
     """Record every ``skipped`` Planned pair Dagster does not already show as skipped with its run
-    id (predictions first, so the metrics records point at them); returns the materialisations written."""
+    id (predictions first, so the metrics records point at them); returns the materializations written."""
     by_family: dict[str, list] = {}
     for p in skipped:
         if p.run_id:  # a run id needs a current snapshot; without one there is nothing to name

@@ -1,6 +1,6 @@
 """Runs whose process was killed, and the temp files killed writers left: found and cleared.
 
-Why: a SIGKILLed materialisation leaves its Dagster run STARTED forever (nothing is left to
+Why: a SIGKILLed materialization leaves its Dagster run STARTED forever (nothing is left to
 report its end), and with the queued coordinator's ``max_concurrent_runs: 2`` two such runs block
 every run launched from the UI; the temp folders of killed writers (``snapshots/*/.*.tmp/``) were
 never removed either. Every run a medbench launcher starts carries ``run_tags()`` (this host and
@@ -62,7 +62,7 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
 
 
 def recover(instance: dg.DagsterInstance, data: DataDir) -> str:
-    """Before a materialisation: fail this host's dead runs and remove killed writers' temp files.
+    """Before a materialization: fail this host's dead runs and remove killed writers' temp files.
 
     Returns a one-line summary for the log."""
     failed = fail_dead_runs(instance)

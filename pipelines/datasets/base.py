@@ -1,22 +1,25 @@
-"""What a dataset module builds on: the ``Dataset`` protocol and ``Materialised`` (the core's,
+"""What a dataset module builds on: the ``Dataset`` protocol and ``Materialized`` (the core's,
 ``pipelines.core.protocols`` and ``pipelines.core.outcomes``), plus ``is_demo``.
 
 A dataset module reads its real source (the upstream service, or a local mirror in the same
 format) or, in a demo data directory, a generated stand-in in exactly that format, and writes a
 content-addressed snapshot (a file or a folder named by its content hash) under
-``<data>/snapshots/<slug>/``. The engine (``pipelines.engine.inputs.materialise_snapshot``) then
+``<data>/snapshots/<slug>/``. The engine (``pipelines.engine.inputs.materialize_snapshot``) then
 moves the dataset's ``CURRENT`` pointer to it, so task instances and run ids agree on one snapshot.
 A dataset is registered in the entry-point group ``medbench.datasets`` (``pyproject.toml``).
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
 
-from pipelines.core.outcomes import Log, Materialised
+from pipelines.core.outcomes import Log, Materialised, Materialized  # vocab: keep (plug-ins import Materialised)
 from pipelines.core.protocols import Dataset
 from warehouse.layout import DataDir
 
-__all__ = ["Dataset", "Log", "Materialised", "is_demo"]
+__all__ = ["Dataset", "Log", "Materialised", "Materialized", "is_demo"]  # vocab: keep (the old name, for plug-ins)
 
 
 def is_demo(data: DataDir) -> bool:
-    return data.kind() == "demo"
+    return data.demo_or_real() == "demo"

@@ -1,2 +1,2 @@
-"""The task-agnostic evaluation engine: specs, identity, snapshots, inputs, evaluate (plan -> predict
--> score through the task's family), generations, costs, release. Names no dataset and no task."""
+"""The task-agnostic evaluation engine: specs, identity, snapshots, inputs, evaluate (resolve -> predict
+-> score through the task's family), generations, costs, release (``publish_results``). Names no dataset and no task."""

@@ -1,17 +1,20 @@
 """One evaluation (a task version x a model), from task instances to a published-ready result.
 
-Task-agnostic: plan -> predict -> score, each step delegated to the task's family, which ``plan``
-takes from the specs' plug-ins (``Specs.plugins``) and hands on in the ``Evaluation``. Two steps
-mirror the two partitioned assets: ``make_predictions`` has the generic solver of the family's
-problem run the model (or reuse stored raw outputs, ``pipelines.engine.solvers``) and writes the
-per-item predictions Parquet and ``run.json``; ``compute_metrics`` has the family turn the
-predictions into metrics with seeded bootstrap CIs and typed extras, and writes ``result.json``
-last, which is what marks a run as finished. Rule one applies here too: a run whose
-``result.json`` exists is reused, not rerun.
+Task-agnostic: resolve -> predict -> score, each step delegated to the task's family, which
+``resolve_evaluation`` takes from the specs' plug-ins (``Specs.plugins``) and hands on in the
+``Evaluation``. Two steps mirror the two partitioned assets: ``make_predictions`` has the generic
+solver of the family's problem run the model (or reuse stored raw outputs,
+``pipelines.engine.solvers``) and writes the per-item predictions Parquet and ``run.json``;
+``compute_metrics`` has the family turn the predictions into metrics with seeded bootstrap CIs and
+typed extras, and writes ``result.json`` last, which is what marks a run as finished. Rule one
+applies here too: a run whose ``result.json`` exists is reused, not rerun.
 
-Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialisation
+Both steps hold the partition's lock (``pipelines.engine.locks``), so a second materialization
 of the same run waits for the first and then reuses its predictions and its result instead of
 paying for them again, however either was launched.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations
@@ -45,11 +48,11 @@ from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, JudgeRef
 Log = Callable[[str], None]
 TIER = "baseline"
 
-__all__ = ["Evaluation", "partition_key", "split_partition_key", "plan", "existing_result", "make_predictions",
+__all__ = ["Evaluation", "partition_key", "split_partition_key", "resolve_evaluation", "existing_result", "make_predictions",
            "prediction_checks", "compute_metrics"]
 
 
-def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str | None = None) -> Evaluation:
+def resolve_evaluation(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str | None = None) -> Evaluation:
     """The evaluation of ``model_slug`` on ``task_ref``; ``judge``: grade with this model instead of the
     task spec's judge (a task graded by a judge model only; the stored answers are reused)."""
     task = specs.task(task_ref)
@@ -60,7 +63,7 @@ def plan(specs: Specs, data: DataDir, task_ref: str, model_slug: str, judge: str
     family, backend = specs.family_of(task), specs.backend_of(model)
     plugins = tuple(plugin_versions([family, specs.plugins.datasets.get(task.dataset), kind_of(family.kind),
                                      backend]))
-    judge_slug = family.judge(task, data.kind() == "demo")
+    judge_slug = family.judge(task, data.demo_or_real() == "demo")
     if judge is not None and judge_slug is None:
         raise ValueError(f"{task.ref} is not graded by a judge model: leave out the judge")
     judge_spec = specs.model(judge or judge_slug) if judge_slug is not None else None
@@ -178,7 +181,7 @@ def _compute_metrics(ev: Evaluation, specs: Specs, data: DataDir, log: Log, tier
                              samples=int(j["samples"]))
     record = ResultRecord(
         run_id=ev.run_id, task=ev.task.ref, dataset=ev.dataset.slug, model=model_ref(ev.model), tier=tier,
-        demo=data.kind() == "demo", metrics=[_counted(MetricValue(*m), ev) for m in summary.metrics], n=summary.n,
+        demo=data.demo_or_real() == "demo", metrics=[_counted(MetricValue(*m), ev) for m in summary.metrics], n=summary.n,
         parse_rate=summary.parse_rate, cost_usd=cost,
         eval_date=dt.datetime.now(dt.timezone.utc).date(), created_at=dt.datetime.now(dt.timezone.utc),
         contamination=contamination(ev.model, ev.dataset), contamination_basis=contamination_basis(ev.model, ev.dataset),

@@ -1,7 +1,7 @@
 """Run identity and the versions every result records.
 
 A run id is a pure function of what decides a result (model, its revision and spec, the task
-version and its spec, the dataset snapshot), so re-materialising can never make a second result
+version and its spec, the dataset snapshot), so re-materializing can never make a second result
 for the same inputs, and a demo result (different snapshot) never shares an id with a real one.
 """
 

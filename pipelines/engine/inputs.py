@@ -1,11 +1,14 @@
 """Dataset snapshots and task instances, as plain functions the Dagster assets call.
 
-``materialise_snapshot`` asks the dataset (of the specs' plug-ins) for a content-addressed
+``materialize_snapshot`` asks the dataset (of the specs' plug-ins) for a content-addressed
 snapshot in the data directory (from its real source, a local mirror, or generated demo files in
-the real formats) and moves the dataset's ``CURRENT`` pointer; ``materialise_instances`` asks the
+the real formats) and moves the dataset's ``CURRENT`` pointer; ``materialize_instances`` asks the
 task's family (likewise) to build one task version's instances from that
 snapshot and returns the family's instance checks. Rerunning on unchanged input is a no-op that
 keeps every id stable. Nothing here names a dataset or a task.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.core.outcomes import CheckOutcome, Instances, Materialised
+from pipelines.core.outcomes import CheckOutcome, Instances, Materialized
 from pipelines.core.protocols import TaskFamily
 from pipelines.engine.snapshots import current_snapshot, instances_location, set_current_snapshot
 from pipelines.engine.specs import SpecError, Specs, TaskSpec
@@ -22,7 +25,7 @@ from warehouse.layout import DataDir
 
 Log = Callable[[str], None]
 
-__all__ = ["Materialised", "materialise_snapshot", "snapshot_options", "materialise_instances",
+__all__ = ["Materialized", "materialize_snapshot", "snapshot_options", "materialize_instances",
            "instances_path", "task_instances_path"]
 
 
@@ -46,7 +49,7 @@ def snapshot_options(specs: Specs, dataset_slug: str) -> dict[str, Any]:
     return options
 
 
-def materialise_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialised:
+def materialize_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialized:
     """Make the dataset's snapshot in ``data`` and point its ``CURRENT`` at it."""
     spec = specs.datasets[dataset_slug]
     made = specs.plugins.datasets.get(dataset_slug).materialise(spec, data, snapshot_options(specs, dataset_slug), log)
@@ -69,7 +72,7 @@ def instances_path(data: DataDir, task_ref: str, specs: Specs) -> Path:
     return task_instances_path(data, task, specs.family_of(task))
 
 
-def materialise_instances(specs: Specs, data: DataDir, task_ref: str, log: Log) -> tuple[Instances, list[CheckOutcome]]:
+def materialize_instances(specs: Specs, data: DataDir, task_ref: str, log: Log) -> tuple[Instances, list[CheckOutcome]]:
     """Build the instances of one task version from its dataset's current snapshot; run its checks."""
     task = specs.task(task_ref)
     fam = specs.family_of(task)

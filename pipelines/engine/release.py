@@ -13,8 +13,8 @@ from typing import Callable
 from pipelines.engine.identity import code_revision
 from pipelines.kinds import kinds
 from pipelines.engine.ranking import rank_rows
-from pipelines.engine.baseline import baseline_comparison_rows
-from pipelines.engine.snapshots import NotMaterialised, current_snapshot
+from pipelines.engine.reference_model import reference_comparison_rows
+from pipelines.engine.snapshots import NotMaterialized, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
 from warehouse.layout import DataDir
 from warehouse.publish import Catalog, publish
@@ -48,14 +48,14 @@ def readable_results(data: DataDir) -> list[ResultRecord]:
 
 
 def build_catalog(specs: Specs, data: DataDir) -> Catalog:
-    demo = data.kind() == "demo"
+    demo = data.demo_or_real() == "demo"
     datasets = []
     for d in specs.datasets.values():
         row = spec_builtins(d)
         row["public_since"] = d.public_since
         try:
             row["snapshot_id"] = current_snapshot(data, d.slug).snapshot_id
-        except NotMaterialised:
+        except NotMaterialized:
             row["snapshot_id"] = None
         datasets.append(row)
     tasks = [
@@ -69,7 +69,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
         {"slug": m.slug, "name": m.name, "type": m.type, "provider": m.provider,
          "provider_model_id": m.provider_model_id, "revision": m.revision, "release_date": m.release_date,
          "knowledge_cutoff": m.knowledge_cutoff, "backend": m.backend, "description": m.description,
-         "spec_hash": spec_hash(m), "spec": _published_spec(m, specs.backend_of(m))}
+         "spec_hash": spec_hash(m), "spec": published_spec(m, specs.backend_of(m))}
         for m in specs.models.values()
         if demo or not specs.backend_of(m).demo_only(m)  # simulated models: demo data only
     ]
@@ -77,7 +77,7 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
     models += orphan_models(specs, results)
     return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
                    withdrawn=public_map(withdrawals(data)), code_revision=code_revision(),
-                   baseline_comparisons=baseline_comparison_rows(specs, data, results),
+                   baseline_comparisons=reference_comparison_rows(specs, data, results),
                    prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()],
                    kind_columns={name: dict(k.sql_types) for name, k in kinds().items()},
                    kind_unnest={name: tuple(getattr(k, "sql_unnest", ())) for name, k in kinds().items()})
@@ -91,7 +91,7 @@ def _flow(data: DataDir, specs: Specs, task) -> dict:
     family = specs.family_of(task)
     try:
         flow = family.participant_flow(task, task_instances_path(data, task, family))
-    except NotMaterialised:
+    except NotMaterialized:
         return {}
     return {"participant_flow": flow} if flow is not None else {}
 
@@ -121,7 +121,7 @@ def orphan_models(specs: Specs, results: list[ResultRecord]) -> list[dict]:
     return list(rows.values())
 
 
-def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None) -> tuple[str, bool, int]:
+def publish_results(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None) -> tuple[str, bool, int]:
     """Publish every finished result; withdrawn ones stay published but are ranked on no leaderboard.
 
     Every result and the release manifest are signed with ``key``, by default the publisher's key
@@ -145,7 +145,10 @@ def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None
     return version, changed, len(catalog.results)
 
 
-def _published_spec(model, backend) -> dict:
+release = publish_results  # the name before "publish" meant what publishes; scripts may still call it
+
+
+def published_spec(model, backend) -> dict:
     """The model spec as hashed, its settings through the same redaction as ``config.backend_settings``
     (its backend's ``published``): only declared-public settings as they are, defaults omitted."""
     return {**spec_builtins(model), "settings": backend.published(model.settings, keep_defaults=False)}

@@ -1,4 +1,4 @@
-"""Checking that a re-materialised result is the published one: versions, predictions, metrics.
+"""Checking that a re-materialized result is the published one: versions, predictions, metrics.
 
 ``medbench reproduce`` re-runs a published evaluation from scratch; this module says, in words, what
 differs. Versions first (a different task spec, model spec or dataset snapshot is a different

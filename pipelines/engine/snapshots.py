@@ -22,8 +22,8 @@ class CurrentSnapshot:
     path: Path
 
 
-class NotMaterialised(RuntimeError):
-    """An upstream step has not been materialised in this data directory yet."""
+class NotMaterialized(RuntimeError):
+    """An upstream step has not been materialized in this data directory yet."""
 
 
 def set_current_snapshot(data: DataDir, dataset: str, path: Path) -> None:
@@ -35,8 +35,8 @@ def set_current_snapshot(data: DataDir, dataset: str, path: Path) -> None:
 def current_snapshot(data: DataDir, dataset: str) -> CurrentSnapshot:
     pointer = data.snapshots(dataset) / "CURRENT"
     if not pointer.exists():
-        raise NotMaterialised(
-            f"no {dataset} snapshot in {data.root}: materialise the {dataset}_snapshot asset first "
+        raise NotMaterialized(
+            f"no {dataset} snapshot in {data.root}: materialize the {dataset}_snapshot asset first "
             f"(`medbench materialize --demo` for the demo data)"
         )
     name = pointer.read_text().strip()

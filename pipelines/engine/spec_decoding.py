@@ -34,17 +34,17 @@ def _read(path: Path) -> bytes:
     return raw
 
 
-def _decode(path: Path, typ: type) -> Any:
+def decode_strict(path: Path, typ: type) -> Any:
     """The file decoded strictly as ``typ`` (``msgspec.toml.decode(raw, type=typ)``, in two steps so that
     the nesting is bounded before anything walks it recursively)."""
-    obj = _parse(path)
+    obj = parse_bounded(path)
     try:
         return msgspec.convert(obj, typ, strict=True, str_keys=True, builtin_types=_TOML_TYPES)
     except msgspec.ValidationError as exc:
-        raise SpecError(f"{path}: {_explain(exc)}") from None
+        raise SpecError(f"{path}: {explain_validation_error(exc)}") from None
 
 
-def _parse(path: Path) -> Any:
+def parse_bounded(path: Path) -> Any:
     """The file's TOML as plain values, nested at most ``MAX_DEPTH`` arrays and tables deep.
 
     The parser (``tomllib``) recurses once per level, so a file nested 100,000 deep ended the command
@@ -79,7 +79,7 @@ def _too_deep(obj: Any) -> str | None:
     return None
 
 
-def _explain(exc: msgspec.ValidationError) -> str:
+def explain_validation_error(exc: msgspec.ValidationError) -> str:
     """Rephrase msgspec's message so it names the key the way a spec author writes it."""
     text = str(exc)
     key = ""

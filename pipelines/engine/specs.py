@@ -11,6 +11,9 @@ models' specs (a replay model is pinned to its outputs file's content).
 
 The specs directory is ``MEDBENCH_SPECS`` (default: the checkout's ``specs/``), so tests, benches
 and deployments can use their own.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from pipelines.core.canonical import SpecStruct, canonical_json, spec_builtins  
 from pipelines.core.registry import Plugins
 from pipelines.core.specs import (  # noqa: F401 (re-exported: the loader's callers name them from here)
     BootstrapSpec, DatasetSpec, IntervalsSpec, ModelSpec, PriceSpec, PriceTable, SourceSpec, SpecError, TaskSpec,
-    _Spec, model_spec_type, spec_hash, task_spec_type,
+    SpecBase, model_spec_type, spec_hash, task_spec_type,
 )
-from pipelines.engine.spec_decoding import _decode
+from pipelines.engine.spec_decoding import decode_strict
 from pipelines.kinds import kind as kind_of
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
@@ -50,17 +53,17 @@ class _ModelHead(msgspec.Struct):
 # --------------------------------------------------------------------------- loading
 
 
-def _decode_model(path: Path, plugins: Plugins) -> ModelSpec:
+def decode_model(path: Path, plugins: Plugins) -> ModelSpec:
     """Two phases: ``backend`` first, then the whole file as that backend's ModelSpec, so the
     ``[settings]`` table is checked key by key against the backend's own settings Struct; then the
     backend checks (and completes) the decoded spec."""
-    head = _decode(path, _ModelHead)
+    head = decode_strict(path, _ModelHead)
     if head.backend not in plugins.backends:
         raise SpecError(f"{path}: key `backend`: invalid value {head.backend!r} "
                         f"(one of: {', '.join(plugins.backends.names())})")
     backend = plugins.backends.get(head.backend)
     try:
-        spec = _decode(path, model_spec_type(backend.name, backend.settings_type))
+        spec = decode_strict(path, model_spec_type(backend.name, backend.settings_type))
     except SpecError as exc:
         for key, allowed in _tag_choices(backend.settings_type).items():
             if f"key `settings.{key}`: invalid value" in str(exc):
@@ -103,7 +106,7 @@ class Specs:
         self.models: dict[str, ModelSpec] = {}
         roots = [self.root, *(folder for _, folder in getattr(plugins, "specs", ()))]
         for path in _files(roots, "datasets", "*.toml"):
-            spec = _decode(path, DatasetSpec)
+            spec = decode_strict(path, DatasetSpec)
             _expect(path, "slug", spec.slug, path.stem)
             self.datasets[spec.slug] = spec
         for path in _files(roots, "tasks", "*/*.toml"):
@@ -114,7 +117,7 @@ class Specs:
             self.tasks[spec.ref] = spec
         checkout_models = _files(roots, "models", "*/*.toml")
         for path in checkout_models + submitted_model_files():
-            spec = _decode_model(path, plugins)
+            spec = decode_model(path, plugins)
             _expect(path, "slug", spec.slug, f"{path.parent.name}/{path.stem}")
             _expect(path, "provider", spec.provider, path.parent.name)
             for ref in spec.tasks:
@@ -124,7 +127,7 @@ class Specs:
                 raise SpecError(f"{path}: key `slug`: {spec.slug!r} is already a model of the specs directory; "
                                 "remove the submitted spec or the checkout's")
             self.models[spec.slug] = spec
-        self.prices = _decode(self.root / "prices.toml", PriceTable)
+        self.prices = decode_strict(self.root / "prices.toml", PriceTable)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -188,12 +191,12 @@ def _expect(path: Path, key: str, got: str, want: str) -> None:
 
 
 def _decode_task(path: Path, plugins: Plugins) -> TaskSpec:
-    head = _decode(path, _TaskHead)
+    head = decode_strict(path, _TaskHead)
     try:
         fam = plugins.families.get(head.family)
     except KeyError as exc:
         raise SpecError(f"{path}: key `family`: {exc.args[0]}") from None
-    return _decode(path, task_spec_type(fam))
+    return decode_strict(path, task_spec_type(fam))
 
 
 def _check_task(path: Path, spec: TaskSpec, datasets: dict[str, DatasetSpec], plugins: Plugins) -> None:
@@ -248,4 +251,4 @@ def load_model_spec(slug: str, root: Path | str | None, plugins: Plugins) -> Mod
     path = base / f"{slug}.toml"
     if "/" not in slug or ".." in slug.split("/") or not path.is_file():
         return None
-    return _decode_model(path, plugins)
+    return decode_model(path, plugins)

@@ -19,7 +19,7 @@ import msgspec
 
 from pipelines.core.canonical import spec_builtins
 from pipelines.core.specs import PriceSpec, SpecError, model_spec_type, spec_hash
-from pipelines.engine.spec_decoding import _explain
+from pipelines.engine.spec_decoding import explain_validation_error
 from pipelines.kinds import kind as kind_of
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import SubmissionPolicy, check_sandbox_budget
@@ -47,7 +47,7 @@ def _refuse(field: str, problem: str) -> SubmissionRefused:
 
 
 def _explain_field(exc: msgspec.ValidationError) -> SubmissionRefused:
-    text = _explain(exc).replace("unknown key", "unknown field").replace("required key", "required field")
+    text = explain_validation_error(exc).replace("unknown key", "unknown field").replace("required key", "required field")
     match = re.search(r"`([^`]+)`", text)
     field = match.group(1) if match else ""
     return SubmissionRefused(field, text.replace(f"key `{field}`: ", "").replace(f" `{field}`", ""))
@@ -60,7 +60,7 @@ def _secret_key(key: str) -> bool:
     return any(word in SECRET_WORDS for word in words) or key.lower() in {"pass", "pw", "pwd", "creds"}
 
 
-def _scan_settings(settings: Any) -> None:
+def scan_settings(settings: Any) -> None:
     """Refuse secrets, URLs and local paths anywhere in the settings, naming where (without recursion)."""
     stack: list[tuple[str, Any]] = [("model.settings", settings)]
     while stack:
@@ -107,7 +107,7 @@ class SubmissionChecker:
                 raise _refuse("model.backend", f"invalid value {backend!r} (one of: {', '.join(ACCEPTED_BACKENDS)})")
             if "provider" in raw_model:
                 raise _refuse("model.provider", "leave it out: the provider is the token's owner")
-            _scan_settings(raw_model.get("settings", {}))
+            scan_settings(raw_model.get("settings", {}))
         try:  # the body: a field is named where it is (an unknown top-level field is top-level)
             request = msgspec.convert(body, SubmissionRequest, strict=True, str_keys=True)
         except msgspec.ValidationError as exc:

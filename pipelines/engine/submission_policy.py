@@ -25,7 +25,7 @@ import msgspec
 
 from pipelines.core.canonical import StrictStruct
 from pipelines.core.specs import PriceSpec, SpecError, query_or_fragment
-from pipelines.engine.spec_decoding import _explain, _parse
+from pipelines.engine.spec_decoding import explain_validation_error, parse_bounded
 from pipelines.engine.specs import specs_root
 from warehouse.layout import DataDir
 from warehouse.submissions import SubmissionRefused, SubmissionStore
@@ -133,13 +133,13 @@ def load_policy(specs: Path | str | None = None, data: DataDir | None = None) ->
     """The checkout's policy with the data directory's additions; defaults when neither file exists."""
     merged: dict = {}
     files = policy_files(specs, data)
-    parsed = [(path, _parse(path)) for path in files]
+    parsed = [(path, parse_bounded(path)) for path in files]
     for _, obj in parsed:
         merged = _merge(merged, obj)
     try:
         policy = msgspec.convert(merged, SubmissionPolicy, strict=True, str_keys=True)
     except msgspec.ValidationError as exc:
-        raise SpecError(f"{' + '.join(map(str, files))}: {_explain(exc)}") from None
+        raise SpecError(f"{' + '.join(map(str, files))}: {explain_validation_error(exc)}") from None
     for name, endpoint in policy.endpoints.items():
         if endpoint.base_url and (extra := query_or_fragment(endpoint.base_url)) is not None:
             # the file that set it last is the one to edit

@@ -3,7 +3,7 @@
 
 Why validated again: the spec was checked when the API accepted it, but what runs is the file, and
 between the two lie a database and a TOML writer. The file is decoded by the spec loader's strict
-decoder (``specs._decode_model``: unknown keys are errors), its settings must decode as the few
+decoder (``specs.decode_model``: unknown keys are errors), its settings must decode as the few
 knobs a submitter may choose (``submission_request.SUBMITTED_SETTINGS``: an openai model names an
 endpoint and nothing else; a Hub model a Hub id, at a 40-hex commit), no URL, path or secret may
 appear anywhere in them, and its hash must be the hash the submission was accepted with. A file that
@@ -25,7 +25,7 @@ import msgspec
 from pipelines.core.canonical import spec_builtins
 from pipelines.core.registry import Plugins
 from pipelines.core.specs import SpecError, spec_hash
-from pipelines.engine.submission_check import COMMIT_RE, HUB_ID_RE, SLUG_RE, _scan_settings
+from pipelines.engine.submission_check import COMMIT_RE, HUB_ID_RE, SLUG_RE, scan_settings
 from pipelines.engine.submission_request import ACCEPTED_BACKENDS, SUBMITTED_SETTINGS
 from warehouse.layout import DataDir
 from warehouse.submissions import StoreError, Submission
@@ -73,16 +73,16 @@ def spec_path(data: DataDir, slug: str) -> Path:
 
 def revalidate(path: Path, sub: Submission, plugins: Plugins) -> Any:
     """The written file, decoded strictly and checked as a submission's spec; SpecError says what is wrong."""
-    from pipelines.engine.specs import _decode_model
+    from pipelines.engine.specs import decode_model
 
-    spec = _decode_model(path, plugins)
+    spec = decode_model(path, plugins)
     where = f"{path}: key"
     if spec.backend not in ACCEPTED_BACKENDS:
         raise SpecError(f"{where} `backend`: {spec.backend!r} is not accepted from a submission")
     if spec.provider != sub.owner or spec.slug != sub.model.get("slug") or not spec.slug.startswith(sub.owner + "/"):
         raise SpecError(f"{where} `slug`: {spec.slug!r} is not {sub.owner}'s submitted model")
     settings = spec_builtins(spec.settings)
-    _scan_settings(settings)
+    scan_settings(settings)
     try:
         chosen = msgspec.convert(settings, SUBMITTED_SETTINGS[spec.backend], strict=True, str_keys=True)
     except msgspec.ValidationError as exc:

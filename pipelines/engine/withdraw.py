@@ -3,13 +3,16 @@
 The withdrawal is recorded first (``warehouse.withdrawals``: appended to the data directory's
 withdrawal log, nothing deleted), then the warehouse is published again, so the result leaves the
 current leaderboards and lookups at once and the new release's manifest attests the change of status.
+
+Its file name is shared on purpose: the engine's step of that name; the Dagster assets, the official
+tier and the CLI have their own module for the same step, each calling this one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipelines.engine.release import release
+from pipelines.engine.release import publish_results
 from pipelines.engine.specs import Specs
 from warehouse.keys import signing_key
 from warehouse.layout import DataDir
@@ -30,5 +33,5 @@ def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str,
     for line in said:
         log(line)
     log(f"withdrew {run_id} on {withdrawal.date}: {withdrawal.reason}")
-    version, _, _ = release(specs, data, log, key)
+    version, _, _ = publish_results(specs, data, log, key)
     return withdrawal, version

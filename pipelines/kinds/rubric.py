@@ -8,12 +8,15 @@
   one row per grade (``predictions_rubric``, docs/duckdb.md), the answer repeated on each.
 - Metrics: the mean score with the two-stage interval (items, then judge samples) and the
   items-only one (``ci_low_items_only``, ``ci_high_items_only``); ``judge_agreement``.
-- Pairing (``/v1/compare``, the baseline difference): the same items drawn for both results per
+- Pairing (``/v1/compare``, the difference to the reference model): the same items drawn for both results per
   replicate, the difference of their mean scores; its percentile interval, the p-value inverting it.
   Two judges' results on the same answers compare the same way (docs/adding-a-task.md, "The rubric kind"),
   and ``judges_agreement`` says how often their majority verdicts agree, criterion by criterion.
 - Rank intervals: the same draws for every result of a block (``replicate_rank_intervals``).
 - Resampling unit: items (a family of this kind declares no cluster column).
+
+Its file name is shared on purpose: each kind's module is named after the kind it implements
+(``kind(name)``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@
   Hinkley): a p at the floor carries ``p_at_floor`` and reads "p <= 2/(R+1)", not an exact value.
 - Rank intervals: the same draws for every result of a leaderboard block at once
   (``pipelines.stats.ranks``), the tie with the leader by the paired percentile interval.
+
+Its file name is shared on purpose: each kind's module is named after the kind it implements
+(``kind(name)``).
 """
 
 from __future__ import annotations

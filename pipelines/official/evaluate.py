@@ -13,6 +13,9 @@ The wheel is kept in the data directory (``packages/<sha256>/<file>``), its depe
 beside it (``packages/<sha256>/dependencies/<set sha256>/``), and the package's answers beside the
 predictions (``artifacts/<run_id>/package-answers.jsonl``), so ``medbench reproduce`` can install
 exactly those wheels, rerun it in the same sandbox policy and compare its answers byte for byte.
+
+Its file name is shared on purpose: the official tier's counterpart of the engine's or CLI's module
+of the same name (docs/official-tier.md).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import pyarrow as pa
 from pipelines.core.evaluation import Evaluation
 from pipelines.core.outcomes import Predicted, Usage, combined_usage
 from pipelines.core.protocols import FitAndScore, JudgesAnswers, TextChoice
-from pipelines.engine.evaluate import compute_metrics, existing_result, plan, write_predictions
+from pipelines.engine.evaluate import compute_metrics, existing_result, resolve_evaluation, write_predictions
 from pipelines.engine.generations import generation_key
 from pipelines.engine.identity import run_id
 from pipelines.engine.inputs import task_instances_path
@@ -66,7 +69,7 @@ def tier_for(ev: Evaluation, submitter: Submitter) -> str:
 
 def plan_official(specs: Specs, data: DataDir, task_ref: str, model_slug: str, sha256: str,
                   dependencies_sha256: str) -> Evaluation:
-    ev = plan(specs, data, task_ref, model_slug)
+    ev = resolve_evaluation(specs, data, task_ref, model_slug)
     return replace(ev, run_id=run_id(ev.model, ev.task, ev.snapshot_id, sha256, dependencies_sha256,
                                     plugins=ev.plugins, judge=ev.judge, official_splits=ev.family.official_splits))
 

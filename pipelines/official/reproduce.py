@@ -9,6 +9,9 @@ are compared byte for byte with the ones kept beside the result, and the predict
 (through the task's own parser or table) by sha256 with the published file. The kept wheel passes
 the door's checks again first (``check_wheel``), and its recorded file name only ever reaches the
 sandbox as an argv item (docs/official-tier.md, "Threat model").
+
+Its file name is shared on purpose: the official tier's counterpart of the engine's or CLI's module
+of the same name (docs/official-tier.md).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Callable
 import msgspec
 
 from pipelines.core.specs import ModelSpec, model_spec_type
-from pipelines.engine.release import release
+from pipelines.engine.release import publish_results
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import check_sandbox_budget, load_policy
 from pipelines.official.evaluate import Submitter, evaluate_official, plan_official, resolve_dependencies
@@ -85,6 +85,6 @@ def run_submission(specs: Specs, data: DataDir, store: SubmissionStore, submissi
         return store.transition(submission_id, "failed", str(failed))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    release(specs, data, log)
+    publish_results(specs, data, log)
     return store.transition(submission_id, "evaluated", f"evaluated in the sandbox: {', '.join(run_ids)}",
                             run_ids=run_ids)

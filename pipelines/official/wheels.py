@@ -9,6 +9,9 @@ total-size cap and a wall-time cap. The sha256 of every wheel is computed here, 
 what the signed ``config.official.installed`` lists: never a report the package could write. The
 set's hash enters the official run id, and the wheels are kept with the run so ``medbench
 reproduce`` installs exactly them (docs/official-tier.md, "Threat model").
+
+Its file name is shared on purpose: the official tier's counterpart of the engine's or CLI's module
+of the same name (docs/official-tier.md).
 """
 
 from __future__ import annotations

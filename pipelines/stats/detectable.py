@@ -13,6 +13,9 @@ difference").
   over the pairs of current results of the bootstrap SD of their paired difference.
 
 ``tests/unit/pipelines/test_detectable.py`` checks both against simulated comparisons.
+
+Its file name is shared on purpose: the statistics are computed here; the module of the same name
+elsewhere serves or measures them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Paired AUROC difference of two scorers on the same windows, by a cluster bootstrap over subjects.
 
 One implementation for both places that publish such a difference: ``/v1/compare`` (api/compare.py,
-on request) and the ``baseline_comparisons`` table (pipelines/engine/baseline.py, at publish time),
+on request) and the ``baseline_comparisons`` table (pipelines/engine/reference_model.py, at publish time),
 so a result page's "versus MAP alone" and a comparison of the same two runs are the same numbers.
 Replicate r takes the subjects ``default_rng(seed).integers(0, C, size=(R, C))[r]`` and all their
 windows for both scorers at once; one-class replicates have no AUROC and are left out (counted).

@@ -33,6 +33,9 @@ With estimates theta_hat [M] and replicates theta* [R, M]:
   estimate).
 
 The true rank of model j is 1 + #{k : theta_k > theta_j} (ties share the better rank).
+
+Its file name is shared on purpose: the statistics are computed here; the module of the same name
+elsewhere serves or measures them.
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ Two rank statements come from the same replicates:
 for accuracy the exact conditional interval dual to the exact McNemar test
 (``pipelines.stats.paired.paired_accuracy``), for AUROC the percentile interval (linear) of the
 kept replicate differences of the paired cluster bootstrap, with the task's own seed and replicates.
+
+Its file name is shared on purpose: the statistics are computed here; the module of the same name
+elsewhere serves or measures them.
 """
 
 from __future__ import annotations

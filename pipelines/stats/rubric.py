@@ -16,6 +16,9 @@ scorecard against reference grades (docs/statistics.md, "Rubric scores and the j
   interval from a bootstrap over the graded items (an item's criteria drawn together).
 
 numpy only (this package's rule), so the API may import it.
+
+Its file name is shared on purpose: the statistics are computed here; the module of the same name
+elsewhere serves or measures them.
 """
 
 from __future__ import annotations

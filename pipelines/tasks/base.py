@@ -6,6 +6,9 @@ installed distribution) with a class that subclasses ``TaskFamily``, one entry p
 ``medbench.families`` (``pyproject.toml``), and its spec files. It declares what it asks a model
 (``problem``: a ``TextChoice`` or a ``FitAndScore``), and the engine's solvers run it on any
 backend of that shape.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

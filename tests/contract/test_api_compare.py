@@ -17,7 +17,7 @@ from warehouse.layout import DataDir
 
 COMPARE = {"a": "str", "b": "str", "task": "str", "metric": "str", "n_shared": "int", "difference": "float",
            "ci_low": "float", "ci_high": "float", "p_value": "float", "method": "str",
-           "p_at_floor": "bool"}  # CONTRACT.md: paired comparisons gain p_at_floor
+           "p_at_floor": "bool"}  # docs/api.md: paired comparisons gain p_at_floor
 ADDITIONS = {"value_a", "value_b", "replicates", "seed", "dropped_replicates", "a_only_correct", "b_only_correct",
              "direction", "better", "judges"}  # judges: two rubric judges compared (null otherwise)
 

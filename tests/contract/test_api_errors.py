@@ -1,4 +1,4 @@
-"""Every error code and status of CONTRACT.md, HEAD for every GET, and 405 with ``Allow``."""
+"""Every error code and status of docs/api.md, HEAD for every GET, and 405 with ``Allow``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The headers of CONTRACT.md: X-Medbench-Warehouse, ETag (+ 304), Cache-Control, CORS; and self-links."""
+"""The headers of docs/api.md: X-Medbench-Warehouse, ETag (+ 304), Cache-Control, CORS; and self-links."""
 
 from __future__ import annotations
 

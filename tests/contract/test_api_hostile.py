@@ -183,7 +183,7 @@ def test_long_parameters_are_answered_in_json(server: Running, http: httpx.Clien
     check(http.get(f"/v1/tasks/{long}"), 404, "task_not_found")
     check(http.get("/v1/results", params={"limit": "9" * 5000}), 400, "invalid_parameter")
     check(http.get("/v1/leaderboard", params={"task": "clinicalqa@" + "9" * 5000}), 400, "invalid_parameter")
-    # an unknown model is an answer, not an error (CONTRACT.md), however long its name
+    # an unknown model is an answer, not an error (docs/api.md), however long its name
     unknown = http.get("/v1/lookup", params={"model": long, "task": "clinicalqa@0"})
     assert unknown.status_code == 200 and unknown.json() == {"status": "not_evaluated", "result": None}
 

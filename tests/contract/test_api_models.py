@@ -1,4 +1,4 @@
-"""``/v1/models`` and ``/v1/models/{provider}/{name}``: CONTRACT.md's shape, the filters, pagination,
+"""``/v1/models`` and ``/v1/models/{provider}/{name}``: docs/api.md's shape, the filters, pagination,
 ``model_not_found``; and the website's models page links to it as its JSON twin."""
 
 from __future__ import annotations

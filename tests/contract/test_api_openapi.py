@@ -1,5 +1,5 @@
 """``/v1/openapi.json``: a snapshot (so a change of contract is always deliberate) and a structural
-check that it is an OpenAPI 3.1 document describing every route of CONTRACT.md.
+check that it is an OpenAPI 3.1 document describing every route of docs/api.md.
 
 Regenerate the snapshot deliberately with ``MEDBENCH_UPDATE_SNAPSHOTS=1 pytest tests/contract/test_api_openapi.py``.
 """

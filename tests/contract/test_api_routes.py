@@ -1,4 +1,4 @@
-"""Every route's 200 body against CONTRACT.md, field by field, and the lookup/leaderboard semantics."""
+"""Every route's 200 body against docs/api.md, field by field, and the lookup/leaderboard semantics."""
 
 from __future__ import annotations
 

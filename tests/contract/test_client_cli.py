@@ -1,6 +1,6 @@
 """The ``medbench`` client commands against a real server over a synthetic warehouse (fast lane).
 
-Exit codes of CONTRACT.md (0 found, 1 not found, 2 usage error, 3 server unreachable), ``--json``
+Exit codes of docs/cli.md (0 found, 1 not found, 2 usage error, 3 server unreachable), ``--json``
 printing the server's JSON, the predictions download with its checksum, and no Dagster import.
 """
 

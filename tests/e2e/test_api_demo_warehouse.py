@@ -1,5 +1,5 @@
 """The API over a warehouse made by the real pipeline (``medbench materialize --demo``), not by the
-API's own fixtures: every route answers in CONTRACT.md's shapes on what the pipeline publishes."""
+API's own fixtures: every route answers in docs/api.md's shapes on what the pipeline publishes."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 ``eval`` on an evaluated pair must run nothing: no Dagster run is added to the data directory's
 instance and no file under it changes. ``eval`` on a new pair (a model spec added in a copy of the
-specs) materialises exactly that partition, publishes it, and the running server then answers
+specs) materializes exactly that partition, publishes it, and the running server then answers
 the lookup with it. ``reproduce`` re-makes a demo result from scratch and finds it identical, and
 refuses, naming the spec, when the local specs differ. Client exit codes 0/1/2/3 end to end.
 """
@@ -101,7 +101,7 @@ def test_eval_with_the_api_down_uses_the_local_warehouse(demo_data: Path) -> Non
     assert dagster_runs(demo_data) == runs_before
 
 
-def test_eval_of_a_new_pair_materialises_and_publishes_it(demo_data: Path, tmp_path: Path) -> None:
+def test_eval_of_a_new_pair_materializes_and_publishes_it(demo_data: Path, tmp_path: Path) -> None:
     data = _copy_of(demo_data, tmp_path / "data")
     specs = _specs_with_new_model(tmp_path / "specs")
     env = {"MEDBENCH_SPECS": str(specs)}

@@ -29,7 +29,7 @@ from support.processes import stop_group
 
 from bench._dagster_ui import DagsterUI, sync_partitions
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.submit import PARENT_TAG
+from pipelines.dagster.child_runs import PARENT_TAG
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
 
@@ -92,7 +92,7 @@ def test_the_uis_ranged_backfill_queues_what_needs_work_within_its_pool(demo_dat
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
     for pair in PAIRS:  # both need work again
-        run = engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(pair)).run_id
+        run = engine.resolve_evaluation(load_specs(), DataDir(data), *engine.split_partition_key(pair)).run_id
         (data / "artifacts" / run / "result.json").unlink()
     home = _home(tmp_path / "dagster-home")
     env = {**os.environ, "DAGSTER_HOME": str(home), "MEDBENCH_DATA": str(data), "PYTHONUNBUFFERED": "1"}
@@ -132,7 +132,7 @@ def test_evaluate_all_submits_what_needs_work_to_the_queue(demo_data, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
     for pair in PAIRS:
-        run = engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(pair)).run_id
+        run = engine.resolve_evaluation(load_specs(), DataDir(data), *engine.split_partition_key(pair)).run_id
         (data / "artifacts" / run / "result.json").unlink()
     home = _home(tmp_path / "dagster-home")
     env = {**os.environ, "DAGSTER_HOME": str(home), "MEDBENCH_DATA": str(data), "PYTHONUNBUFFERED": "1"}

@@ -156,7 +156,7 @@ def test_sensor_returns_partition_requests_and_leaves_the_instance_alone():
 
 
 def _run_checks_alone(data, selection, partition=None) -> dict[str, bool]:
-    """Execute only the given checks (no asset materialises), as the UI's "Execute" does."""
+    """Execute only the given checks (no asset materializes), as the UI's "Execute" does."""
     with dg.DagsterInstance.ephemeral() as instance:
         sync_evaluation_partitions(instance, load_specs())
         job = dg.define_asset_job("checks_alone", selection=selection)

@@ -48,7 +48,7 @@ def test_not_runnable_pair_is_skipped_with_its_reason_and_publishing_still_runs(
         sync_evaluation_partitions(instance, load_specs())
         result = _materialize(data, instance, [QA.predictions, QA.metrics], VLLM)
         assert result.success  # not a red failure
-        # Materialised as skipped (so a backfill over it ends green): the reason, no files, and a
+        # Materialized as skipped (so a backfill over it ends green): the reason, no files, and a
         # data version that is not the run id.
         skips = [e.materialization for e in result.get_asset_materialization_events()]
         assert sorted(m.asset_key.to_user_string() for m in skips) == sorted([QA.predictions, QA.metrics])
@@ -112,7 +112,7 @@ def test_publishing_follows_new_results_as_the_publish_job(data):
     with dg.DagsterInstance.ephemeral() as instance:
         sync_evaluation_partitions(instance, load_specs())
         requests, cursor = _publish_requests(instance)
-        assert requests == []  # nothing materialised yet
+        assert requests == []  # nothing materialized yet
         assert _materialize(data, instance, [QA.predictions, QA.metrics], RANDOM).success
         requests, cursor = _publish_requests(instance, cursor)
         assert len(requests) == 1 and requests[0].job_name in (None, "publish")

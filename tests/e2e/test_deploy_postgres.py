@@ -1,7 +1,7 @@
 """deploy/dagster.yaml for real: PostgreSQL storage, the queued run coordinator with pools, and
 `dagster-daemon`, with `medbench materialize --demo` against them. Everything evaluates as with the
 embedded default instance, the run history is in Postgres, and the published warehouse holds the same
-results (run ids and metric values) as an embedded-default materialisation of the same demo."""
+results (run ids and metric values) as an embedded-default materialization of the same demo."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def results_table(data) -> dict[str, tuple]:
     return {r[0]: r[1:] for r in rows}
 
 
-def test_demo_materialises_both_tasks(demo_data):
+def test_demo_materializes_both_tasks(demo_data):
     results = results_table(demo_data)
     by_pair = {(task, model): rid for rid, (task, model, *_rest) in results.items()}
     assert ("clinicalqa@0", "medbench/random") in by_pair
@@ -59,7 +59,7 @@ def test_second_run_reuses_everything(demo_data):
     assert got and all(status in ("reused", "skipped") for status, _ in got.values()), proc.stdout
     assert {rid for status, rid in got.values() if status == "reused"} == set(before)
     assert results_table(demo_data) == before
-    assert "not rematerialised" in proc.stdout  # the inputs were current: no inputs run
+    assert "not rematerialized" in proc.stdout  # the inputs were current: no inputs run
     import dagster as dg
 
     from pipelines.dagster.inputs_state import shown_versions
@@ -121,7 +121,7 @@ def test_tiny_llm_runs_end_to_end_through_transformers(demo_data):
     assert "generation_key" not in r and r["versions"]["parser"] == "v4"  # a hash of unredacted settings: never published
 
 
-def test_materialisations_carry_typed_metadata_and_data_versions(demo_data):
+def test_materializations_carry_typed_metadata_and_data_versions(demo_data):
     """The UI's staleness and plots rest on these: run ids as data versions, floats as floats."""
     import dagster as dg
 

@@ -47,7 +47,7 @@ EXEMPT: dict[str, tuple[str, str | None]] = {
     "./scripts/test": ("runs every test lane: this test is one of them", None),
     ".venv/bin/medbench verify <run_id>": ("a placeholder", ".venv/bin/medbench verify {run_id}"),
     ".venv/bin/medbench ui": ("long-running", "start-stop"),
-    "medbench materialize --demo": ("the demo step materialised it (the README's runnable block repeats it)", None),
+    "medbench materialize --demo": ("the demo step materialized it (the README's runnable block repeats it)", None),
     "medbench materialize --demo --task vitaldb-ioh --model medbench/neg-last-map":
         ("one partition of the demo", ".venv/bin/medbench materialize --demo --task vitaldb-ioh --model "
                                        "medbench/neg-last-map"),

@@ -136,7 +136,7 @@ def test_the_package_sees_public_inputs_only(demo, monkeypatch):
     never a label, an answer, a subject or a case."""
     import pyarrow.parquet as pq
 
-    from pipelines.engine.evaluate import plan
+    from pipelines.engine.evaluate import resolve_evaluation
     from pipelines.engine.inputs import task_instances_path
     from pipelines.official.evaluate import public_inputs
     from support.plugins import specs as load_specs
@@ -147,16 +147,16 @@ def test_the_package_sees_public_inputs_only(demo, monkeypatch):
     keys = {"clinicalqa@0": {"instance_id", "question", "findings", "options"},
             "vitaldb-ioh@0": {"instance_id", "map", "step_seconds"}}
     for task, model in PAIRS.items():
-        public, context = public_inputs(plan(specs, data, task, model), data)
+        public, context = public_inputs(resolve_evaluation(specs, data, task, model), data)
         assert public and all(set(p) == keys[task] for p in public)
         assert context["answer_field"] == ("output" if task.startswith("clinicalqa") else "score")
     # IOH: the test windows, then the validation windows (inputs only), never a train window
-    ev = plan(specs, data, "vitaldb-ioh@0", PAIRS["vitaldb-ioh@0"])
+    ev = resolve_evaluation(specs, data, "vitaldb-ioh@0", PAIRS["vitaldb-ioh@0"])
     windows = pq.read_table(task_instances_path(data, ev.task, ev.family), columns=["instance_id", "split"])
     split_of = dict(zip(windows.column("instance_id").to_pylist(), windows.column("split").to_pylist()))
     given = [split_of[p["instance_id"]] for p in public_inputs(ev, data)[0]]
     assert given == sorted(given) and set(given) == {"test", "validation"}
-    qa = public_inputs(plan(specs, data, "clinicalqa@0", PAIRS["clinicalqa@0"]), data)[0]
+    qa = public_inputs(resolve_evaluation(specs, data, "clinicalqa@0", PAIRS["clinicalqa@0"]), data)[0]
     assert all(set(p["options"]) == {"A", "B", "C", "D", "E"} for p in qa)
 
 

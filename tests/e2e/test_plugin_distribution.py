@@ -75,7 +75,7 @@ def test_the_distribution_declares_its_plugins_in_medbench_entry_point_groups() 
 class Installed:
     site: Path        # where the distribution is installed (and nothing else)
     specs: Path       # the project's specs plus the distribution's
-    data: Path        # a demo data directory materialised with them
+    data: Path        # a demo data directory materialized with them
     materialize: subprocess.CompletedProcess
 
     def env(self) -> dict[str, str]:
@@ -121,7 +121,7 @@ def test_materialize_runs_every_pair_of_the_installed_families(installed: Instal
 
 
 @pytest.mark.slow
-def test_the_code_location_has_their_assets_materialised_and_their_checks_evaluated(installed: Installed) -> None:
+def test_the_code_location_has_their_assets_materialized_and_their_checks_evaluated(installed: Installed) -> None:
     """The Dagster code location (loaded with the distribution installed) defines the families'
     assets; the instance in the data directory holds every partition of them and a passing verdict
     of every one of their checks on every partition."""
@@ -144,7 +144,7 @@ with dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"]) as instance:
                 checks, partition_filter=PartitionKeyFilter(key=key))
             verdicts[key] = sorted((k.name, r.event.dagster_event.event_specific_data.passed) for k, r in latest.items())
         out[family] = {"assets": [fa.predictions, fa.metrics], "partitions": sorted(keys),
-                       "materialised": {a: sorted(instance.get_materialized_partitions(dg.AssetKey(a)))
+                       "materialized": {a: sorted(instance.get_materialized_partitions(dg.AssetKey(a)))
                                         for a in (fa.predictions, fa.metrics)},
                        "checks": sorted(k.name for k in checks), "verdicts": verdicts}
 print(json.dumps(out))
@@ -154,7 +154,7 @@ print(json.dumps(out))
         prefix = family.replace("-", "_")
         assert got["assets"] == [f"{prefix}_predictions", f"{prefix}_metrics"]
         assert got["partitions"] == sorted(f"{family}@0|{m}" for m in MODELS[family])
-        assert got["materialised"] == {asset: got["partitions"] for asset in got["assets"]}
+        assert got["materialized"] == {asset: got["partitions"] for asset in got["assets"]}
         assert {"every_instance_predicted_once"} <= set(got["checks"])
         for key, verdicts in got["verdicts"].items():
             assert verdicts == [[name, True] for name in got["checks"]], (key, verdicts)

@@ -112,13 +112,13 @@ with dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"]) as instance:
         latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
             checks, partition_filter=PartitionKeyFilter(key=key))
         verdicts[key] = sorted((k.name, r.event.dagster_event.event_specific_data.passed) for k, r in latest.items())
-    materialised = sorted(instance.get_materialized_partitions(dg.AssetKey(fa.metrics)))
+    materialized = sorted(instance.get_materialized_partitions(dg.AssetKey(fa.metrics)))
 print(json.dumps({"keys": keys, "checks": sorted(k.name for k in checks), "verdicts": verdicts,
-                  "materialised": materialised}))
+                  "materialized": materialized}))
 """ % (FAMILY, FAMILY))
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["keys"] == got["materialised"] == sorted(f"{TASK}|{m}" for m in MODELS)
+    assert got["keys"] == got["materialized"] == sorted(f"{TASK}|{m}" for m in MODELS)
     assert {"every_instance_predicted_once", "predictions_finite"} <= set(got["checks"])
     for key, verdicts in got["verdicts"].items():
         assert verdicts == [[name, True] for name in got["checks"]], (key, verdicts)
@@ -235,7 +235,7 @@ def test_verify_accepts_every_result(installed: Installed, served: str) -> None:
 def test_changing_one_line_of_the_plugin_changes_its_run_ids(installed: Installed, served: str) -> None:
     """Plug-in code is in the identity: its results record it (``versions.plugins``), and an edit of
     one line of the installed package (as it is on disk) gives new run ids, nothing reused. Runs
-    last: it edits the installed copy and re-materialises."""
+    last: it edits the installed copy and re-materializes."""
     before = {r["model"]["slug"]: r["run_id"] for r in _board(served)["rows"]}
     record = httpx.get(f"{served}/v1/results/{before['potassium/damped']}", timeout=30).json()
     (plugin,) = record["versions"]["plugins"]

@@ -1,5 +1,5 @@
 """A backfill's ranged run (the evaluation assets' single-run backfill policy): rule one for every
-partition in one run, reuses and skips recorded as that run's materialisations (with the data
+partition in one run, reuses and skips recorded as that run's materializations (with the data
 version, code version and inputs a run of the partition alone would record), and only what needs
 work run as its own ``evaluate_<family>`` run.
 
@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.backends.registry import not_runnable_reason
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.submit import PARENT_TAG
+from pipelines.dagster.child_runs import PARENT_TAG
 from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, defs
 from pipelines.dagster.partitions import sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource
@@ -37,7 +37,7 @@ def data(demo_data, tmp_path) -> Path:
 
 
 def _run_id(data: Path, key: str) -> str:
-    return engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(key)).run_id
+    return engine.resolve_evaluation(load_specs(), DataDir(data), *engine.split_partition_key(key)).run_id
 
 
 def _ranged(data: Path, instance, keys: list[str], selection=(QA.predictions, QA.metrics)):
@@ -47,7 +47,7 @@ def _ranged(data: Path, instance, keys: list[str], selection=(QA.predictions, QA
 
 
 def _latest(instance, asset: str) -> dict:
-    """partition -> its newest materialisation (run id, tags, metadata)."""
+    """partition -> its newest materialization (run id, tags, metadata)."""
     out = {}
     for rec in instance.fetch_materializations(dg.AssetKey(asset), limit=100).records:
         out.setdefault(rec.partition_key, rec)
@@ -56,7 +56,7 @@ def _latest(instance, asset: str) -> dict:
 
 def test_a_ranged_run_reuses_and_skips_every_partition_in_one_run(demo_data, tmp_path):
     data = tmp_path / "data"
-    shutil.copytree(demo_data, data)  # with the CLI's Dagster history: the inputs' materialisations
+    shutil.copytree(demo_data, data)  # with the CLI's Dagster history: the inputs' materializations
     with dg.DagsterInstance.from_config(str(data / "dagster")) as instance:
         sync_evaluation_partitions(instance, load_specs())
         keys = instance.get_dynamic_partitions("clinicalqa_evaluations")

@@ -32,7 +32,7 @@ def test_the_link_base_is_the_public_url_else_the_served_port_else_the_default(m
 def test_medbench_demo_links_its_results_on_the_port_it_serves(demo_data, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
-    run = engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(WORK)).run_id
+    run = engine.resolve_evaluation(load_specs(), DataDir(data), *engine.split_partition_key(WORK)).run_id
     (data / "artifacts" / run / "result.json").unlink()  # so the demo runs it (a reuse records no link)
     proc = run_medbench("demo", "--no-serve", "--port", "18900", data=data,
                         env={"MEDBENCH_PUBLIC_URL": "", "MEDBENCH_SITE_URL": ""})
@@ -41,7 +41,7 @@ def test_medbench_demo_links_its_results_on_the_port_it_serves(demo_data, tmp_pa
     # the summary only: Dagster's lines go to the log file the summary names (issue #40)
     assert " - dagster - " not in proc.stdout + proc.stderr and "INFO" not in proc.stdout + proc.stderr, proc.stdout[:3000]
     log = data / "logs" / "demo.log"
-    assert f"Dagster's log of this materialisation: {log}" in proc.stdout and log.stat().st_size > 0
+    assert f"Dagster's log of this materialization: {log}" in proc.stdout and log.stat().st_size > 0
     with dg.DagsterInstance.from_config(str(data / "dagster")) as instance:
         rec = instance.fetch_materializations(dg.AssetRecordsFilter(
             asset_key=dg.AssetKey("vitaldb_ioh_metrics"), asset_partitions=[WORK]), limit=1).records[0]

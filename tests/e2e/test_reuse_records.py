@@ -47,7 +47,7 @@ def test_reuses_are_recorded_once_where_dagster_does_not_show_them(demo_data, tm
     assert len(_observations(data)) == len(observed)  # already shown with their run ids: nothing written
 
 
-def test_the_newer_of_materialisation_and_observation_is_what_dagster_shows():
+def test_the_newer_of_materialization_and_observation_is_what_dagster_shows():
     tag = "dagster/data_version"
     with dg.DagsterInstance.ephemeral() as instance:
         def report(kind, partition: str, version: str) -> None:
@@ -55,7 +55,7 @@ def test_the_newer_of_materialisation_and_observation_is_what_dagster_shows():
 
         report(dg.AssetMaterialization, "a", "run-x")
         report(dg.AssetMaterialization, "b", "run-x")
-        report(dg.AssetObservation, "a", "run-y")  # a reuse of another run id, after the materialisation
+        report(dg.AssetObservation, "a", "run-y")  # a reuse of another run id, after the materialization
         assert shown_versions(instance, METRICS, ["a", "b", "c"]) == {"a": "run-y", "b": "run-x"}
         report(dg.AssetMaterialization, "a", "run-z")  # a new run after that reuse
         assert shown_versions(instance, METRICS, ["a"]) == {"a": "run-z"}

@@ -1,4 +1,4 @@
-"""Rubric tasks end to end (issue 44): clinicalqa-open@0 materialised on demo data, then regraded by a
+"""Rubric tasks end to end (issue 44): clinicalqa-open@0 materialized on demo data, then regraded by a
 second judge without calling the answering model; the board and lookups stay the task's judge's,
 ``?judge=`` reaches the other, and ``/v1/compare`` pairs the two judges' results on the same answers."""
 
@@ -15,7 +15,7 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from pipelines.engine import evaluate as engine
-from pipelines.engine.release import release
+from pipelines.engine.release import publish_results
 from support.paths import REPO
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
@@ -39,9 +39,9 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
     answering_calls: list[str] = []
     regraded = {}
     for m in MODELS[:1]:  # the engine's steps, the answering backend counted; MODELS[1] by the CLI below
-        ev = engine.plan(specs, data, TASK, m, judge=OTHER)
+        ev = engine.resolve_evaluation(specs, data, TASK, m, judge=OTHER)
         assert ev.judge is not None and ev.judge.slug == OTHER
-        original = engine.plan(specs, data, TASK, m)
+        original = engine.resolve_evaluation(specs, data, TASK, m)
         assert ev.run_id != original.run_id  # the judge is part of a rubric run id
         backend = ev.backend
 
@@ -57,7 +57,7 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
         engine.make_predictions(ev, data, lambda s: None)
         regraded[m] = (original.run_id, engine.compute_metrics(ev, specs, data, lambda s: None))
     assert answering_calls == []  # every answer was stored: only the judge ran
-    release(specs, data, lambda s: None)
+    publish_results(specs, data, lambda s: None)
     m = MODELS[1]  # `medbench eval MODEL TASK --judge SLUG`, the API unreachable: regraded locally
     cli = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "eval", m, TASK, "--judge", OTHER,
                           "--api-url", "http://127.0.0.1:9", "--json"],
@@ -68,8 +68,8 @@ def test_a_second_judge_regrades_stored_answers_and_is_reached_with_judge(tmp_pa
     said = json.loads(cli.stdout)
     assert said["status"] == "regraded" and said["answering_called"] is False and said["judge"] == OTHER
     assert "the answering model is not called" in cli.stderr
-    assert said["run_id"] == engine.plan(specs, data, TASK, m, judge=OTHER).run_id
-    regraded[m] = (engine.plan(specs, data, TASK, m).run_id, engine.existing_result(data, said["run_id"]))
+    assert said["run_id"] == engine.resolve_evaluation(specs, data, TASK, m, judge=OTHER).run_id
+    regraded[m] = (engine.resolve_evaluation(specs, data, TASK, m).run_id, engine.existing_result(data, said["run_id"]))
     from pipelines.cli.leaderboards import render_leaderboards
 
     board_text = render_leaderboards(data)  # what `medbench demo` prints: the judge and its agreement

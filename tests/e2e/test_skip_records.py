@@ -1,5 +1,5 @@
 """``medbench materialize`` records the pairs it skips (a vLLM model without a GPU) in Dagster as
-materialised-as-skipped, as a backfill's ranged run does, so the UI shows no evaluation partition
+materialized-as-skipped, as a backfill's ranged run does, so the UI shows no evaluation partition
 missing after the CLI (issue #23: "Missing (1)", grey lineage, "upstream materializations are not
 available"), and each of their checks says skipped and why. A second pass writes nothing."""
 

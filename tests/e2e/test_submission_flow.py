@@ -1,4 +1,4 @@
-"""Submissions through evaluation: a copy of the materialised demo gets submissions over the HTTP
+"""Submissions through evaluation: a copy of the materialized demo gets submissions over the HTTP
 route (a real token, the validator ``medbench serve`` builds), a maintainer approves or rejects them
 (the CLI, or the Dagster job ``review_submission``), and they are evaluated by ``medbench submissions
 run`` or by the ``submissions`` sensor on a real Dagster instance, up to the leaderboard. An openai

@@ -1,7 +1,7 @@
 """Proof that the engine, the Dagster assets, the warehouse, ``/v1`` and the site hold no task names:
 a toy task family defined entirely here (its own tiny generated dataset, dataset spec, task spec and
 a rule model spec, in a scratch ``MEDBENCH_SPECS`` directory and a scratch data directory) is
-registered at runtime, materialised through the same assets as the real tasks (the path
+registered at runtime, materialized through the same assets as the real tasks (the path
 ``medbench materialize`` takes), and then served like them.
 
 The toy task: three-option sums ("2 + 3 = ?"), kind ``choice``; the rule model answers each item
@@ -25,8 +25,8 @@ import pytest
 from litestar.testing import TestClient
 
 from pipelines.core.registry import Plugins
-from pipelines.datasets.base import Dataset, Materialised
-from pipelines.engine.specs import _Spec
+from pipelines.datasets.base import Dataset, Materialized
+from pipelines.engine.specs import SpecBase
 from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
 from support.plugins import specs, with_plugins
 from warehouse.layout import DataDir
@@ -58,7 +58,7 @@ def toy_rows(n: int) -> list[dict[str, Any]]:
 class ToyDataset(Dataset):
     slug = "toy-sums"
 
-    def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialised:
+    def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialized:
         payload = "".join(json.dumps(r) + "\n" for r in toy_rows(int(options["n_items"]))).encode()
         snapshot_id = hashlib.sha256(payload).hexdigest()[:16]
         folder = data.snapshots(self.slug)
@@ -66,13 +66,13 @@ class ToyDataset(Dataset):
         path = folder / f"{snapshot_id}.jsonl"
         path.write_bytes(payload)
         log(f"toy-sums: snapshot {snapshot_id}")
-        return Materialised(snapshot_id, path, int(options["n_items"]), {"source": "generated"})
+        return Materialized(snapshot_id, path, int(options["n_items"]), {"source": "generated"})
 
 
 # --------------------------------------------------------------------------- the toy family
 
 
-class ToySettings(_Spec):
+class ToySettings(SpecBase):
     n_items: int
     options: list[str]
 
@@ -278,7 +278,7 @@ def test_unknown_family_and_settings_keys_are_spec_errors(tmp_path: Path, toy_re
         load_specs(kind, toy_registered)
 
 
-def test_a_toy_family_is_materialised_and_served_like_the_real_tasks(toy_published: tuple[Path, str]) -> None:
+def test_a_toy_family_is_materialized_and_served_like_the_real_tasks(toy_published: tuple[Path, str]) -> None:
     from api.app import create_app
 
     data, run = toy_published

@@ -21,7 +21,7 @@ from support.paths import REPO
 
 from bench._dagster_ui import DagsterUI, sync_partitions
 from pipelines.dagster import engine_calls as engine
-from pipelines.dagster.submit import PARENT_TAG
+from pipelines.dagster.child_runs import PARENT_TAG
 from pipelines.dagster.definitions import FAMILY_ASSETS
 from support.plugins import specs as load_specs
 from warehouse.layout import DataDir
@@ -50,7 +50,7 @@ def warehouse_rows(data: Path) -> dict[str, list[tuple]]:
 def test_materialize_all_from_the_ui_reuses_skips_ends_green_and_publishes_the_clis_warehouse(demo_data, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, ignore=shutil.ignore_patterns("dagster"))
-    work_run = engine.plan(load_specs(), DataDir(data), *engine.split_partition_key(WORK)).run_id
+    work_run = engine.resolve_evaluation(load_specs(), DataDir(data), *engine.split_partition_key(WORK)).run_id
     (data / "artifacts" / work_run / "result.json").unlink()  # this one needs work again
     home = tmp_path / "dagster-home"
     home.mkdir()

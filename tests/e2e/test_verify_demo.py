@@ -1,5 +1,5 @@
 """``medbench verify`` accepts every demo result and release, from the server and from the files alone
-(CONTRACT.md "Signatures"), and the keys the server lists are the ones the data directory keeps."""
+(docs/api.md, "Signatures"), and the keys the server lists are the ones the data directory keeps."""
 
 from __future__ import annotations
 

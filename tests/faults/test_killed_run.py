@@ -1,9 +1,9 @@
-"""A SIGKILLed materialisation no longer leaves its Dagster run STARTED forever.
+"""A SIGKILLed materialization no longer leaves its Dagster run STARTED forever.
 
-The fault: every SIGKILL of a materialisation left its run STARTED; with the queued coordinator's
+The fault: every SIGKILL of a materialization left its run STARTED; with the queued coordinator's
 ``max_concurrent_runs: 2`` two such runs blocked every run launched from the UI. Here a real
 process starts a run with the launcher tags in a scratch DAGSTER_HOME and is SIGKILLed mid-run;
-``fail_dead_runs`` (what ``recover`` calls before a materialisation) reports it FAILURE.
+``fail_dead_runs`` (what ``recover`` calls before a materialization) reports it FAILURE.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One evaluation at a time per partition: two materialisations of one run pay for it once.
+"""One evaluation at a time per partition: two materializations of one run pay for it once.
 
 The fault: two ``medbench materialize --model medbench/tiny-llama`` started two seconds apart both
 generated all 1,045 items (the raw-output file ended with 2,090 lines) and both wrote result.json.
@@ -28,14 +28,14 @@ TASK, MODEL = "clinicalqa@0", "medbench/random"
 
 def _fresh_copy(demo_data: Path, tmp_path: Path) -> tuple[Path, str]:
     """The demo data directory without the random model's run and its stored outputs."""
-    from pipelines.engine.evaluate import plan
+    from pipelines.engine.evaluate import resolve_evaluation
     from support.plugins import specs as load_specs
     from warehouse.layout import DataDir
 
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, symlinks=True, ignore=shutil.ignore_patterns("dagster"))
     dd = DataDir(data)
-    ev = plan(load_specs(), dd, TASK, MODEL)
+    ev = resolve_evaluation(load_specs(), dd, TASK, MODEL)
     info = msgspec.json.decode((dd.run_dir(ev.run_id) / "run.json").read_bytes())
     dd.generations(info["generation_key"]).unlink()
     shutil.rmtree(dd.run_dir(ev.run_id))

@@ -1,6 +1,6 @@
 """A second ``medbench materialize`` of a partition being evaluated waits for it, then reuses it.
 
-The fault (issue #22): the launcher's partition lock never waited. A second materialisation of a
+The fault (issue #22): the launcher's partition lock never waited. A second materialization of a
 partition another process was evaluating failed at once ("being evaluated by another process",
 exit 1), where the README promises it waits and then reuses. Here a first run evaluates a model
 behind a loopback server that holds its answers until the second run has said it waits; the

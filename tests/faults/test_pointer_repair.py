@@ -30,16 +30,16 @@ MISSING = "20991231T000000000000Z-deadbeef"
 
 
 @pytest.fixture(scope="module")
-def materialised(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """One small demo selection materialised once (copied by each test, which damages its copy)."""
+def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One small demo selection materialized once (copied by each test, which damages its copy)."""
     root = tmp_path_factory.mktemp("pointer-base") / "data"
     run_medbench("materialize", *SELECTION, data=root)
     return root, read_pointer(DataDir(root))
 
 
 @pytest.fixture
-def data(materialised: tuple[Path, str], tmp_path: Path) -> tuple[DataDir, str]:
-    base, version = materialised
+def data(materialized: tuple[Path, str], tmp_path: Path) -> tuple[DataDir, str]:
+    base, version = materialized
     root = tmp_path / "data"
     shutil.copytree(base, root, symlinks=True)
     return DataDir(root), version

@@ -39,7 +39,7 @@ def test_a_missing_predictions_file_is_unavailable_not_an_unknown_run(tmp_path: 
         body = client.get(URL).json()
         assert set(body) == {"error", "message"} and body["error"] == "artifact_unavailable", body
         message = body["message"]
-        assert "missing" in message and "re-materialise" in message and "medbench materialize" in message, message
+        assert "missing" in message and "re-materialize" in message and "medbench materialize" in message, message
         assert str(root) not in message  # no server path
         assert reuses.count == 0
 

@@ -5,7 +5,7 @@ names, so ``clientSecret``, ``accessToken``, ``privateKey``, ``bearerToken``, ``
 and a ``base_url`` with ``?accessToken=`` were published verbatim in ``result.json``, ``run.json``,
 the DuckDB ``models.spec``, ``/v1/results/{id}`` and the result page. Here a model spec holding
 each of them (and headers, nested tables and lists in ``extra_body``, a URL with ``user:pw@``) is
-materialised end to end against the loopback chat server; then every file of the data directory
+materialized end to end against the loopback chat server; then every file of the data directory
 (Parquet and DuckDB read back as values too, since they compress) and every served body is
 searched for each secret value.
 """

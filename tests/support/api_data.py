@@ -3,8 +3,8 @@
 It covers every case the contract distinguishes: a choice task with two versions and several
 models (a tie on the metric, broken by eval_date), a score task (parse_rate null, n = windows), two
 runs of one model and task where the newer supersedes the older, a provider model id shared by two
-providers, contamination true/false/null, and predictions Parquet files in CONTRACT.md's columns.
-Nothing here depends on the pipeline. Shapes are transcribed from CONTRACT.md by hand (not derived
+providers, contamination true/false/null, and predictions Parquet files in the columns of docs/duckdb.md.
+Nothing here depends on the pipeline. Shapes are transcribed from docs/api.md by hand (not derived
 from ``api.schemas``) so that a drift between the two is caught.
 """
 
@@ -228,13 +228,13 @@ def publish_fixture(root: Path, with_late_run: bool = False, now: dt.datetime | 
 
 
 
-# ---- shapes transcribed from CONTRACT.md -----------------------------------------------------
+# ---- shapes transcribed from docs/api.md -----------------------------------------------------
 MODEL = {"slug": "str", "name": "str", "type": "str", "provider": "str"}
 MODEL_FULL = {**MODEL, "provider_model_id": "str", "revision": "str", "release_date": "date?", "knowledge_cutoff": "date?"}
 METRIC = {"name": "str", "value": "float", "ci_low": "float", "ci_high": "float", "method": "str", "direction": "str",
           "target": "float?", "replicates_kept": "int",
           "ci_low_items_only": "float?", "ci_high_items_only": "float?"}  # rubric tasks' items-only interval
-WITHHELD = [{"name": "str", "reason": "str"}]  # CONTRACT.md "Numbers"
+WITHHELD = [{"name": "str", "reason": "str"}]  # docs/api.md (withheld metrics)
 DETECTABLE = "dict?"  # {metric, value, power, alpha, basis}, or null with fewer than two results to pair
 ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "str", "metric": METRIC, "n": "int",
        "parse_rate": "float?", "cost_usd": "float", "eval_date": "date", "url": "str", "demo": "bool", "contamination": "bool?",
@@ -244,7 +244,7 @@ ROW = {"rank": "int", "run_id": "str", "task": "str", "model": MODEL, "tier": "s
 SUMMARY = {**{k: v for k, v in ROW.items()
               if k not in ("rank", "rank_low", "rank_high", "tied_with_leader", "marginal_rank_low", "marginal_rank_high",
                            "withheld")},
-           "status": "str"}  # CONTRACT.md "Status everywhere"
+           "status": "str"}  # docs/api.md (status everywhere)
 RESULT = {
     **SUMMARY, "model": MODEL_FULL, "metrics": [METRIC], "config": "dict",
     "versions": {"task_spec_hash": "str", "model_spec_hash": "str", "dataset_snapshot": "str", "parser": "str?",
@@ -255,7 +255,7 @@ RESULT = {
     "subgroups": "dict", "breakdowns": "dict",
     "provenance": {"submitted_by": "str?", "submission_id": "str?", "package_sha256": "str?", "sandbox": "str?"},
     "status": "str", "withdrawn": "dict?", "supersedes": ["str"],
-    "signature": {"key_id": "str", "value": "str", "signed": "str", "signed_at": "str?"},  # CONTRACT.md "Signatures"
+    "signature": {"key_id": "str", "value": "str", "signed": "str", "signed_at": "str?"},  # docs/api.md, "Signatures"
     "withheld": WITHHELD,
     "judge": "dict?",  # rubric tasks: {model, revision, prompt_sha256, samples}
 }
@@ -267,7 +267,7 @@ STATS = {"datasets": "int", "tasks": "int", "models": "int", "results": "int", "
          "warehouse_version": "str", "release": "str?"}
 ERROR = {"error": "str", "message": "str"}
 
-# fields this implementation adds (allowed by CONTRACT.md); anything else extra is a mistake
+# fields this implementation adds (a body may gain fields: docs/api.md); anything else extra is a mistake
 ADDITIONS = {
     "summary": {"superseded_by"},
     "result": {"dataset", "extras", "versus_baseline", "breakdowns_caveat", "unparsed_sample", "figures"},

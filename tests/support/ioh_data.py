@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.engine.baseline import baseline_comparison_rows
+from pipelines.engine.reference_model import reference_comparison_rows
 from pipelines.engine.evaluate import contamination, contamination_verdict
 from pipelines.engine.specs import spec_builtins, spec_hash
 from pipelines.stats.calibration import Recalibration
@@ -141,7 +141,7 @@ def ioh_catalog(data: DataDir, positive_subjects: int = SUBJECTS):
              {**t, "spec": spec_builtins(task), "spec_hash": spec_hash(task), "participant_flow": FLOW}
              for t in cat.tasks]
     return dataclasses.replace(cat, results=records, tasks=tasks,
-                               baseline_comparisons=baseline_comparison_rows(specs, data, records))
+                               baseline_comparisons=reference_comparison_rows(specs, data, records))
 
 
 def publish_ioh(root: Path, positive_subjects: int = SUBJECTS) -> DataDir:

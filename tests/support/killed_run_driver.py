@@ -1,6 +1,6 @@
-"""A materialisation-like Dagster run that never ends on its own, for the SIGKILL test.
+"""A materialization-like Dagster run that never ends on its own, for the SIGKILL test.
 
-Materialises one asset through ``DAGSTER_HOME``'s instance with the launcher tags
+Materializes one asset through ``DAGSTER_HOME``'s instance with the launcher tags
 (``pipelines.dagster.stale_runs.run_tags``); the asset writes a marker file, then sleeps, so the
 test can kill the process while the run is STARTED.
 """

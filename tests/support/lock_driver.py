@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pipelines.backends.registry import BUILTIN_BACKENDS
-    from pipelines.engine.evaluate import compute_metrics, make_predictions, plan
+    from pipelines.engine.evaluate import compute_metrics, make_predictions, resolve_evaluation
     from support.plugins import specs as load_specs
     from warehouse.layout import DataDir
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         backend.text_generator = slowed(backend.text_generator)
     data = DataDir(Path(args.data))
     specs = load_specs()
-    ev = plan(specs, data, args.task, args.model)
+    ev = resolve_evaluation(specs, data, args.task, args.model)
     time.sleep(max(0.0, args.start_at - time.time()))
     lines: list[str] = []
 

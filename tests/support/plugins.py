@@ -4,6 +4,9 @@ Why one helper: the engine is handed its families, datasets and backends; a test
 here (``builtin_plugins()``, shared, never modified) or builds its own bundle on top of them
 (``with_plugins(families=[...], datasets=[...])``, a fresh Registry per call), never by importing
 a module that fills a registry as a side effect.
+
+Its file name is shared on purpose: test support named after the production module it stands in for
+or builds.
 """
 
 from __future__ import annotations

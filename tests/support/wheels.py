@@ -2,6 +2,9 @@
 
 A hostile package is one module whose ``predict`` is given as source text; the wheel is written
 directly (a zip with the dist-info files pip needs), so no build step runs and each test stays fast.
+
+Its file name is shared on purpose: test support named after the production module it stands in for
+or builds.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md's dependency rule hold: ``lint-imports`` keeps every contract in pyproject.toml.
+"""The layers of the dependency rule (docs/concepts.md) hold: ``lint-imports`` keeps every contract in pyproject.toml.
 
 The contracts (``[tool.importlinter]``): ``api`` imports, of this project, only ``warehouse`` and
 ``pipelines.stats``; ``pipelines.stats`` imports numpy and the standard library only; ``api`` and

@@ -1,8 +1,11 @@
 """The submission and token records the store hands out, and the state machine they move through.
 
-These Structs are the public shape of ``GET /v1/submissions/{id}`` (CONTRACT.md, "Submissions"): the
+These Structs are the public shape of ``GET /v1/submissions/{id}`` (docs/api.md and docs/submitting.md): the
 API encodes them as they are, so nothing secret may ever become a field here (a token's secret is
 never stored at all; the token that submitted is kept in the store's own column, never shown).
+
+Its file name is shared on purpose: each store package has its own records, store and tables
+modules, named alike.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ machine (records.TRANSITIONS) does not allow is refused, so concurrent writers c
 transition nor record one twice. ``create`` checks the owner's quota and the dedupe key and inserts
 under one per-owner lock (SQLite: the database write lock; PostgreSQL: an advisory lock), so a
 quota is exact however many requests arrive at once.
+
+Its file name is shared on purpose: each store package has its own records, store and tables
+modules, named alike.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 The migrations (``migrations/versions``) create exactly these tables; a test compares the migrated
 database with this metadata, so the two cannot drift. Times are epoch seconds (double precision):
 they compare and sort alike on both engines, and the records render them as UTC ISO-8601.
+
+Its file name is shared on purpose: each store package has its own records, store and tables
+modules, named alike.
 """
 
 from __future__ import annotations

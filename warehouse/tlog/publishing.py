@@ -53,7 +53,7 @@ class LogPublication:
         self.data, self.log = data, log
         self.store = LogStore.of_data(data.root)
         self.signer = from_signing_key(key)
-        self.origin = origin_for(data.kind())
+        self.origin = origin_for(data.demo_or_real())
         self.kept = kept_checkpoint_path(data.root, getattr(key, "source", None))
 
     def check(self) -> LogState:

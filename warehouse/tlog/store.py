@@ -18,6 +18,9 @@ level 00 and, while its position is odd at a level, one to the level above), eac
 A crash part-way leaves files of mismatched lengths, which ``check_shape`` finds; ``rebuild``
 re-derives the index and hashes from ``entries.jsonl``. MTH of any range the RFC's recursion asks
 for is read from O(log n) of these records (``subtree``).
+
+Its file name is shared on purpose: each store package has its own records, store and tables
+modules, named alike.
 """
 
 from __future__ import annotations

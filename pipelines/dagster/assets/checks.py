@@ -2,7 +2,7 @@
 
 Why separate ``@asset_check`` functions (not results emitted by the asset): each reads the stored
 files again, so it can be re-run alone from the UI (the asset's *Checks* tab, *Execute*) after a
-file was repaired or a threshold changed, without re-materialising the asset. Checks on a
+file was repaired or a threshold changed, without re-materializing the asset. Checks on a
 partitioned asset are partitioned the same way, so a re-run judges one evaluation; Dagster marks
 partitioned checks as a preview feature, hence the narrow warning filter around their creation.
 (No ``from __future__ import annotations`` here: Dagster reads the ``context`` annotation at runtime.)
@@ -44,7 +44,7 @@ def missing_verdict(name: str) -> CheckOutcome:
 def evaluation(key: dg.AssetCheckKey, outcome: CheckOutcome | None, partition: str | None,
                target=None) -> dg.AssetCheckEvaluation:
     """The same verdict as an evaluation event for one partition, for a record made outside the
-    check's own step (a ranged run, the CLI's skips); ``target``: the materialisation it judged."""
+    check's own step (a ranged run, the CLI's skips); ``target``: the materialization it judged."""
     outcome = outcome or missing_verdict(key.name)
     severity, meta = _severity_and_metadata(outcome)
     return dg.AssetCheckEvaluation(asset_key=key.asset_key, check_name=key.name, passed=outcome.passed,

@@ -1,10 +1,10 @@
-"""What an evaluation partition's materialisation says, whichever kind of run made it.
+"""What an evaluation partition's materialization says, whichever kind of run made it.
 
-Why one module: a partition is materialised by a run of that partition alone (the UI's
+Why one module: a partition is materialized by a run of that partition alone (the UI's
 "Materialize", the CLI's runs) or by a ranged run that handles many partitions at once (a
 backfill, ``ranged.py``); the UI must show the same metadata, data version and code version for
 both, so both build them here. An evaluation's data version is its medbench run id; a pair that
-cannot run here is materialised as skipped, with ``skipped_reason`` and the data version
+cannot run here is materialized as skipped, with ``skipped_reason`` and the data version
 ``skipped:<run id>`` (never equal to a run id, so nothing takes it for a finished evaluation).
 A third writer, ``medbench materialize`` (``skip_records.py``), records its skips without a run;
 it builds the same records here too.
@@ -28,7 +28,7 @@ from pipelines.tasks.base import CheckOutcome
 
 SKIPPED_PREFIX = "skipped:"
 # Set by `medbench demo` to the address it is about to serve on (``pipelines/cli/demo.py``), so
-# the links of what it materialises point at its own port; MEDBENCH_PUBLIC_URL still wins.
+# the links of what it materializes point at its own port; MEDBENCH_PUBLIC_URL still wins.
 SITE_URL_ENV = "MEDBENCH_SITE_URL"
 DEFAULT_SITE_URL = "http://127.0.0.1:8000"
 
@@ -79,8 +79,8 @@ def skipped_outcome(check_name: str, partition_key: str, model_slug: str, run_id
 
 
 def record_tags(version: str, code_version: str, inputs: dict[str, str]) -> dict[str, str]:
-    """The tags Dagster puts on a step's own materialisation (data and code version, inputs), for
-    the materialisations recorded outside the asset's own step (a ranged run, the CLI's skips)."""
+    """The tags Dagster puts on a step's own materialization (data and code version, inputs), for
+    the materializations recorded outside the asset's own step (a ranged run, the CLI's skips)."""
     return {DATA_VERSION_TAG: version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true", CODE_VERSION_TAG: code_version,
             **inputs}
 
@@ -88,8 +88,8 @@ def record_tags(version: str, code_version: str, inputs: dict[str, str]) -> dict
 def input_tags(instance: dg.DagsterInstance, upstream: dg.AssetKey, partitioned: bool,
                partitions: list[str]) -> dict[str, dict[str, str]]:
     """partition -> the input data version and event pointer tags of ``upstream``'s newest
-    materialisation (the same partition when ``partitioned``, else the unpartitioned asset), so the
-    UI's staleness reads a recorded materialisation as it reads a step's own."""
+    materialization (the same partition when ``partitioned``, else the unpartitioned asset), so the
+    UI's staleness reads a recorded materialization as it reads a step's own."""
     from pipelines.dagster.inputs_state import latest_versions
 
     if partitioned:

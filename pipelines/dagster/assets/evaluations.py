@@ -7,7 +7,7 @@ reused, never rerun, unless the run config says ``force``. Both assets report th
 as their ``DataVersion`` (the run id already hashes the model, task spec and snapshot), and the
 family's task spec hash as ``code_version``, so the UI's "stale" follows what a run id follows.
 Their checks read the stored files and can be re-run alone, per partition. A pair whose model
-cannot run here is materialised as skipped, with its reason (``evaluation_records.py``).
+cannot run here is materialized as skipped, with its reason (``evaluation_records.py``).
 
 Both assets have a single-run backfill policy: a backfill is one ranged run that applies rule one
 to all its partitions at once and starts runs only for those that need work (``ranged.py``).
@@ -62,11 +62,11 @@ def _plan(partition_key: str, medbench: MedbenchResource) -> engine.Evaluation:
     if reason := invalid_key_reason(partition_key, specs):
         raise dg.Failure(description=reason, allow_retries=False)
     task_ref, model_slug = engine.split_partition_key(partition_key)
-    return engine.plan(specs, medbench.data(), task_ref, model_slug)
+    return engine.resolve_evaluation(specs, medbench.data(), task_ref, model_slug)
 
 
 def _skip(context: dg.AssetExecutionContext, ev: engine.Evaluation, reason: str):
-    """A pair that cannot run here: materialised as skipped (no files, ``skipped_reason`` on the
+    """A pair that cannot run here: materialized as skipped (no files, ``skipped_reason`` on the
     partition, data version ``skipped:<run id>``), so neither the run nor a backfill over it ends
     red, and nothing is published for it. Rule one looks for result.json, not for this record: a
     later run where the model can run evaluates the pair."""
@@ -148,7 +148,7 @@ def evaluation_assets(family, specs: Specs, instances: dg.AssetsDefinition
         if not data.predictions_path(ev.run_id).exists():  # not evaluated (or skipped): a warning, not red
             if reason := ev.backend.not_runnable_reason(ev.model, data):
                 return [skipped_outcome(n, partition_key, ev.model.slug, ev.run_id, reason) for n, _ in names]
-            return [CheckOutcome(n, False, f"no predictions for run {ev.run_id}: not materialised yet",
+            return [CheckOutcome(n, False, f"no predictions for run {ev.run_id}: not materialized yet",
                                  {"run_id": ev.run_id}, "warn") for n, _ in names]
         return engine.prediction_checks(ev, data)
 

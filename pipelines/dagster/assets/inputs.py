@@ -8,6 +8,8 @@ content-addressed snapshot id and its ``code_version`` the dataset spec's hash; 
 asset's ``DataVersion`` is that snapshot id plus the family's task spec hash, its
 ``code_version`` that hash, so a new snapshot or an edited task spec marks exactly the affected
 assets stale.
+
+Its file name is shared on purpose: the Dagster side of the engine module of the same name.
 """
 
 
@@ -41,7 +43,7 @@ def snapshot_asset(dataset_slug: str, specs: Specs) -> dg.AssetsDefinition:
               description=f"{dataset.name} as a content-addressed Parquet snapshot (the demo data's in demo "
                           "data directories); its data version is the snapshot id that enters every run id.")
     def snapshot(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
-        m = engine.materialise_snapshot(medbench.specs(), medbench.data(), dataset_slug, context.log.info)
+        m = engine.materialize_snapshot(medbench.specs(), medbench.data(), dataset_slug, context.log.info)
         return dg.MaterializeResult(
             data_version=dg.DataVersion(m.snapshot_id),
             metadata=typed({"snapshot_id": m.snapshot_id, "rows": m.rows, "path": m.path, **m.details}))
@@ -63,7 +65,7 @@ def instances_asset(family, specs: Specs) -> tuple[dg.AssetsDefinition, list[dg.
         meta: dict = {}
         for task in engine.tasks_of(specs_now, family.name):
             # The verdicts are reported by the @asset_check functions below, which re-read the file.
-            built, _verdicts = engine.materialise_instances(specs_now, data, task.ref, context.log.info)
+            built, _verdicts = engine.materialize_instances(specs_now, data, task.ref, context.log.info)
             meta.update({f"{task.ref} rows": built.rows, f"{task.ref} path": built.path,
                          **{f"{task.ref} {k}": v for k, v in built.details.items()}})
         snapshot_id = current_snapshot(data, family.dataset).snapshot_id

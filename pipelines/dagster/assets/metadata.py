@@ -1,7 +1,7 @@
 """Typed asset metadata: the UI plots floats and ints, opens paths, and keeps each key's type.
 
 Why a helper: metadata handed to Dagster as bare strings ("n/a" under a float key, a CI as text,
-``str(path)``) cannot be plotted or compared across materialisations. ``typed`` picks the
+``str(path)``) cannot be plotted or compared across materializations. ``typed`` picks the
 ``MetadataValue`` for each Python value and drops ``None`` (a key is absent, never a fake value).
 """
 

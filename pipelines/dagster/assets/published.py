@@ -11,7 +11,7 @@ partitions upstream never block it.
 import dagster as dg
 
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.engine.release import release
+from pipelines.engine.release import publish_results
 
 from .metadata import typed
 
@@ -21,7 +21,7 @@ def published_asset(metrics_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefin
               description="datasets, tasks, models, results, metrics and the predictions view, as served by /v1.")
     def published_warehouse(context: dg.AssetExecutionContext, medbench: MedbenchResource) -> dg.MaterializeResult:
         data = medbench.data()
-        version, changed, n = release(medbench.specs(), data, context.log.info)
+        version, changed, n = publish_results(medbench.specs(), data, context.log.info)
         return dg.MaterializeResult(
             data_version=dg.DataVersion(str(version)),
             metadata=typed({"warehouse_version": str(version), "new_version": bool(changed), "results": int(n),

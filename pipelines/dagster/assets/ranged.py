@@ -5,18 +5,18 @@ backfill", "Materialize all", a job's partitions) is one run for a family's part
 run (one process loading the code location, seconds) per partition. In that run the predictions
 step decides every partition as ``medbench materialize`` does, without a run each:
 
-* **reused** (its result.json exists, no ``force``): a materialisation of predictions and of
+* **reused** (its result.json exists, no ``force``): a materialization of predictions and of
   metrics for the partition, with the same metadata, data version (the run id) and code version as
   a run of that partition alone would record, and the inputs they were made from;
-* **skipped** (its model cannot run here): a materialisation marked skipped, with the reason;
+* **skipped** (its model cannot run here): a materialization marked skipped, with the reason;
 * **needs work**: its own run of ``evaluate_<family>`` (tagged, with its checks), in the same
   backfill. With the queued coordinator and a live daemon (``dagster dev``, ``deploy/``) the runs
   are queued and the daemon starts them within the pool limits, while this run ends; otherwise
   they run here, bounded by the same limits (``launch.py``), and this run waits for them.
 
-Every partition of the range then has a materialisation from a run of the backfill, so the
+Every partition of the range then has a materialization from a run of the backfill, so the
 backfill ends green. The step yields no output: the metrics step and the check steps of this run
-are skipped, and their records are made here: the materialisations, and each check's verdict on
+are skipped, and their records are made here: the materializations, and each check's verdict on
 every reused partition (evaluated from the stored files, as the check itself does) and skipped pair
 (a warning saying skipped, and why); a new evaluation's checks run in its own run.
 """
@@ -46,7 +46,7 @@ from .metadata import typed
 def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, family_hash: str,
                    instances_key: dg.AssetKey, verdicts: dict):
     """Rule one for every partition of the run's range, then the work (see the module docstring);
-    yields the materialisations (yielded, not logged, so each is stored before the next asset's
+    yields the materializations (yielded, not logged, so each is stored before the next asset's
     records read their input pointers) and the check evaluations on them. ``verdicts``: asset key
     -> (partition key, medbench) -> that asset's check outcomes, the functions its checks call."""
     specs, data = medbench.specs(), medbench.data()
@@ -55,14 +55,14 @@ def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, 
     if bad:
         raise dg.Failure(description="; ".join(bad), allow_retries=False)
     pred_key, metrics_key = dg.AssetKey(predictions_asset_name(family)), dg.AssetKey(metrics_asset_name(family))
-    # The assets this run materialises (a backfill may select one of the two).
+    # The assets this run materializes (a backfill may select one of the two).
     selected = set(context.job_def.asset_layer.selected_asset_keys)
     if context.run.asset_selection:
         selected &= set(context.run.asset_selection)
     keys_recorded = [k for k in (pred_key, metrics_key) if k in selected]
     reused, skipped, work = [], [], []
     for key in keys:
-        ev = engine.plan(specs, data, *engine.split_partition_key(key))
+        ev = engine.resolve_evaluation(specs, data, *engine.split_partition_key(key))
         record = None if config.recompute else engine.existing_result(data, ev.run_id)
         if record is not None:
             reused.append((ev, record))
@@ -81,7 +81,7 @@ def evaluate_range(context: dg.AssetExecutionContext, medbench, config, family, 
 
 
 class _Recorder:
-    """Materialisations recorded by the ranged run, tagged as Dagster tags a step's own output, and
+    """Materializations recorded by the ranged run, tagged as Dagster tags a step's own output, and
     the verdicts of this run's checks on those partitions.
 
     Why the verdicts here: the run's check steps are planned for every partition of the range but
@@ -126,13 +126,13 @@ class _Recorder:
         return sorted((k for k in selection if k.asset_key == asset_key), key=lambda k: k.name)
 
     def checks(self, asset_key: dg.AssetKey, reused: list, skipped: list, medbench):
-        """One evaluation per planned check and recorded partition, pointing at the materialisation
+        """One evaluation per planned check and recorded partition, pointing at the materialization
         just recorded (yielded after it, so it is stored)."""
         check_keys = self._check_keys(asset_key)
         if not check_keys or not (reused or skipped):
             return
         partitions = [ev.partition_key for ev, _ in reused + skipped]
-        targets = _materialisations(self.context.instance, asset_key, partitions, self.context.run.run_id)
+        targets = _materializations(self.context.instance, asset_key, partitions, self.context.run.run_id)
         reasons = {ev.partition_key: (ev, reason) for ev, reason in skipped}
         for partition in partitions:
             if partition in reasons:
@@ -145,8 +145,8 @@ class _Recorder:
                 yield evaluation(key, outcomes.get(key.name), partition, targets.get(partition))
 
 
-def _materialisations(instance, asset_key: dg.AssetKey, partitions: list[str], run_id: str) -> dict:
-    """partition -> the target data (storage id, run, time) of its materialisation by ``run_id``."""
+def _materializations(instance, asset_key: dg.AssetKey, partitions: list[str], run_id: str) -> dict:
+    """partition -> the target data (storage id, run, time) of its materialization by ``run_id``."""
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=partitions), limit=len(partitions) * 2).records
     out = {}
@@ -165,7 +165,7 @@ def _start_work(context: dg.AssetExecutionContext, work: list, config, family) -
     """The partitions that need work as runs of ``evaluate_<family>``: queued to the instance, or
     run here and waited for (``submit.py``); a failed one fails this run, with its reason."""
     from pipelines.dagster.plan import Planned
-    from pipelines.dagster.submit import start_partition_runs
+    from pipelines.dagster.child_runs import start_partition_runs
 
     job = repository_job(context, evaluation_job_name(family.name))
     planned = [Planned(ev.partition_key, ev.task, ev.model, "run", ev.run_id, ev.backend.pool(ev.model)) for ev in work]

@@ -4,6 +4,9 @@ Real data: ``MEDBENCH_CLINICALQA_SOURCE`` (a local ``.parquet``/``.jsonl`` file 
 out like the Hub repository), else the Hub at the spec's pinned revision. Demo data: the generated
 JSONL (``demo.py``, seeded), in the real schema. Option ``expected_rows`` (from the clinicalqa
 task family) is the row count the snapshot must have.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.datasets.base import Dataset, Log, Materialized, is_demo
 from pipelines.datasets.clinicalqa.common import CLINICALQA_SOURCE_ENV
 from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
 from pipelines.datasets.clinicalqa.source import load_clinicalqa_snapshot
@@ -37,9 +40,9 @@ def clinicalqa_source(data: DataDir) -> str | None:
 class ClinicalQADataset(Dataset):
     slug = "clinicalqa"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         source = clinicalqa_source(data)
         snap = load_clinicalqa_snapshot(spec, expected_rows=int(options["expected_rows"]),
                                         out_dir=data.snapshots(self.slug), source=source,
                                         cache_dir=data.cache / "huggingface", log=log)
-        return Materialised(snap.snapshot_id, Path(snap.path), snap.n_rows, {"source": source or "hub"})
+        return Materialized(snap.snapshot_id, Path(snap.path), snap.n_rows, {"source": source or "hub"})

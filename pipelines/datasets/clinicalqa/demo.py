@@ -7,6 +7,9 @@ fields. The items are made from clinical vignette templates (specialty, complain
 onset, exam findings, a question and its answer with plausible distractors); they are plausible,
 not authoritative, and every row says so in ``source``. The templates are in ``vignettes.py``. The file is a pure function of the seed
 (byte-identical across runs and machines), and the correct letters are balanced across A-E.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

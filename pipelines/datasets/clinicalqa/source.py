@@ -9,6 +9,9 @@ broken row found later, in a score, would be far harder to trace.
 The Hub path is the real one (``hub.py``: ``huggingface_hub`` lists the repository at the pinned
 revision and downloads ``data/<split>-*.parquet`` into its cache, retrying transient failures); a
 commit-pinned download is made once per data directory.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Real data: ``MEDBENCH_VITALDB_SOURCE`` (the API base URL, or a local folder laid
 default ``https://api.vitaldb.net``. Demo data: the generated API-layout folder (``demo.py``,
 seeded). Option ``track`` (from the vitaldb-ioh task family) is the one track whose readings the
 snapshot keeps.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.datasets.base import Dataset, Log, Materialized, is_demo
 from pipelines.core.specs import DatasetSpec
 from warehouse.layout import DataDir
 from warehouse.files import atomic_directory
@@ -38,11 +41,11 @@ def vitaldb_source(data: DataDir) -> str:
 class VitalDbDataset(Dataset):
     slug = "vitaldb"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
 
         source = vitaldb_source(data)
         snap = load_vitaldb_snapshot(source, out_dir=data.snapshots(self.slug), cache_dir=data.cache / "vitaldb",
                                      track=str(options["track"]), log=log)
-        return Materialised(snap.snapshot_id, Path(snap.dir), snap.n_readings,
+        return Materialized(snap.snapshot_id, Path(snap.dir), snap.n_readings,
                             {"source": source, "cases": snap.n_cases, "cases_with_track": snap.n_track_cases})

@@ -8,6 +8,9 @@ outside [20, 200] mmHg and single spikes, hypotensive episodes shorter and longe
 patients with several cases, and cases the cohort must leave out (children, non-general
 anaesthesia, transplants in mixed case, arterial pressure only on ``EV1000/ART_MBP``, no arterial
 line). Output is byte-identical for a given seed (gzip mtime 0, no file name in the header).
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ Parquet bytes, and the same content read from the API or from a folder laid out 
 same id. Both sources go through one reader (an *opener*, ``openers.py``, returns the raw bytes of
 an endpoint; the HTTP one caches, retries and resumes). A truncated or corrupt file is an error
 naming the case and the track.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ stored under a generation key and parsed by the versioned answer parser (``parsi
 declares a ``TextChoice`` and the engine's text-choice solver runs it on any text backend; the score
 is accuracy and parse rate with percentile-bootstrap intervals, plus accuracy by category
 (``score.py``). Warehouse kind ``choice``.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

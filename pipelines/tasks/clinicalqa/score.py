@@ -6,6 +6,9 @@ error, because counting it as wrong or skipping it would both publish a score fo
 was not evaluated. Unparsable answers (no_answer, ambiguous, empty) count as wrong and lower the
 parse rate. Every metric carries a seeded percentile-bootstrap 95% interval over items; the
 by-category intervals resample within the category, with the task's seed.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 from pipelines.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.stats.wilson import wilson_interval
 
-PREDICTIONS_SCHEMA = Choice.schema  # the choice kind's columns (CONTRACT.md), nothing of its own
+PREDICTIONS_SCHEMA = Choice.schema  # the choice kind's columns (docs/duckdb.md), nothing of its own
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
 MAX_REPORTED = 5
 # A result publishes its first UNPARSED_SAMPLE unparsed outputs (item order), each cut to
@@ -101,7 +104,7 @@ def predictions_table(
     options: Sequence[str] = DEFAULT_OPTIONS,
     parser: str = DEFAULT_VERSION,
 ) -> pa.Table:
-    """The Predictions Parquet table (CONTRACT.md, choice tasks) in item order.
+    """The Predictions Parquet table (docs/duckdb.md, "Tables": choice tasks) in item order.
 
     Every item needs an output (a ScoringError names how many do not); outputs for other ids are
     not this function's concern (the replay reader and the GenerationStore key guard those).

@@ -1,11 +1,15 @@
-"""The ``[choice]`` table of a clinicalqa task version: item count, options, parser, decoding, prompt."""
+"""The ``[choice]`` table of a clinicalqa task version: item count, options, parser, decoding, prompt.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
+"""
 
 from __future__ import annotations
 
-from pipelines.core.specs import _Spec
+from pipelines.core.specs import SpecBase
 
 
-class ChoiceSettings(_Spec):
+class ChoiceSettings(SpecBase):
     n_items: int
     options: list[str]
     parser: str

@@ -6,6 +6,9 @@ Dataset ``clinicalqa`` (the real loader's snapshot, as clinicalqa@N reads it); i
 (``rubric_rule.py``); the problem answers, then judges (``judging.py``); the score is the rubric
 score with its two-stage and items-only intervals and ``judge_agreement``
 (``pipelines.stats.rubric``). docs/adding-a-task.md, "The rubric kind and clinicalqa-open".
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
 """The ``[rubric]`` table of a clinicalqa-open task version: items, answer prompt and decoding, the
 rubric rule and its points, the judge (a model slug), its prompt, samples and decoding, and the
-scorecard threshold (docs/adding-a-task.md, "The rubric kind and clinicalqa-open")."""
+scorecard threshold (docs/adding-a-task.md, "The rubric kind and clinicalqa-open").
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
+"""
 
 from __future__ import annotations
 
-from pipelines.core.specs import _Spec
+from pipelines.core.specs import SpecBase
 
 
-class RubricSettings(_Spec):
+class RubricSettings(SpecBase):
     n_items: int
     max_new_tokens: int
     temperature: float

@@ -1,4 +1,8 @@
-"""vitaldb-ioh: the cohort (which cases are in), from the snapshot's cases and track list."""
+"""vitaldb-ioh: the cohort (which cases are in), from the snapshot's cases and track list.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
+"""
 
 from __future__ import annotations
 

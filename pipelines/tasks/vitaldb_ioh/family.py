@@ -8,6 +8,9 @@ scikit-learn models fitted on the train split; a rule's score is recalibrated to
 the validation split, ``probabilities``); the score is AUROC over the test windows with a
 cluster-bootstrap interval over test subjects, plus AUPRC, prevalence and the ROC points the site
 draws (``score.py``). Warehouse kind ``score``.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

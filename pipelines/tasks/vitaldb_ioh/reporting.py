@@ -17,6 +17,9 @@ Subgroups use the same bootstrap replicates as everything else (the columns of t
 in the replicate counts), all of a subgroup's intervals the same subset of them (those holding both
 classes in it), and a subgroup with fewer than ``MIN_SUBJECTS`` subjects says so; below the task's
 ``[intervals] min_clusters`` it publishes counts only (docs/statistics.md, "Intervals with few subjects").
+
+Its file name is shared on purpose: vitaldb-ioh's clinical report; ``api.reporting`` says in words
+how any published number was made.
 """
 
 from __future__ import annotations

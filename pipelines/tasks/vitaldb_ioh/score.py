@@ -3,7 +3,11 @@ over test subjects (replicates with one class are left out and counted), AUPRC a
 plus the counts and ROC points the site draws (the typed ``IohExtras``); and, when the task's
 ``[ioh.reporting]`` is given, the clinical report from the *same* replicate draws: Brier score,
 calibration intercept and slope, operating points, net benefit, the calibration and decision
-curves, and the subgroups by sex and age band (``reporting.py``)."""
+curves, and the subgroups by sex and age band (``reporting.py``).
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
+"""
 
 from __future__ import annotations
 

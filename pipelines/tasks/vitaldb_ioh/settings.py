@@ -1,13 +1,17 @@
-"""The ``[ioh]`` table of a vitaldb-ioh task version: cohort, grid, windows, label and split."""
+"""The ``[ioh]`` table of a vitaldb-ioh task version: cohort, grid, windows, label and split.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pipelines.core.specs import _Spec
+from pipelines.core.specs import SpecBase
 
 
-class IohReporting(_Spec):
+class IohReporting(SpecBase):
     """``[ioh.reporting]``: the clinical report of every result (TRIPOD+AI). Part of the spec hash:
     these are published metrics, so changing them makes new run ids.
 
@@ -23,7 +27,7 @@ class IohReporting(_Spec):
     calibration_bins: int = 10
 
 
-class IohSettings(_Spec):
+class IohSettings(SpecBase):
     track: str
     min_age: int
     ane_type: str

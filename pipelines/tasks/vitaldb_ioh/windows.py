@@ -10,7 +10,7 @@ need), and every window statistic (valid bins, the in-progress rule, the >= 30-b
 threshold) is a difference of prefix sums over that array. No Python loop runs per window or per
 case, which is what lets 1.9 million windows be built from ~30 million readings in seconds.
 
-Definitions (DESIGN.md, "vitaldb-ioh@0"), with every constant taken from the settings:
+Definitions (docs/adding-a-task.md, "vitaldb-ioh@0: data and windows"), with every constant taken from the settings:
 
 * bin k holds the readings with time in [k*bin, (k+1)*bin) s from case start; the last reading in
   a bin wins; then a value < valid_min or > valid_max makes the bin missing (NaN);

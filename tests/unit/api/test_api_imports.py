@@ -1,4 +1,4 @@
-"""``api`` and ``warehouse`` import no Dagster and, of ``pipelines``, only ``pipelines.stats`` (DESIGN.md's dependency rule).
+"""``api`` and ``warehouse`` import no Dagster and, of ``pipelines``, only ``pipelines.stats`` (docs/concepts.md, "The dependency rule").
 
 ``tests/unit/test_import_layers.py`` checks the same rule statically (import-linter); this one checks
 what a real import of every module, and a real app, pulls in at run time.

@@ -23,7 +23,7 @@ from support.ioh_data import BASELINE, NOW, OTHER, ioh_catalog, scored
 
 from api.app import create_app
 from api.site.pages import p_value
-from pipelines.engine.baseline import baseline_comparison_rows
+from pipelines.engine.reference_model import reference_comparison_rows
 from pipelines.engine.specs import spec_builtins, spec_hash
 from support.plugins import specs as load_specs
 from pipelines.kinds import kinds
@@ -49,7 +49,7 @@ def client(tmp_path_factory) -> Iterator[TestClient]:
     results = [_wilson(r) if r.task == "clinicalqa@0" else scored(data, r, 3.5, 2) if r.run_id == RUN_IDS[OTHER]
                else r for r in cat.results]
     publish(data, dataclasses.replace(cat, tasks=tasks, results=results,
-                                      baseline_comparisons=baseline_comparison_rows(SPECS, data, results)), now=NOW)
+                                      baseline_comparisons=reference_comparison_rows(SPECS, data, results)), now=NOW)
     with TestClient(create_app(data.root)) as c:
         yield c
 

@@ -1,5 +1,5 @@
-"""A leaderboard row's ``tied_with_leader``: its simultaneous 95% rank set contains 1 (CONTRACT
-"Numbers"), set against what /v1/compare says of that row against the leader."""
+"""A leaderboard row's ``tied_with_leader``: its simultaneous 95% rank set contains 1
+(docs/api.md, "Routes"), set against what /v1/compare says of that row against the leader."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Choice scoring: predictions table as CONTRACT.md says, unparsable = wrong, metrics with CIs."""
+"""Choice scoring: predictions table as docs/duckdb.md says, unparsable = wrong, metrics with CIs."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def _args(**kw):
 
 @pytest.fixture()
 def engine_stub(tmp_path, monkeypatch):
-    """plan/existing_result/make_predictions/compute_metrics/release as the rubric family behaves:
+    """resolve_evaluation/existing_result/make_predictions/compute_metrics/release as the rubric family behaves:
     ``answers_stored`` False makes make_predictions ask the answering backend for a generator."""
     monkeypatch.setenv("MEDBENCH_DATA", str(tmp_path))
     data = DataDir(tmp_path)
@@ -54,7 +54,7 @@ def engine_stub(tmp_path, monkeypatch):
     record = msgspec.structs.replace(record, run_id="regr", usage=msgspec.structs.replace(
         record.usage, judging=UsagePart(prompt_tokens=1, completion_tokens=1, wall_seconds=0.1, cost_usd=0.0)))
 
-    def plan(specs, data, task_ref, model_slug, judge=None):
+    def resolve_evaluation(specs, data, task_ref, model_slug, judge=None):
         if judge == "nobody/none":
             raise KeyError("unknown model 'nobody/none'")
         return Ev(run_id="orig" if judge in (None, "judges/own") else "regr", backend=answerer)
@@ -65,11 +65,11 @@ def engine_stub(tmp_path, monkeypatch):
             ev.backend.text_generator()
         log("all answers stored; the answering model is not called")
 
-    monkeypatch.setattr(engine, "plan", plan)
+    monkeypatch.setattr(engine, "resolve_evaluation", resolve_evaluation)
     monkeypatch.setattr(engine, "existing_result", lambda data, run: record if run in state.stored else None)
     monkeypatch.setattr(engine, "make_predictions", make_predictions)
     monkeypatch.setattr(engine, "compute_metrics", lambda ev, specs, data, log: record)
-    monkeypatch.setattr(release_module, "release", lambda specs, data, log: setattr(state, "released", state.released + 1))
+    monkeypatch.setattr(release_module, "publish_results", lambda specs, data, log: setattr(state, "released", state.released + 1))
     return state
 
 

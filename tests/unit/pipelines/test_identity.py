@@ -1,4 +1,4 @@
-"""Run ids are exactly DESIGN.md's formula, stable, and sensitive to every input."""
+"""Run ids are exactly the formula of docs/concepts.md, "Run ids", stable, and sensitive to every input."""
 
 import hashlib
 import json

@@ -18,7 +18,7 @@ import pytest
 from pipelines.backends.settings import OpenAISettings, ReplaySettings, TransformersSettings, published
 from pipelines.core.canonical import canonical_json, spec_builtins
 from pipelines.core.identity_form import DEMO_IDENTITY_KEY, IDENTITY_KEY_ENV, IdentityKeyError, identity_key
-from pipelines.engine.release import _published_spec
+from pipelines.engine.release import published_spec
 from pipelines.engine.specs import spec_hash
 from support.model_specs import specs_with_served
 from support.plugins import builtin_plugins, specs as load_specs
@@ -52,7 +52,7 @@ def test_the_published_spec_its_hash_and_a_guess_cannot_confirm_the_guess(served
     (the public demo key, a guessed key) reproduces the published hash, for any guess, the right one
     included; with the maintainer's key the right guess does (so the test itself can fail)."""
     backend = builtin_plugins().backends.get(served.backend)
-    shown, published_hash = _published_spec(served, backend), spec_hash(served)
+    shown, published_hash = published_spec(served, backend), spec_hash(served)
     assert "hunter2" not in json.dumps(shown)
 
     def keyed_form(guess: str, key: bytes) -> bytes:

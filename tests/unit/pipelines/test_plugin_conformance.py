@@ -38,7 +38,7 @@ def test_required_members_come_from_the_protocols() -> None:
     family = required_members(TaskFamily)
     assert family["score"] == ("method", "") and family["name"][0] == "attribute"
     assert "planned_items" not in family and "check_descriptions" not in family  # defaults are not required
-    assert set(required_members(Dataset)) == {"slug", "materialise"}
+    assert set(required_members(Dataset)) == {"slug", "materialise"}  # vocab: keep (the plug-in method)
     assert set(required_members(Backend)) == {"name", "settings_type", "published"}
     assert {"compare", "figures", "sql_types", "truth_columns"} <= set(required_members(Kind))
 

@@ -52,7 +52,7 @@ def test_a_batch_of_observations_is_stored_as_the_public_call_stores_one():
         assert {r.event_log_entry.job_name for r in records} == {records[-1].event_log_entry.job_name}
 
 
-def test_a_check_verdict_points_at_its_target_materialisation():
+def test_a_check_verdict_points_at_its_target_materialization():
     target = api.check_target(7, "run-1", 1.5)
     evaluation = dg.AssetCheckEvaluation(asset_key=dg.AssetKey("a"), check_name="c", passed=True,
                                          target_materialization_data=target)

@@ -1,4 +1,4 @@
-"""``publish_needed``: when a materialisation that ran nothing must still publish. A medbench upgraded
+"""``publish_needed``: when a materialization that ran nothing must still publish. A medbench upgraded
 to a newer table schema republishes at once (so the release log, signatures and the portable tables
 exist without waiting for a new result), not only when a result changed."""
 

@@ -14,7 +14,7 @@ import pytest
 from pipelines.backends.openai_backend import OpenAIChatGenerator
 from pipelines.backends.redact import redact_url
 from pipelines.backends.settings import OpenAISettings, published
-from pipelines.engine.release import _published_spec
+from pipelines.engine.release import published_spec
 from pipelines.engine.specs import SpecError
 from support.plugins import builtin_plugins, specs as load_specs
 from support.model_specs import specs_with_served
@@ -68,7 +68,7 @@ def test_the_published_model_spec_is_redacted(tmp_path: Path) -> None:
     served = root / "models" / "acme" / "served.toml"
     served.write_text(served.read_text().replace("[settings]\n", '[settings]\nextra_body = { auth_token = "tok123" }\n'))
     model = load_specs(root).model("acme/served")
-    shown = json.dumps(_published_spec(model, builtin_plugins().backends.get(model.backend)))
+    shown = json.dumps(published_spec(model, builtin_plugins().backends.get(model.backend)))
     assert "tok123" not in shown and "h.example" in shown and "auth_token" in shown
 
 

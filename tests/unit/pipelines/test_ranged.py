@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import dagster as dg
 from dagster._daemon.types import DaemonHeartbeat
 
-from pipelines.dagster.submit import PARENT_TAG, child_tags, daemon_dequeues
+from pipelines.dagster.child_runs import PARENT_TAG, child_tags, daemon_dequeues
 from support.paths import REPO
 
 

@@ -20,7 +20,7 @@ from pipelines.backends.settings import (
     VllmEngine,
     published,
 )
-from pipelines.engine.release import _published_spec
+from pipelines.engine.release import published_spec
 from pipelines.engine.specs import spec_hash
 from support.plugins import builtin_plugins, specs as load_specs
 
@@ -101,7 +101,7 @@ def test_the_published_model_spec_uses_the_same_redaction_and_keeps_the_hash(tmp
     toml = root / "models" / "acme" / "served.toml"
     toml.write_text(toml.read_text() + '\n[settings.extra_body]\nclientSecret = "zq-client-secret"\n')
     model = load_specs(root).model("acme/served")
-    shown = _published_spec(model, builtin_plugins().backends.get(model.backend))
+    shown = published_spec(model, builtin_plugins().backends.get(model.backend))
     assert "zq-" not in json.dumps(shown)
     assert shown["settings"] == {"base_url": "https://h.example/v1",
                                  "extra_body": {"clientSecret": REDACTED}}

@@ -107,11 +107,11 @@ def test_a_text_family_whose_table_has_another_name_is_served_by_any_text_backen
     from pipelines.core.evaluation import Evaluation
     from pipelines.core.outcomes import PromptItem
     from pipelines.core.protocols import TextChoice
-    from pipelines.core.specs import BootstrapSpec, _Spec, task_spec_type
+    from pipelines.core.specs import BootstrapSpec, SpecBase, task_spec_type
     from pipelines.engine.solvers import solve_text_choice
     from warehouse.layout import DataDir
 
-    class QuizSettings(_Spec):
+    class QuizSettings(SpecBase):
         n: int
 
     class TextQuiz(Quiz):

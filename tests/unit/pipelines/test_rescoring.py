@@ -6,7 +6,7 @@ import pytest
 from pipelines.engine import evaluate as runs, inputs
 from pipelines.engine.generations import GenerationStore
 from pipelines.engine.identity import run_id
-from pipelines.engine.release import release
+from pipelines.engine.release import publish_results
 from support.plugins import specs as load_specs
 from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
 from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
@@ -26,8 +26,8 @@ def clinicalqa_data(tmp_path):
     data = DataDir(tmp_path)
     data.claim("demo")
     specs = load_specs()
-    inputs.materialise_snapshot(specs, data, "clinicalqa", lambda _: None)
-    inputs.materialise_instances(specs, data, "clinicalqa@0", lambda _: None)
+    inputs.materialize_snapshot(specs, data, "clinicalqa", lambda _: None)
+    inputs.materialize_instances(specs, data, "clinicalqa@0", lambda _: None)
     return specs, data
 
 
@@ -42,7 +42,7 @@ def test_parser_change_rescores_without_calling_the_model(clinicalqa_data, monke
         return original_append(self, generations)
 
     monkeypatch.setattr(GenerationStore, "append", counting_append)
-    first = runs.plan(specs, data, "clinicalqa@0", "medbench/random")
+    first = runs.resolve_evaluation(specs, data, "clinicalqa@0", "medbench/random")
     runs.make_predictions(first, data, lambda _: None)
     old = runs.compute_metrics(first, specs, data, lambda _: None)
     assert sum(appended) == 1045  # the model answered every item once
@@ -59,7 +59,7 @@ def test_parser_change_rescores_without_calling_the_model(clinicalqa_data, monke
     assert new.generation_key == old.generation_key
     assert new.versions.parser == "v1-strict" and old.versions.parser == first.task.choice.parser
 
-    release(specs, data, lambda _: None)
+    publish_results(specs, data, lambda _: None)
     snap = open_current(data)
     rows = dict(snap.con.execute("SELECT run_id, superseded_by FROM results").fetchall())
     snap.close()
@@ -105,22 +105,22 @@ def test_publishing_parser_v2_rescores_and_supersedes_v1_end_to_end(tmp_path, mo
         return original_append(self, generations)
 
     monkeypatch.setattr(GenerationStore, "append", counting_append)
-    inputs.materialise_snapshot(old_specs, data, "clinicalqa", lambda _: None)
-    inputs.materialise_instances(old_specs, data, "clinicalqa@0", lambda _: None)
-    first = runs.plan(old_specs, data, "clinicalqa@0", "medbench/random")
+    inputs.materialize_snapshot(old_specs, data, "clinicalqa", lambda _: None)
+    inputs.materialize_instances(old_specs, data, "clinicalqa@0", lambda _: None)
+    first = runs.resolve_evaluation(old_specs, data, "clinicalqa@0", "medbench/random")
     runs.make_predictions(first, data, lambda _: None)
     old = runs.compute_metrics(first, old_specs, data, lambda _: None)
-    release(old_specs, data, lambda _: None)
+    publish_results(old_specs, data, lambda _: None)
     assert sum(appended) == 1045 and old.versions.parser == "v1"
     assert old.metrics[0].method == "bootstrap-percentile"
 
     appended.clear()
-    inputs.materialise_instances(new_specs, data, "clinicalqa@0", lambda _: None)
-    second = runs.plan(new_specs, data, "clinicalqa@0", "medbench/random")
+    inputs.materialize_instances(new_specs, data, "clinicalqa@0", lambda _: None)
+    second = runs.resolve_evaluation(new_specs, data, "clinicalqa@0", "medbench/random")
     assert second.run_id != first.run_id
     runs.make_predictions(second, data, lambda _: None)
     new = runs.compute_metrics(second, new_specs, data, lambda _: None)
-    release(new_specs, data, lambda _: None)
+    publish_results(new_specs, data, lambda _: None)
     assert sum(appended) == 0  # no model call: the stored raw outputs were re-scored by the current parser
     assert new.generation_key == old.generation_key
     assert new.versions.parser == "v4" and {m.method for m in new.metrics} == {"wilson"}
@@ -187,12 +187,12 @@ def test_publishing_parser_v3_rescores_and_supersedes_v2_from_the_stored_outputs
         return original_append(self, out)
 
     monkeypatch.setattr(GenerationStore, "append", styled_append)
-    inputs.materialise_snapshot(v2_specs, data, "clinicalqa", lambda _: None)
-    inputs.materialise_instances(v2_specs, data, "clinicalqa@0", lambda _: None)
-    first = runs.plan(v2_specs, data, "clinicalqa@0", "medbench/random")
+    inputs.materialize_snapshot(v2_specs, data, "clinicalqa", lambda _: None)
+    inputs.materialize_instances(v2_specs, data, "clinicalqa@0", lambda _: None)
+    first = runs.resolve_evaluation(v2_specs, data, "clinicalqa@0", "medbench/random")
     runs.make_predictions(first, data, lambda _: None)
     old = runs.compute_metrics(first, v2_specs, data, lambda _: None)
-    release(v2_specs, data, lambda _: None)
+    publish_results(v2_specs, data, lambda _: None)
     assert sum(appended) == 1045 and old.versions.parser == "v2"
 
     def model_called(*_args):
@@ -200,12 +200,12 @@ def test_publishing_parser_v3_rescores_and_supersedes_v2_from_the_stored_outputs
 
     monkeypatch.setattr(rule, "uniform_choice", model_called)
     appended.clear()
-    inputs.materialise_instances(v3_specs, data, "clinicalqa@0", lambda _: None)
-    second = runs.plan(v3_specs, data, "clinicalqa@0", "medbench/random")
+    inputs.materialize_instances(v3_specs, data, "clinicalqa@0", lambda _: None)
+    second = runs.resolve_evaluation(v3_specs, data, "clinicalqa@0", "medbench/random")
     assert second.run_id != first.run_id
     runs.make_predictions(second, data, lambda _: None)
     new = runs.compute_metrics(second, v3_specs, data, lambda _: None)
-    release(v3_specs, data, lambda _: None)
+    publish_results(v3_specs, data, lambda _: None)
     assert sum(appended) == 0  # no new generation: the stored raw outputs were re-scored by v3
     assert new.generation_key == old.generation_key
     assert new.versions.parser == "v3"
@@ -262,12 +262,12 @@ def test_publishing_parser_v4_rescores_and_supersedes_v3_from_the_stored_outputs
         return original_append(self, out)
 
     monkeypatch.setattr(GenerationStore, "append", styled_append)
-    inputs.materialise_snapshot(v3_specs, data, "clinicalqa", lambda _: None)
-    inputs.materialise_instances(v3_specs, data, "clinicalqa@0", lambda _: None)
-    first = runs.plan(v3_specs, data, "clinicalqa@0", "medbench/random")
+    inputs.materialize_snapshot(v3_specs, data, "clinicalqa", lambda _: None)
+    inputs.materialize_instances(v3_specs, data, "clinicalqa@0", lambda _: None)
+    first = runs.resolve_evaluation(v3_specs, data, "clinicalqa@0", "medbench/random")
     runs.make_predictions(first, data, lambda _: None)
     old = runs.compute_metrics(first, v3_specs, data, lambda _: None)
-    release(v3_specs, data, lambda _: None)
+    publish_results(v3_specs, data, lambda _: None)
     assert sum(appended) == 1045 and old.versions.parser == "v3"
 
     def model_called(*_args):
@@ -275,12 +275,12 @@ def test_publishing_parser_v4_rescores_and_supersedes_v3_from_the_stored_outputs
 
     monkeypatch.setattr(rule, "uniform_choice", model_called)
     appended.clear()
-    inputs.materialise_instances(v4_specs, data, "clinicalqa@0", lambda _: None)
-    second = runs.plan(v4_specs, data, "clinicalqa@0", "medbench/random")
+    inputs.materialize_instances(v4_specs, data, "clinicalqa@0", lambda _: None)
+    second = runs.resolve_evaluation(v4_specs, data, "clinicalqa@0", "medbench/random")
     assert second.run_id != first.run_id
     runs.make_predictions(second, data, lambda _: None)
     new = runs.compute_metrics(second, v4_specs, data, lambda _: None)
-    release(v4_specs, data, lambda _: None)
+    publish_results(v4_specs, data, lambda _: None)
     assert sum(appended) == 0 and new.generation_key == old.generation_key and new.versions.parser == "v4"
     unreadable = sum(1 for i in range(1045) if V4_STYLES[i % len(V4_STYLES)] == "I cannot tell.")
     v4_only = sum(1 for i in range(1045) if i % len(V4_STYLES) < 5)  # the first five styles

@@ -163,4 +163,4 @@ def test_the_dry_run_on_a_new_directory_plans_what_demo_runs(tmp_path: Path) -> 
     pairs = [(TASK, m) for m in SIMULATED.values()]
     assert {p.status for p in plan_selection(SPECS, new, pairs, force=False, demo=True)} == {"run"}
     assert {p.status for p in plan_selection(SPECS, new, pairs, force=False, demo=False)} == {"skip"}
-    assert new.kind() is None and not new.root.exists()  # nothing claimed, nothing written
+    assert new.demo_or_real() is None and not new.root.exists()  # nothing claimed, nothing written

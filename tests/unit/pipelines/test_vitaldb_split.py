@@ -19,7 +19,7 @@ S = load_specs().task("vitaldb-ioh@0").ioh
 
 
 def direct_split(subjectid: int) -> str:
-    """DESIGN.md's formula, written out with its literal constants."""
+    """docs/adding-a-task.md's formula, written out with its literal constants."""
     h = int(hashlib.sha256(("vitaldb-ioh@0:" + str(subjectid)).encode()).hexdigest()[:16], 16) % 100
     return "test" if h < 20 else "validation" if h < 30 else "train"
 

@@ -7,7 +7,7 @@ import threading
 import duckdb
 import pytest
 
-from warehouse.layout import DataDir, DataKindError
+from warehouse.layout import DataDir, DemoOrRealError
 from warehouse.publish import Catalog, current_version, publish, superseded_map
 from warehouse.read import NoWarehouse, open_current
 from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
@@ -109,7 +109,7 @@ def test_demo_and_real_never_mix(tmp_path):
     data = DataDir(tmp_path)
     data.claim("demo")
     data.claim("demo")
-    with pytest.raises(DataKindError, match="refusing to materialise real results"):
+    with pytest.raises(DemoOrRealError, match="refusing to materialize real results"):
         data.claim("real")
 
 

@@ -1,4 +1,4 @@
-"""Signed results and releases (CONTRACT.md "Signatures"): what is signed, tampering, rotation, keys.
+"""Signed results and releases (docs/api.md, "Signatures"): what is signed, tampering, rotation, keys.
 
 A data directory is published here the way ``pipelines.engine.release`` does it (results signed and
 kept beside them, the key listed in the keys file, the manifest signed), then checked with

@@ -117,7 +117,7 @@ def test_truncated_log_and_checkpoint_together_are_refused(data: DataDir) -> Non
     store.entries_path.write_bytes(b"".join(lines[:3]))
     store.rebuild()
     # the in-directory checkpoint truncated with it, re-signed by the publisher's own key
-    store.write_checkpoint(sign_checkpoint(origin_for(data.kind()), 3, store.root(3), [from_signing_key(key())]).note)
+    store.write_checkpoint(sign_checkpoint(origin_for(data.demo_or_real()), 3, store.root(3), [from_signing_key(key())]).note)
     assert audit(store).size == 3  # alone, the data directory looks consistent
     with pytest.raises(LogIntegrityError, match="truncated"):
         publishing.begin(data, key(), lambda _: None)

@@ -138,7 +138,7 @@ def test_a_checkpoint_signed_after_its_keys_retirement_is_invalid(logged, capsys
     old = from_signing_key(key())
     new = Ed25519NoteSigner(Ed25519PrivateKey.generate())
     kept = Path(os.environ[KEPT_ENV])
-    rotated = rotate(store, old, new, publishing.origin_for(data.kind()), kept)
+    rotated = rotate(store, old, new, publishing.origin_for(data.demo_or_real()), kept)
     append(store, [release_entry("r-after", "ab" * 32)], new, rotated.origin, kept)
     size = store.size()
     forged = sign_checkpoint(rotated.origin, size, store.root(size), [old])  # the retired key signs on
@@ -155,7 +155,7 @@ def test_a_checkpoint_signed_after_its_keys_retirement_is_invalid(logged, capsys
 def test_since_a_forked_checkpoint_is_invalid(logged, capsys, tmp_path) -> None:
     data, before, _ = logged
     fork = LogStore.of_data(tmp_path / "fork")  # another history under the same key and origin
-    origin = publishing.origin_for(data.kind())
+    origin = publishing.origin_for(data.demo_or_real())
     append(fork, [release_entry("forked", "cd" * 32)], from_signing_key(key()), origin, tmp_path / "fork.kept")
     forked = tmp_path / "forked.checkpoint"
     forked.write_text(fork.read_checkpoint())
@@ -179,7 +179,7 @@ def _online(monkeypatch, client: TestClient) -> None:
 def test_online_proof_key_lifetime_and_since(logged, capsys, monkeypatch, tmp_path) -> None:
     data, before, _ = logged
     fork = LogStore.of_data(tmp_path / "fork")
-    append(fork, [release_entry("forked", "cd" * 32)], from_signing_key(key()), publishing.origin_for(data.kind()),
+    append(fork, [release_entry("forked", "cd" * 32)], from_signing_key(key()), publishing.origin_for(data.demo_or_real()),
            tmp_path / "fork.kept")
     forked = tmp_path / "forked.checkpoint"
     forked.write_text(fork.read_checkpoint())

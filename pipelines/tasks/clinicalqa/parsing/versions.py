@@ -14,6 +14,9 @@ v3 that called v2 (tests/unit/pipelines/test_parsing_v3_equality.py). Callers pa
 child process under a memory cap and a time limit (``parse_batch``).
 v4 imports no earlier version at all: it reimplements v3's reading in its own modules (``v4_*``), so
 that it stays near linear whatever v2 and v3 cost.
+
+Its file name is shared on purpose: the answer parser's versions; ``warehouse.versions`` is about
+published warehouse versions.
 """
 
 from __future__ import annotations

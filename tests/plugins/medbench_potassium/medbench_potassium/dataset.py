@@ -3,6 +3,9 @@ the generated one in exactly that format, both read by the same loader.
 
 Real data: ``MEDBENCH_FHIRWARD_SOURCE`` (a folder holding ``Patient.ndjson`` and
 ``Observation.ndjson``), else the dataset spec's ``[source] location``.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Mapping
 
 from medbench_potassium.fhir import load_snapshot, write_demo_export
 from pipelines.core.specs import DatasetSpec
-from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.datasets.base import Dataset, Log, Materialized, is_demo
 from warehouse.files import atomic_directory
 from warehouse.layout import DataDir
 
@@ -34,10 +37,10 @@ def source_location(spec: DatasetSpec, data: DataDir) -> Path:
 class FhirWardDataset(Dataset):
     slug = "fhirward"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         location = source_location(spec, data)
         snap = load_snapshot(location, data.snapshots(self.slug))
         log(f"fhirward: snapshot {snap.snapshot_id} ({snap.n_patients} patients, {snap.n_observations} potassium "
             "observations)")
-        return Materialised(snap.snapshot_id, snap.folder, snap.n_observations,
+        return Materialized(snap.snapshot_id, snap.folder, snap.n_observations,
                             {"source": str(location), "patients": snap.n_patients})

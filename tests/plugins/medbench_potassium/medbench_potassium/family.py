@@ -10,6 +10,9 @@ metrics', rank intervals, ``/v1/compare``, the baseline difference) resamples pa
 What it asks a model is a ``Forecast``, a problem shape of its own that solves itself
 (``pipelines.core.protocols.Problem``): it asks the evaluation's backend for a forecaster
 (``forecast`` backend), fits it on train and predicts test.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@
   ascending (``pipelines.stats.ranks.replicate_rank_intervals`` with direction "lower").
 - Its figure: observed against predicted, the mean of each by tenth of the predictions, with the
   identity line (extras ``by_decile``).
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 An admission's results of ``itemid`` in its first ``input_hours`` are put on a grid of
 ``step_hours`` bins (the last result of a bin wins; a bin without one is NaN). Patients are split
 train / validation / test by a fixed hash of ``subject_id``, so no patient is in two splits.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@ the generated one (``demo.py``), both read by the same loader (``source.py``).
 
 Real data: ``MEDBENCH_TOYHOSPITAL_SOURCE`` (a folder or an http(s) base URL holding
 ``admissions.csv`` and ``labevents.csv``), else the dataset spec's ``[source] location``.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Mapping
 from medbench_toyhospital.demo import write_demo_toyhospital
 from medbench_toyhospital.source import load_snapshot
 from pipelines.core.specs import DatasetSpec
-from pipelines.datasets.base import Dataset, Log, Materialised, is_demo
+from pipelines.datasets.base import Dataset, Log, Materialized, is_demo
 from warehouse.files import atomic_directory
 from warehouse.layout import DataDir
 
@@ -35,9 +38,9 @@ def source_location(spec: DatasetSpec, data: DataDir) -> str:
 class ToyHospitalDataset(Dataset):
     slug = "toyhospital"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialised:
+    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         location = source_location(spec, data)
         snap = load_snapshot(location, data.snapshots(self.slug))
         log(f"toyhospital: snapshot {snap.snapshot_id} ({snap.n_admissions} admissions, {snap.n_results} lab results)")
-        return Materialised(snap.snapshot_id, snap.folder, snap.n_results,
+        return Materialized(snap.snapshot_id, snap.folder, snap.n_results,
                             {"source": location, "admissions": snap.n_admissions})

@@ -10,6 +10,9 @@ exactly these files, from the demo folder or from a real extract.
 Synthetic and seeded: patients (1 to 3 admissions each) have a haemoglobin level that drifts down
 in those who bleed; a transfusion after hour 48 is likelier the lower and the faster falling the
 haemoglobin. Same seed, same bytes.
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

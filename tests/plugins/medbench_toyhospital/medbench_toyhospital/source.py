@@ -4,6 +4,9 @@ columns) from a folder or an http(s) base URL, into a content-addressed snapshot
 The snapshot is a folder ``<data>/snapshots/toyhospital/<id>/`` holding the two tables as typed
 Parquet (``admissions.parquet``, ``labevents.parquet``); ``<id>`` is a hash of the two CSV files'
 bytes, so the same extract always gives the same snapshot (and the same run ids).
+
+Its file name is shared on purpose: every plug-in package names its parts alike
+(docs/adding-a-task.md, "The pieces"), so one reads the next.
 """
 
 from __future__ import annotations

@@ -1,12 +1,18 @@
-"""Each result against its task's baseline model: rows of the ``baseline_comparisons`` table.
+"""Each result against its task's reference model: rows of the ``baseline_comparisons`` table.
+
+Words: the *reference model* is the model a task compares every result with; "baseline" alone is
+the tier (docs/concepts.md, "Glossary"). The public names keep the old word: the table
+``baseline_comparisons``, a Result's ``versus_baseline`` with its ``baseline_run_id`` and
+``baseline_model``, the vitaldb-ioh spec key ``baseline_model`` and the plug-in hooks
+``TaskFamily.baseline_model`` and ``Kind.baseline_difference``.
 
 A comparison depends on two runs, so it cannot live in either result.json (nor in a run id): it is
 computed when a warehouse version is published, from the finished runs' predictions, and handed
 to ``warehouse.publish`` as plain rows (the warehouse imports nothing from pipelines). Which model
 a task is compared with is the task's own business (its family's ``baseline_model(task)``, e.g.
-the vitaldb-ioh spec's ``baseline_model`` key), so no task is named here. The baseline run is the
+the vitaldb-ioh spec's ``baseline_model`` key), so no task is named here. The reference run is the
 newest result of that model on the same task version (the one that supersedes the others); each
-other result of the task, superseded or not, that predicted exactly the baseline's items with the
+other result of the task, superseded or not, that predicted exactly the reference run's items with the
 same ground truth (the kind's ``truth_columns``) gets the paired difference to it, as the task's kind computes it
 (``pipelines.kinds``: for ``score``, the cluster bootstrap of ``/v1/compare`` over the family's
 cluster column) with the task's bootstrap settings.
@@ -25,26 +31,26 @@ from warehouse.layout import DataDir
 from warehouse.records import ResultRecord
 
 
-def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord]) -> list[dict[str, Any]]:
-    """One row per (result, its task's baseline run), the baseline's own result left out."""
+def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord]) -> list[dict[str, Any]]:
+    """One row per (result, its task's reference run), the reference run's own result left out."""
     rows: list[dict[str, Any]] = []
     for ref, task in sorted(specs.tasks.items()):
         fam = specs.family_of(task)
-        baseline_slug = fam.baseline_model(task)
-        if not baseline_slug:
+        reference_slug = fam.baseline_model(task)
+        if not reference_slug:
             continue
         strategy, cluster = kind_of(task.kind), fam.cluster_column
         truth = list(strategy.truth_columns)
         columns = list(dict.fromkeys([*strategy.paired_columns, *truth, *([cluster] if cluster else [])]))
         runs = [r for r in results if r.task == ref]
-        bases = [r for r in runs if r.model.slug == baseline_slug]
+        bases = [r for r in runs if r.model.slug == reference_slug]
         if not bases:
             continue
         base = max(bases, key=lambda r: (r.created_at, r.run_id))
         if not data.predictions_path(base.run_id).exists():
             continue
         for r in sorted(runs, key=lambda r: r.run_id):
-            if r.model.slug == baseline_slug or not data.predictions_path(r.run_id).exists():
+            if r.model.slug == reference_slug or not data.predictions_path(r.run_id).exists():
                 continue
             (a, b), sizes = read_aligned([data.predictions_path(r.run_id), data.predictions_path(base.run_id)], columns)
             n_shared = len(a[columns[0]])
@@ -54,7 +60,7 @@ def baseline_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRe
             if d is None:
                 continue
             rows.append({
-                "run_id": r.run_id, "baseline_run_id": base.run_id, "baseline_model": baseline_slug,
+                "run_id": r.run_id, "baseline_run_id": base.run_id, "baseline_model": reference_slug,
                 "metric": d.metric, "difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
                 "p_value": d.p_value, "method": d.method, "replicates": task.bootstrap.replicates,
                 "seed": task.bootstrap.seed, "dropped_replicates": d.dropped_replicates,
