@@ -99,12 +99,8 @@ def build_manifest(*, release_id: str, results: Sequence[ResultRecord], supersed
                      if r.model_type == "" and r.metric == _primary_of(results, r.task)}
     entries, boards = [], {}
     for r in sorted(results, key=lambda r: r.run_id):
-        status = "withdrawn" if r.run_id in withdrawn else "superseded" if r.run_id in superseded else "current"
-        entry = {"run_id": r.run_id, "task": r.task, "model": r.model.slug,
-                 "predictions_sha256": r.predictions_sha256, "status": status,
-                 "superseded_by": superseded.get(r.run_id)}
-        if status == "withdrawn":
-            entry["withdrawn"] = dict(withdrawn[r.run_id])
+        entry = result_entry(r, superseded, withdrawn)
+        status = entry["status"]
         entries.append(entry)
         # a result graded by a judge other than its task's is current but on no board: the ranked blocks
         # (``pipelines.engine.ranking``) hold the task's judge's results only
@@ -120,6 +116,28 @@ def build_manifest(*, release_id: str, results: Sequence[ResultRecord], supersed
         "results": entries,
         "leaderboards": {task: board_rows(board, primary_ranks) for task, board in sorted(boards.items())},
     }
+
+
+def result_entry(r: ResultRecord, superseded: Mapping[str, str],
+                 withdrawn: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One result's entry in a manifest: id, task, model, ``predictions_sha256``, status, successor."""
+    status = "withdrawn" if r.run_id in withdrawn else "superseded" if r.run_id in superseded else "current"
+    entry = {"run_id": r.run_id, "task": r.task, "model": r.model.slug, "predictions_sha256": r.predictions_sha256,
+             "status": status, "superseded_by": superseded.get(r.run_id)}
+    if status == "withdrawn":
+        entry["withdrawn"] = dict(withdrawn[r.run_id])
+    return entry
+
+
+def make_delta_record(delta: dict[str, Any], published_at: dt.datetime, previous: ReleaseRecord, n_results: int,
+                      tasks: Iterable[str], sign: Signer | None = None) -> ReleaseRecord:
+    """The log record holding ``delta`` (``warehouse.release_deltas``, built by the publisher from the
+    change alone), signed over the delta as ``make_record`` signs one."""
+    body = manifest_bytes(delta)
+    return ReleaseRecord(
+        id=delta["release"], published_at=published_at.isoformat(), n_results=n_results, tasks=sorted(set(tasks)),
+        manifest_sha256=hashlib.sha256(body).hexdigest(), previous=previous.id, manifest=delta,
+        signature=sign(body) if sign is not None else None)
 
 
 def _primary_of(results: Sequence[ResultRecord], task: str) -> str | None:
@@ -217,5 +235,5 @@ def find_release(data: DataDir, release_id: str) -> ReleaseRecord | None:
 
 
 __all__ = ["MANIFEST_FORMAT", "ReleaseRecord", "Signer", "append_release", "board_rows", "build_manifest",
-           "canonical_json", "find_release", "latest_release", "make_record", "manifest_bytes", "manifest_of",
-           "read_releases"]
+           "canonical_json", "find_release", "latest_release", "make_delta_record", "make_record", "manifest_bytes", "manifest_of",
+           "read_releases", "result_entry"]

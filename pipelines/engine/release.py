@@ -47,7 +47,8 @@ def readable_results(data: DataDir) -> list[ResultRecord]:
     return results
 
 
-def build_catalog(specs: Specs, data: DataDir) -> Catalog:
+def spec_rows(specs: Specs, data: DataDir) -> tuple[list[dict], list[dict], list[dict]]:
+    """The datasets', tasks' and models' rows (from the specs: one row each, no result read)."""
     demo = data.kind() == "demo"
     datasets = []
     for d in specs.datasets.values():
@@ -73,9 +74,14 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
         for m in specs.models.values()
         if demo or not specs.backend_of(m).demo_only(m)  # simulated models: demo data only
     ]
+    return datasets, tasks, models
+
+
+def build_catalog(specs: Specs, data: DataDir) -> Catalog:
+    datasets, tasks, models = spec_rows(specs, data)
     results = finished_results(data)
     models += orphan_models(specs, results)
-    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.kind() == "demo",
                    withdrawn=public_map(withdrawals(data)), code_revision=code_revision(),
                    baseline_comparisons=baseline_comparison_rows(specs, data, results),
                    prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()],
@@ -131,9 +137,19 @@ def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None
     The transparency log is checked first (``warehouse.tlog.publishing``: ``LogIntegrityError`` when
     the log or the release log was edited, truncated or given a duplicate id; withdrawals missing
     from ``withdrawals.jsonl`` are restored from it), and every result, withdrawal and release is
-    logged after the publish, under a checkpoint signed with ``key``."""
+    logged after the publish, under a checkpoint signed with ``key``.
+
+    A publish on top of a current version costs the change (``pipelines.engine.release_change``):
+    only the tasks with a new result or a withdrawal are read, ranked, compared and signed; the
+    whole catalog is read and published only when that cannot be done (the first publish, a changed
+    task or dataset spec, an older schema)."""
+    from pipelines.engine.release_change import release_change
+
     key = key or signing_key(data, log)
     transparency = tlog_publishing.begin(data, key, log)
+    incremental = release_change(specs, data, key, transparency, log)
+    if incremental is not None:
+        return incremental
     catalog = build_catalog(specs, data)
     sign = sign_catalog(data, catalog, key)
     ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
