@@ -32,7 +32,8 @@ import msgspec
 from warehouse.files import open_regular
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, metric_order_value
-from warehouse.release_deltas import build_delta, full_manifest, is_delta
+from warehouse.release_deltas import build_delta, full_manifest, is_delta, snapshot_path
+from warehouse.release_index import History, open_history, write_index
 
 # sign(manifest bytes) -> {"key_id": str, "value": base64 str, "signed": str}
 Signer = Callable[[bytes], dict[str, Any]]
@@ -159,17 +160,23 @@ def make_record(manifest: dict[str, Any], published_at: dt.datetime, previous: s
 
 
 def manifest_of(data: DataDir, record: ReleaseRecord) -> dict[str, Any]:
-    """The full manifest of ``record`` (its own, or rebuilt from the deltas before it)."""
+    """The full manifest of ``record``: its own, or rebuilt from the nearest full record or snapshot
+    before it and the deltas since (each earlier record found through the index, O(log n))."""
     if not is_delta(record.manifest):
         return record.manifest
-    records = read_releases(data)
-    position = _positions(data, records)[record.id]
-    return full_manifest(data, records[:position + 1])
+    chain = [record]
+    while is_delta(chain[-1].manifest) and not snapshot_path(data, chain[-1].id).exists():
+        earlier = find_release(data, chain[-1].previous) if chain[-1].previous else None
+        if earlier is None:
+            break  # full_manifest says what is missing
+        chain.append(earlier)
+    return full_manifest(data, chain[::-1])
 
 
-def append_release(data: DataDir, record: ReleaseRecord) -> None:
+def append_release(data: DataDir, record: ReleaseRecord, index: bool = True) -> None:
     """Append one record to the log (one ``write`` of one line under ``O_APPEND``, then fsync); a
-    record is never rewritten. Called by the publisher, under its lock."""
+    record is never rewritten. Called by the publisher, under its lock; then the log's index is
+    brought up to date (``warehouse.release_index``; ``index=False``: a bulk writer does it once)."""
     path = data.release_log
     path.parent.mkdir(parents=True, exist_ok=True)
     line = msgspec.json.encode(record) + b"\n"
@@ -179,6 +186,8 @@ def append_release(data: DataDir, record: ReleaseRecord) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if index:
+        write_index(data)
 
 
 _CACHE: dict[str, tuple[tuple, tuple[ReleaseRecord, ...]]] = {}
@@ -212,28 +221,55 @@ def read_releases(data: DataDir) -> tuple[ReleaseRecord, ...]:
     return tuple(records)
 
 
+def _record_at(history: History, position: int) -> ReleaseRecord:
+    return msgspec.json.decode(history.line(position), type=ReleaseRecord)
+
+
 def latest_release(data: DataDir) -> ReleaseRecord | None:
-    records = read_releases(data)
-    return records[-1] if records else None
-
-
-_BY_ID: dict[str, tuple[tuple[ReleaseRecord, ...], dict[str, int]]] = {}  # path -> (records, position by id)
-
-
-def _positions(data: DataDir, records: tuple[ReleaseRecord, ...]) -> dict[str, int]:
-    kept = _BY_ID.get(str(data.release_log))
-    if kept is None or kept[0] is not records:
-        kept = _BY_ID[str(data.release_log)] = (records, {r.id: i for i, r in enumerate(records)})
-    return kept[1]
+    """The newest release (one read of the last line through the index)."""
+    history = open_history(data)
+    if history is None:
+        return None
+    try:
+        return _record_at(history, len(history) - 1) if len(history) else None
+    finally:
+        history.close()
 
 
 def find_release(data: DataDir, release_id: str) -> ReleaseRecord | None:
-    """The release ``release_id``, or None (an index built once per state of the log)."""
-    records = read_releases(data)
-    position = _positions(data, records).get(release_id)
-    return None if position is None else records[position]
+    """The release ``release_id``, or None: a binary search of the log's index, then its line."""
+    history = open_history(data)
+    if history is None:
+        return None
+    try:
+        position = history.position_of(release_id)
+        return None if position is None else _record_at(history, position)
+    finally:
+        history.close()
+
+
+def release_count(data: DataDir) -> int:
+    history = open_history(data)
+    if history is None:
+        return 0
+    try:
+        return len(history)
+    finally:
+        history.close()
+
+
+def newest_releases(data: DataDir, limit: int, offset: int = 0) -> list[ReleaseRecord]:
+    """A page of the releases, newest first: only its own lines are read."""
+    history = open_history(data)
+    if history is None:
+        return []
+    try:
+        last = len(history) - 1 - offset
+        return [_record_at(history, p) for p in range(last, max(last - limit, -1), -1)]
+    finally:
+        history.close()
 
 
 __all__ = ["MANIFEST_FORMAT", "ReleaseRecord", "Signer", "append_release", "board_rows", "build_manifest",
            "canonical_json", "find_release", "latest_release", "make_delta_record", "make_record", "manifest_bytes", "manifest_of",
-           "read_releases", "result_entry"]
+           "newest_releases", "read_releases", "release_count", "result_entry"]
