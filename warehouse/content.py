@@ -27,8 +27,15 @@ def canonical(value: Any) -> bytes:
 
 
 def record_sha256(record: Any) -> str:
-    """sha256 of the record's canonical JSON (what a transparency log result entry names too)."""
+    """sha256 of the record's canonical JSON; for a result, of its published form (``generation_key``
+    left out, ``warehouse.signing.published_record``), which the version's ``results.record`` holds, so
+    the term a version added for a result can be taken out again from the file alone."""
     return hashlib.sha256(canonical(record)).hexdigest()
+
+
+def stored_record_sha256(text: str) -> str:
+    """``record_sha256`` of a published record as a version's ``results.record`` stores it (JSON text)."""
+    return record_sha256(msgspec.json.decode(text))
 
 
 def _int(tag: str, value: Any) -> int:
@@ -66,5 +73,15 @@ def content_hash(datasets: list[dict[str, Any]], tasks: list[dict[str, Any]], mo
     return hashlib.sha256(canonical(body)).hexdigest()
 
 
-__all__ = ["MODULUS", "as_hex", "baseline_term", "canonical", "content_hash", "record_sha256", "result_term",
-           "specs_sha256", "total"]
+__all__ = [
+    "MODULUS",
+    "as_hex",
+    "baseline_term",
+    "canonical",
+    "content_hash",
+    "record_sha256",
+    "result_term",
+    "specs_sha256",
+    "stored_record_sha256",
+    "total",
+]

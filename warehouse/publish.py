@@ -94,7 +94,8 @@ class Catalog:
 
     def results_sum(self) -> int:
         """The sum of the results' and baseline comparisons' terms (``warehouse.content``)."""
-        terms = [content.result_term(content.record_sha256(r), (self.signatures.get(r.run_id) or {}).get("value"),
+        terms = [content.result_term(content.record_sha256(published_record(r)),
+                                     (self.signatures.get(r.run_id) or {}).get("value"),
                                      self.withdrawn.get(r.run_id)) for r in self.results]
         terms += [content.baseline_term(b) for b in self.baseline_comparisons]
         return content.total(terms)

@@ -76,9 +76,10 @@ from warehouse.schema import (
     ModelRow,
     TaskRow,
 )
+from warehouse.signing import published_record
 from warehouse.tempfiles import clean_warehouse_temp, publish_lock
 
-__all__ = ["Change", "NotIncremental", "publish_change", "published_state", "read_baselines", "read_task_ranks"]
+__all__ = ["Change", "NotIncremental", "publish_change", "published_state", "read_baselines", "read_task_ranks", "stored_records"]
 
 
 @dataclass
@@ -93,10 +94,11 @@ class Change:
     results: list[ResultRecord]  # every result of the touched tasks, new ones included
     new: list[str]  # run ids not yet published
     withdrawn: dict[str, dict[str, str]]  # every withdrawal (run_id -> {reason, date})
-    signatures: dict[str, dict[str, Any]]  # of the new results (the others keep theirs)
+    signatures: dict[str, dict[str, Any]]  # of the new and rewritten results (the others keep theirs)
     ranks: list[LeaderboardRankRow]  # the touched tasks' rows
     baseline_comparisons: list[dict[str, Any]]  # the touched tasks' results' rows
     code_revision: str = ""
+    rewritten: list[str] = field(default_factory=list)  # published run ids whose result.json was rewritten
     kind_columns: dict[str, dict[str, str]] | None = None
     extra_meta: dict[str, str] = field(default_factory=dict)
 
@@ -108,6 +110,7 @@ class Published:
     version: str
     task_of: dict[str, str]  # run_id -> task
     withdrawn: dict[str, dict[str, str]]  # run_id -> {reason, date}
+    listed_at: int | None  # when the publish of ``version`` listed the run folders (ns since the epoch)
 
 
 def published_state(data: DataDir) -> Published | None:
@@ -120,15 +123,28 @@ def published_state(data: DataDir) -> Published | None:
         rows = con.execute("SELECT run_id, task FROM results").fetchall()
         gone = con.execute("SELECT run_id, withdrawn_reason, CAST(withdrawn_date AS VARCHAR) FROM results "
                            "WHERE withdrawn_reason IS NOT NULL").fetchall()
+        listed = con.execute("SELECT value FROM meta WHERE key = 'listed_at'").fetchone()
     finally:
         con.close()
-    return Published(version, dict(rows), {r: {"reason": why, "date": when} for r, why, when in gone})
+    return Published(version, dict(rows), {r: {"reason": why, "date": when} for r, why, when in gone},
+                     int(listed[0]) if listed else None)
+
+
+def stored_records(data: DataDir, version: str, run_ids: Sequence[str]) -> dict[str, str]:
+    """run_id -> the published record (JSON text) of ``run_ids`` in ``version``."""
+    con = duckdb.connect(str(data.version_file(version)), read_only=True)
+    try:
+        return dict(con.execute("SELECT run_id, CAST(record AS VARCHAR) FROM results WHERE run_id IN (SELECT unnest(?))",
+                                [list(run_ids)]).fetchall())
+    finally:
+        con.close()
 
 
 def _old_rows(con: duckdb.DuckDBPyConnection, tasks: Sequence[str]) -> dict[str, tuple]:
     return {row[0]: row[1:] for row in con.execute(
         "SELECT run_id, superseded_by, withdrawn_reason, CAST(withdrawn_date AS VARCHAR), CAST(signature AS VARCHAR), "
-        "predictions_sha256 FROM results WHERE task IN (SELECT unnest(?))", [list(tasks)]).fetchall()}
+        "predictions_sha256, CAST(record AS VARCHAR) FROM results WHERE task IN (SELECT unnest(?))",
+        [list(tasks)]).fetchall()}
 
 
 def _old_baselines(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -201,6 +217,7 @@ def _plan(data: DataDir, change: Change, previous: str) -> _Plan:
     changed: list[str] = []
     minus: list[int] = []
     plus: list[int] = []
+    rewritten = set(change.rewritten)
     for r in change.results:
         before = old.get(r.run_id)
         if before is not None and r.run_id not in signatures:
@@ -209,14 +226,16 @@ def _plan(data: DataDir, change: Change, previous: str) -> _Plan:
         w = change.withdrawn.get(r.run_id)
         now = (superseded.get(r.run_id), w["reason"] if w else None, w["date"] if w else None,
                _signature_text(sig), r.predictions_sha256)
-        if before == now:
+        if before is not None and before[:5] == now and r.run_id not in rewritten:
             continue
+        if before is not None and before[4] != r.predictions_sha256:
+            raise NotIncremental(f"the predictions of {r.run_id} were rewritten")
         changed.append(r.run_id)
-        record_hash = content.record_sha256(r)
-        plus.append(content.result_term(record_hash, sig["value"] if sig else None, w))
+        plus.append(content.result_term(content.record_sha256(published_record(r)), sig["value"] if sig else None, w))
         if before is not None:
             old_w = {"reason": before[1], "date": before[2]} if before[1] is not None else None
-            minus.append(content.result_term(record_hash, _signature_value(before[3]), old_w))
+            minus.append(content.result_term(content.stored_record_sha256(before[5]), _signature_value(before[3]),
+                                             old_w))
     minus += [content.baseline_term(b) for b in old_baselines]
     plus += [content.baseline_term(b) for b in change.baseline_comparisons]
     results_sum = content.total(plus, int(meta["results_sum"], 16) - sum(minus))

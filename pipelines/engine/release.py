@@ -8,6 +8,7 @@ taken over what ran, the warehouse shows only what may be published.
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from pipelines.engine.identity import code_revision
@@ -150,7 +151,9 @@ def release(specs: Specs, data: DataDir, log: Log, key: SigningKey | None = None
     incremental = release_change(specs, data, key, transparency, log)
     if incremental is not None:
         return incremental
+    listed_at = time.time_ns()  # the next publish re-reads the result.json files written since (--force)
     catalog = build_catalog(specs, data)
+    catalog.extra_meta["listed_at"] = str(listed_at)
     sign = sign_catalog(data, catalog, key)
     ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
     catalog.ranks = rank_rows(data, ranked, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks

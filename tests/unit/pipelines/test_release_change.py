@@ -11,6 +11,7 @@ previous version served, and the next publish goes through.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def _comparable(path: Path) -> dict[str, bytes]:
 
 def _meta(data: DataDir, version: str) -> dict[str, str]:
     meta = read_meta(data, version)
-    return {k: v for k, v in meta.items() if k not in ("warehouse_version", "published_at")}
+    return {k: v for k, v in meta.items() if k not in ("warehouse_version", "published_at", "listed_at")}
 
 
 @pytest.fixture
@@ -109,6 +110,22 @@ def test_incremental_releases_equal_whole_catalog_releases(tmp_path: Path, monke
     assert len(last["results"]) == len(RUNS) + 2
 
 
+def test_a_rewritten_result_is_republished(tmp_path: Path, spied) -> None:
+    """``--force`` writes result.json again under the same run id: the next publish serves the new record."""
+    from warehouse.read import result_by_id
+
+    data = DataDir(tmp_path / "data")
+    _step(data, "kept")
+    first = _release(data)
+    path = data.artifacts / run_id("random-cqa0") / "result.json"
+    record = msgspec.json.decode(path.read_bytes())
+    record["usage"]["wall_seconds"] = 99.5
+    path.write_bytes(msgspec.json.encode(record))
+    version = _release(data)
+    assert version != first and spied == [["clinicalqa@0"]]
+    assert result_by_id(data, run_id("random-cqa0")).record.usage.wall_seconds == 99.5
+
+
 def test_an_unchanged_board_keeps_its_version(tmp_path: Path, spied) -> None:
     data = DataDir(tmp_path / "data")
     _step(data, "kept")
@@ -123,6 +140,7 @@ def test_a_new_result_on_one_task_reads_no_other_tasks_result(tmp_path: Path, mo
     _release(data)
     other = data.artifacts / run_id("neglastmap-ioh0") / "result.json"
     other.write_bytes(b"not a record: a publish that read every result would fail on it")
+    os.utime(other, ns=(0, 0))  # as old as it was: only files written since the last listing are read
     _step(data, "late-new-model")
     version = _release(data)
     assert current_version(data) == version and spied == [["clinicalqa@0"]]
