@@ -58,6 +58,7 @@ from warehouse.releases import (
     make_delta_record,
     manifest_of,
     read_releases,
+    release_count,
     result_entry,
 )
 from warehouse.repair import (
@@ -269,7 +270,7 @@ def publish_change(data: DataDir, change: Change, now: dt.datetime | None = None
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
         append_release(data, record)
-        if len(read_releases(data)) % SNAPSHOT_EVERY == 0:
+        if release_count(data) % SNAPSHOT_EVERY == 0:
             write_snapshot(data, version, manifest_of(data, record))
         install(data, version)
         prune(data, keep=KEEP_VERSIONS, current=version)
@@ -334,7 +335,10 @@ def _build(path: Path, data: DataDir, change: Change, plan: _Plan, version: str,
         delta.replace_ranks(con, change.ranks, tasks=change.touched)
         delta.replace_baselines(con, [BaselineComparisonRow(**b) for b in change.baseline_comparisons],
                                 run_ids=list(by_id))
-        delta.append_releases(con, [*read_releases(data), record])
+        # the file holds every release of the log (the usual case): only the new one is added; else (a
+        # publish killed after appending its release) the log's records the file lacks too
+        held = con.execute("SELECT count(*) FROM releases").fetchone()[0]
+        delta.append_releases(con, [record] if held == release_count(data) else [*read_releases(data), record])
         con.execute("CHECKPOINT")
     finally:
         con.close()
