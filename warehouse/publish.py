@@ -39,6 +39,7 @@ from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
 from warehouse.tempfiles import clean_warehouse_temp, publish_lock
+from warehouse.versions import stamp_sound
 from warehouse.records import ResultRecord, contamination_of
 from warehouse.schema import (
     CREATE_TABLES,
@@ -170,6 +171,7 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
             except BaseException:
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
+        stamp_sound(data, version)  # built and checkpointed here: later checks skip re-reading it
         append_release(data, record)
         if len(read_releases(data)) % SNAPSHOT_EVERY == 0:
             write_snapshot(data, version, manifest_of(data, record))

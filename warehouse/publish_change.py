@@ -79,6 +79,7 @@ from warehouse.schema import (
 )
 from warehouse.signing import published_record
 from warehouse.tempfiles import clean_warehouse_temp, publish_lock
+from warehouse.versions import stamp_sound
 
 __all__ = ["Change", "NotIncremental", "publish_change", "published_state", "read_baselines", "read_task_ranks", "stored_records"]
 
@@ -269,6 +270,7 @@ def publish_change(data: DataDir, change: Change, now: dt.datetime | None = None
             except BaseException:
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
+        stamp_sound(data, version)  # built and checkpointed here: later checks skip re-reading it
         append_release(data, record)
         if release_count(data) % SNAPSHOT_EVERY == 0:
             write_snapshot(data, version, manifest_of(data, record))

@@ -72,9 +72,10 @@ def _rewritten(data: DataDir, published: Published) -> list[ResultRecord]:
     coarse file-system clocks); only those files are read."""
     since = published.listed_at - 1_000_000_000
     recent = []
+    folder = str(data.artifacts)
     for run_id in published.task_of:
         try:
-            if os.stat(data.artifacts / run_id / "result.json").st_mtime_ns >= since:
+            if os.stat(f"{folder}/{run_id}/result.json").st_mtime_ns >= since:
                 recent.append(run_id)
         except OSError:
             continue
