@@ -22,7 +22,12 @@ from dataclasses import dataclass
 import duckdb
 import msgspec
 
-from warehouse.files import PUBLIC_FILE, NotRegularFile, atomic_write_bytes, read_regular
+from warehouse.files import (
+    PUBLIC_FILE,
+    NotRegularFile,
+    atomic_write_bytes,
+    read_regular,
+)
 from warehouse.layout import DataDir
 from warehouse.schema import TABLES
 
