@@ -90,7 +90,7 @@ class Change:
 
     datasets: list[dict[str, Any]]
     tasks: list[dict[str, Any]]
-    models: list[dict[str, Any]]  # from the specs, plus orphan rows of new results (``orphan_models``)
+    models: list[dict[str, Any]]  # from the specs
     demo: bool
     touched: list[str]  # task refs
     results: list[ResultRecord]  # every result of the touched tasks, new ones included
@@ -100,6 +100,7 @@ class Change:
     ranks: list[LeaderboardRankRow]  # the touched tasks' rows
     baseline_comparisons: list[dict[str, Any]]  # the touched tasks' results' rows
     code_revision: str = ""
+    orphans: list[dict[str, Any]] = field(default_factory=list)  # rows of new results' models without a spec
     rewritten: list[str] = field(default_factory=list)  # published run ids whose result.json was rewritten
     kind_columns: dict[str, dict[str, str]] | None = None
     extra_meta: dict[str, str] = field(default_factory=dict)
@@ -208,7 +209,8 @@ def _plan(data: DataDir, change: Change, previous: str) -> _Plan:
         if not old.keys() <= by_id.keys():
             raise NotIncremental("a published result left the catalog")
         old_baselines = _old_baselines(con, list(old))
-        models = change.models + [m for m in _orphans(con, change) if m["slug"] not in {x["slug"] for x in change.models}]
+        kept = _orphans(con, change)  # a model's row stays the one its first published result gave it
+        models = change.models + kept + [m for m in change.orphans if m["slug"] not in {k["slug"] for k in kept}]
         spec_hashes = (dict(con.execute("SELECT ref, spec_hash FROM tasks").fetchall()),
                        dict(con.execute("SELECT slug, spec_hash FROM models").fetchall()))
         n_results = con.execute("SELECT count(*) FROM results").fetchone()[0] + len(by_id.keys() - old.keys())

@@ -114,8 +114,6 @@ def release_change(specs: Specs, data: DataDir, key: SigningKey, transparency: A
     touched_set = set(touched)
     results = new + [_read(data, run_id) for run_id, task in sorted(published.task_of.items()) if task in touched_set]
     datasets, tasks, models = spec_rows(specs, data)
-    known = {m["slug"] for m in models}
-    models += [m for m in orphan_models(specs, new) if m["slug"] not in known]
     known_keys = {k.key_id for k in record_key(data, key)}
     signatures = sign_results(data, [*new, *rewritten], key, known_keys)
     ranked = [r for r in results if r.run_id not in withdrawn]
@@ -128,7 +126,8 @@ def release_change(specs: Specs, data: DataDir, key: SigningKey, transparency: A
         new=[r.run_id for r in new], withdrawn=withdrawn, signatures=signatures, ranks=ranks,
         baseline_comparisons=baseline_comparison_rows(specs, data, results, only=touched_set, previous=previous),
         code_revision=code_revision(), kind_columns={name: dict(k.sql_types) for name, k in kinds().items()},
-        rewritten=[r.run_id for r in rewritten], extra_meta={"listed_at": str(listed_at)})
+        rewritten=[r.run_id for r in rewritten], orphans=orphan_models(specs, new),
+        extra_meta={"listed_at": str(listed_at)})
     try:
         version, changed = publish_change(data, change, sign=lambda message: key.sign(message, utc_stamp()))
     except NotIncremental as exc:
