@@ -156,6 +156,17 @@ class History:
                 lo, hi = (mid + 1, hi) if key < wanted else (lo, mid)
         return next((self.count_indexed + i for i, (rid, _, _) in enumerate(self.tail) if rid == release_id), None)
 
+    def ids(self) -> list[str]:
+        """Every release id in log order (the sorted section read once: ``BY_ID`` bytes a release)."""
+        if self.fallback is not None:
+            return [rid for rid, _, _ in self.fallback]
+        start = HEADER.size + self.count_indexed * OFFSET.size
+        raw = os.pread(self.index_fd, self.count_indexed * BY_ID.size, start)
+        out = [""] * self.count_indexed
+        for key, position in BY_ID.iter_unpack(raw):
+            out[position] = key.rstrip(b"\0").decode()
+        return out + [rid for rid, _, _ in self.tail]
+
     def close(self) -> None:
         os.close(self.log_fd)
         if self.index_fd is not None:

@@ -248,6 +248,18 @@ def find_release(data: DataDir, release_id: str) -> ReleaseRecord | None:
         history.close()
 
 
+def releases_except(data: DataDir, known: Callable[[str], bool]) -> list[ReleaseRecord]:
+    """The releases, oldest first, whose id ``known`` does not accept: only their lines are read (what
+    the transparency log has not logged yet, usually the one just published)."""
+    history = open_history(data)
+    if history is None:
+        return []
+    try:
+        return [_record_at(history, p) for p, rid in enumerate(history.ids()) if not known(rid)]
+    finally:
+        history.close()
+
+
 def release_count(data: DataDir) -> int:
     history = open_history(data)
     if history is None:
@@ -272,4 +284,4 @@ def newest_releases(data: DataDir, limit: int, offset: int = 0) -> list[ReleaseR
 
 __all__ = ["MANIFEST_FORMAT", "ReleaseRecord", "Signer", "append_release", "board_rows", "build_manifest",
            "canonical_json", "find_release", "latest_release", "make_delta_record", "make_record", "manifest_bytes", "manifest_of",
-           "newest_releases", "read_releases", "release_count", "result_entry"]
+           "newest_releases", "read_releases", "release_count", "releases_except", "result_entry"]
