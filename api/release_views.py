@@ -18,6 +18,7 @@ replays it by its query string, ``api.answer_cache``).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -67,9 +68,23 @@ def as_of(tables: Tables, data: DataDir, release: str | None) -> Tables:
     key = ("release-view", release)
     view = tables.bodies.get(key)
     if view is None:
-        built = build_view(tables, data, find(data, release))
+        built = _without_gc(build_view, tables, data, find(data, release))
         view = tables.bodies.put(key, built, weight=len(built.results) * VIEW_BYTES_PER_RESULT)
     return view
+
+
+def _without_gc(build: Any, *args: Any) -> Any:
+    """``build(*args)`` with the cyclic garbage collector paused: building a view allocates an object
+    or more per result of the release and makes no cycles, and the full collections those allocations
+    set off walk the server's whole heap (the served tables), which made a cold ``?release=`` grow
+    faster than the release (docs/benchmarks.md, "Publishing at scale")."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return build(*args)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, Mapping[str, str] | None] | None:
