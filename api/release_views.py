@@ -18,6 +18,7 @@ replays it by its query string, ``api.answer_cache``).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -42,7 +43,7 @@ from warehouse.layout import DataDir
 from warehouse.read import READ_ERRORS
 from warehouse.records import ResultRecord, decode_record
 from warehouse.release_deltas import is_delta
-from warehouse.releases import ReleaseRecord, find_release, manifest_of, read_releases
+from warehouse.releases import ReleaseRecord, find_release, manifest_of, newest_releases, release_count
 from warehouse.signing import read_signature
 from warehouse.versions import VERSION_RE
 
@@ -72,9 +73,23 @@ def as_of(tables: Tables, data: DataDir, release: str | None) -> Tables:
     key = ("release-view", release)
     view = tables.bodies.get(key)
     if view is None:
-        built = build_view(tables, data, find(data, release))
+        built = _without_gc(build_view, tables, data, find(data, release))
         view = tables.bodies.put(key, built, weight=len(built.results) * VIEW_BYTES_PER_RESULT)
     return view
+
+
+def _without_gc(build: Any, *args: Any) -> Any:
+    """``build(*args)`` with the cyclic garbage collector paused: building a view allocates an object
+    or more per result of the release and makes no cycles, and the full collections those allocations
+    set off walk the server's whole heap (the served tables), which made a cold ``?release=`` grow
+    faster than the release (docs/benchmarks.md, "Publishing at scale")."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return build(*args)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, Mapping[str, str] | None] | None:
@@ -124,7 +139,7 @@ def recent(data: DataDir, limit: int = 100) -> list[tuple[str, str]]:
     """The newest releases, newest first, as (id, label) for the site's release picker: a bare id
     says nothing to a person, its date and size do (``2026-11-01 14:03 UTC, 15 results``)."""
     return [(r.id, f"{r.published_at[:10]} {r.published_at[11:16]} UTC, {r.n_results} results ({r.id})")
-            for r in read_releases(data)[::-1][:limit]]
+            for r in newest_releases(data, limit)]
 
 
 def page_context(tables: Tables, data: DataDir, release: str, base: str) -> dict[str, Any]:
@@ -134,13 +149,14 @@ def page_context(tables: Tables, data: DataDir, release: str, base: str) -> dict
     url = release_url(base, r.id)
     view = as_of(tables, data, r.id)
     titles = {t.ref: t.title or t.ref for t in tables.tasks}
+    manifest = manifest_of(data, r)  # a delta record holds only the boards that changed
     boards = []
-    for task, rows in r.manifest["leaderboards"].items():
+    for task, rows in manifest["leaderboards"].items():
         named = [{**row, "name": view.results[row["run_id"]].record.model.name
                   if row["run_id"] in view.results else row["model"]} for row in rows]
         boards.append({"task": task, "slug": task.partition("@")[0], "version": task.partition("@")[2],
                        "title": titles.get(task, task), "rows": named})
-    others = [e for e in r.manifest["results"] if e["status"] != "current"]
+    others = [e for e in manifest["results"] if e["status"] != "current"]
     return {"release": r, "url": url, "bibtex": bibtex(r, url), "boards": boards, "others": others,
             "signature": render.signature(r.signature)}
 
@@ -163,14 +179,13 @@ def _summary(r: ReleaseRecord, base: str) -> schemas.ReleaseSummary:
 
 def listing(tables: Tables, data: DataDir, limit: int, offset: int, base: str) -> Prepared:
     """``GET /v1/releases``: newest first, paginated."""
-    records = read_releases(data)
-    key = ("releases", len(records), limit, offset, base)
+    total = release_count(data)  # the log's index: only the page's own lines are read
+    key = ("releases", total, limit, offset, base)
     prepared = tables.bodies.get(key)
     if prepared is None:
-        newest = records[::-1]
         prepared = tables.bodies.put(key, prepare(schemas.ReleasePage(
-            releases=[_summary(r, base) for r in newest[offset:offset + limit]], total=len(records), limit=limit,
-            offset=offset)))
+            releases=[_summary(r, base) for r in newest_releases(data, limit, offset)] if offset < total else [],
+            total=total, limit=limit, offset=offset)))
     return prepared
 
 

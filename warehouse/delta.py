@@ -153,10 +153,14 @@ def add_predictions(con: duckdb.DuckDBPyConnection, data: DataDir, new: Sequence
         con.execute(f"INSERT INTO {table} BY NAME {select}")
 
 
-def replace_ranks(con: duckdb.DuckDBPyConnection, ranks: Sequence[LeaderboardRankRow]) -> None:
-    """Blocks are immutable for their key: delete the blocks gone, insert the blocks new."""
+def replace_ranks(con: duckdb.DuckDBPyConnection, ranks: Sequence[LeaderboardRankRow],
+                  tasks: Sequence[str] | None = None) -> None:
+    """Blocks are immutable for their key: delete the blocks gone, insert the blocks new. With
+    ``tasks``, ``ranks`` are those tasks' rows only and the other tasks' blocks stay as they are."""
     key = ("task", "model_type", "metric", "results_key")
-    old = set(con.execute(f"SELECT DISTINCT {', '.join(key)} FROM leaderboard_ranks").fetchall())
+    where = " WHERE task IN (SELECT unnest(?))" if tasks is not None else ""
+    old = set(con.execute(f"SELECT DISTINCT {', '.join(key)} FROM leaderboard_ranks{where}",
+                          [list(tasks)] if tasks is not None else []).fetchall())
     new: dict[tuple, list[LeaderboardRankRow]] = {}
     for row in ranks:
         new.setdefault((row.task, row.model_type, row.metric, row.results_key), []).append(row)
@@ -170,9 +174,15 @@ def replace_ranks(con: duckdb.DuckDBPyConnection, ranks: Sequence[LeaderboardRan
     insert_rows(con, [row for k, rows in new.items() if k not in old for row in rows])
 
 
-def replace_baselines(con: duckdb.DuckDBPyConnection, rows: Sequence[BaselineComparisonRow]) -> None:
-    """The comparisons whose row differs are replaced."""
-    replace_changed(con, BaselineComparisonRow, rows)
+def replace_baselines(con: duckdb.DuckDBPyConnection, rows: Sequence[BaselineComparisonRow],
+                      run_ids: Sequence[str] | None = None) -> None:
+    """The comparisons whose row differs are replaced. With ``run_ids``, ``rows`` are those results'
+    comparisons only: theirs are deleted and ``rows`` inserted, the others stay."""
+    if run_ids is None:
+        replace_changed(con, BaselineComparisonRow, rows)
+        return
+    _in(con, BaselineComparisonRow.__table__, "run_id", run_ids)
+    insert_rows(con, rows)
 
 
 def append_releases(con: duckdb.DuckDBPyConnection, records: Sequence[ReleaseRecord]) -> None:

@@ -20,7 +20,6 @@ damaged version files when pruning, and writes everything world-readable (``ware
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from dataclasses import dataclass, field
 from collections.abc import Collection
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 import duckdb
 import msgspec
 
-from warehouse import delta
+from warehouse import content, delta
 from warehouse.files import PUBLIC_FILE, atomic_path
 from warehouse.portable import create_prediction_tables, insert_releases
 from warehouse.releases import (ReleaseRecord, Signer, append_release, build_manifest, make_record, manifest_of,
@@ -40,6 +39,7 @@ from warehouse.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
 from warehouse.tempfiles import clean_warehouse_temp, publish_lock
+from warehouse.versions import stamp_sound
 from warehouse.records import ResultRecord, contamination_of
 from warehouse.schema import (
     CREATE_TABLES,
@@ -93,22 +93,19 @@ class Catalog:
     # run_id -> {key_id, value, signed}: each result's signature (``warehouse.signing``), served as is
     signatures: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def content_hash(self) -> str:
-        body = {
-            "datasets": self.datasets,
-            "tasks": self.tasks,
-            "models": self.models,
-            "results": sorted((msgspec.to_builtins(r) for r in self.results), key=lambda r: r["run_id"]),
-            "demo": self.demo,
-        }
-        if self.signatures:  # absent when empty, so unsigned catalogs keep their hash
-            body["signatures"] = {run_id: s["value"] for run_id, s in self.signatures.items()}
-        if self.withdrawn:  # absent when empty, so catalogs without withdrawals keep their hash
-            body["withdrawn"] = self.withdrawn
-        if self.baseline_comparisons:  # absent when empty, so catalogs without any keep their hash
-            body["baseline_comparisons"] = sorted(self.baseline_comparisons,
-                                                  key=lambda b: (b["run_id"], b["baseline_run_id"]))
-        return hashlib.sha256(msgspec.json.encode(msgspec.to_builtins(body), order="sorted")).hexdigest()
+    def results_sum(self) -> int:
+        """The sum of the results' and baseline comparisons' terms (``warehouse.content``)."""
+        terms = [content.result_term(content.record_sha256(published_record(r)),
+                                     (self.signatures.get(r.run_id) or {}).get("value"),
+                                     self.withdrawn.get(r.run_id)) for r in self.results]
+        terms += [content.baseline_term(b) for b in self.baseline_comparisons]
+        return content.total(terms)
+
+    def content_hash(self, results_sum: int | None = None) -> str:
+        """The specs and ``results_sum`` hashed (``warehouse.content``): the same for the same state
+        however it was reached, full build or incremental publish."""
+        return content.content_hash(self.datasets, self.tasks, self.models, self.demo,
+                                    self.results_sum() if results_sum is None else results_sum)
 
 
 def superseded_map(results: list[ResultRecord], withdrawn: Collection[str] = ()) -> dict[str, str]:
@@ -155,7 +152,9 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
     earlier release, in the version's ``releases`` table."""
     data.warehouse.mkdir(parents=True, exist_ok=True)
     make_public_dir(data.warehouse)
-    content_hash = catalog.content_hash()
+    results_sum = catalog.results_sum()
+    content_hash = catalog.content_hash(results_sum)
+    catalog.extra_meta = {**catalog.extra_meta, **content_meta(catalog.datasets, catalog.tasks, results_sum)}
     with publish_lock(data) as locked:
         if locked:
             clean_warehouse_temp(data)
@@ -172,6 +171,7 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
             except BaseException:
                 Path(f"{tmp}.wal").unlink(missing_ok=True)  # atomic_path removes the file itself
                 raise
+        stamp_sound(data, version)  # built and checkpointed here: later checks skip re-reading it
         append_release(data, record)
         if len(read_releases(data)) % SNAPSHOT_EVERY == 0:
             write_snapshot(data, version, manifest_of(data, record))
@@ -182,6 +182,11 @@ def publish(data: DataDir, catalog: Catalog, now: dt.datetime | None = None,
 
 def _json(value: Any) -> str:
     return msgspec.json.encode(msgspec.to_builtins(value), order="sorted").decode()
+
+
+def content_meta(datasets: list[dict[str, Any]], tasks: list[dict[str, Any]], results_sum: int) -> dict[str, str]:
+    """The ``meta`` keys an incremental publish starts from (``warehouse.publish_change``)."""
+    return {"results_sum": content.as_hex(results_sum), "specs_sha256": content.specs_sha256(datasets, tasks)}
 
 
 def meta_rows(catalog: Catalog, version: str, content_hash: str, now: dt.datetime) -> list[MetaRow]:

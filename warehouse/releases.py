@@ -35,7 +35,8 @@ import msgspec
 from warehouse.files import open_regular
 from warehouse.layout import DataDir
 from warehouse.records import ResultRecord, metric_order_value
-from warehouse.release_deltas import build_delta, full_manifest, is_delta
+from warehouse.release_deltas import build_delta, full_manifest, is_delta, snapshot_path
+from warehouse.release_index import History, open_history, write_index
 
 # sign(manifest bytes) -> {"key_id": str, "value": base64 str, "signed": str}
 Signer = Callable[[bytes], dict[str, Any]]
@@ -102,12 +103,8 @@ def build_manifest(*, release_id: str, results: Sequence[ResultRecord], supersed
                      if r.model_type == "" and r.metric == _primary_of(results, r.task)}
     entries, boards = [], {}
     for r in sorted(results, key=lambda r: r.run_id):
-        status = "withdrawn" if r.run_id in withdrawn else "superseded" if r.run_id in superseded else "current"
-        entry = {"run_id": r.run_id, "task": r.task, "model": r.model.slug,
-                 "predictions_sha256": r.predictions_sha256, "status": status,
-                 "superseded_by": superseded.get(r.run_id)}
-        if status == "withdrawn":
-            entry["withdrawn"] = dict(withdrawn[r.run_id])
+        entry = result_entry(r, superseded, withdrawn)
+        status = entry["status"]
         entries.append(entry)
         # a result graded by a judge other than its task's is current but on no board: the ranked blocks
         # (``pipelines.engine.ranking``) hold the task's judge's results only
@@ -123,6 +120,28 @@ def build_manifest(*, release_id: str, results: Sequence[ResultRecord], supersed
         "results": entries,
         "leaderboards": {task: board_rows(board, primary_ranks) for task, board in sorted(boards.items())},
     }
+
+
+def result_entry(r: ResultRecord, superseded: Mapping[str, str],
+                 withdrawn: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One result's entry in a manifest: id, task, model, ``predictions_sha256``, status, successor."""
+    status = "withdrawn" if r.run_id in withdrawn else "superseded" if r.run_id in superseded else "current"
+    entry = {"run_id": r.run_id, "task": r.task, "model": r.model.slug, "predictions_sha256": r.predictions_sha256,
+             "status": status, "superseded_by": superseded.get(r.run_id)}
+    if status == "withdrawn":
+        entry["withdrawn"] = dict(withdrawn[r.run_id])
+    return entry
+
+
+def make_delta_record(delta: dict[str, Any], published_at: dt.datetime, previous: ReleaseRecord, n_results: int,
+                      tasks: Iterable[str], sign: Signer | None = None) -> ReleaseRecord:
+    """The log record holding ``delta`` (``warehouse.release_deltas``, built by the publisher from the
+    change alone), signed over the delta as ``make_record`` signs one."""
+    body = manifest_bytes(delta)
+    return ReleaseRecord(
+        id=delta["release"], published_at=published_at.isoformat(), n_results=n_results, tasks=sorted(set(tasks)),
+        manifest_sha256=hashlib.sha256(body).hexdigest(), previous=previous.id, manifest=delta,
+        signature=sign(body) if sign is not None else None)
 
 
 def _primary_of(results: Sequence[ResultRecord], task: str) -> str | None:
@@ -144,17 +163,23 @@ def make_record(manifest: dict[str, Any], published_at: dt.datetime, previous: s
 
 
 def manifest_of(data: DataDir, record: ReleaseRecord) -> dict[str, Any]:
-    """The full manifest of ``record`` (its own, or rebuilt from the deltas before it)."""
+    """The full manifest of ``record``: its own, or rebuilt from the nearest full record or snapshot
+    before it and the deltas since (each earlier record found through the index, O(log n))."""
     if not is_delta(record.manifest):
         return record.manifest
-    records = read_releases(data)
-    position = _positions(data, records)[record.id]
-    return full_manifest(data, records[:position + 1])
+    chain = [record]
+    while is_delta(chain[-1].manifest) and not snapshot_path(data, chain[-1].id).exists():
+        earlier = find_release(data, chain[-1].previous) if chain[-1].previous else None
+        if earlier is None:
+            break  # full_manifest says what is missing
+        chain.append(earlier)
+    return full_manifest(data, chain[::-1])
 
 
-def append_release(data: DataDir, record: ReleaseRecord) -> None:
+def append_release(data: DataDir, record: ReleaseRecord, index: bool = True) -> None:
     """Append one record to the log (one ``write`` of one line under ``O_APPEND``, then fsync); a
-    record is never rewritten. Called by the publisher, under its lock."""
+    record is never rewritten. Called by the publisher, under its lock; then the log's index is
+    brought up to date (``warehouse.release_index``; ``index=False``: a bulk writer does it once)."""
     path = data.release_log
     path.parent.mkdir(parents=True, exist_ok=True)
     line = msgspec.json.encode(record) + b"\n"
@@ -164,6 +189,8 @@ def append_release(data: DataDir, record: ReleaseRecord) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if index:
+        write_index(data)
 
 
 _CACHE: dict[str, tuple[tuple, tuple[ReleaseRecord, ...]]] = {}
@@ -197,28 +224,67 @@ def read_releases(data: DataDir) -> tuple[ReleaseRecord, ...]:
     return tuple(records)
 
 
+def _record_at(history: History, position: int) -> ReleaseRecord:
+    return msgspec.json.decode(history.line(position), type=ReleaseRecord)
+
+
 def latest_release(data: DataDir) -> ReleaseRecord | None:
-    records = read_releases(data)
-    return records[-1] if records else None
-
-
-_BY_ID: dict[str, tuple[tuple[ReleaseRecord, ...], dict[str, int]]] = {}  # path -> (records, position by id)
-
-
-def _positions(data: DataDir, records: tuple[ReleaseRecord, ...]) -> dict[str, int]:
-    kept = _BY_ID.get(str(data.release_log))
-    if kept is None or kept[0] is not records:
-        kept = _BY_ID[str(data.release_log)] = (records, {r.id: i for i, r in enumerate(records)})
-    return kept[1]
+    """The newest release (one read of the last line through the index)."""
+    history = open_history(data)
+    if history is None:
+        return None
+    try:
+        return _record_at(history, len(history) - 1) if len(history) else None
+    finally:
+        history.close()
 
 
 def find_release(data: DataDir, release_id: str) -> ReleaseRecord | None:
-    """The release ``release_id``, or None (an index built once per state of the log)."""
-    records = read_releases(data)
-    position = _positions(data, records).get(release_id)
-    return None if position is None else records[position]
+    """The release ``release_id``, or None: a binary search of the log's index, then its line."""
+    history = open_history(data)
+    if history is None:
+        return None
+    try:
+        position = history.position_of(release_id)
+        return None if position is None else _record_at(history, position)
+    finally:
+        history.close()
+
+
+def releases_except(data: DataDir, known: Callable[[str], bool]) -> list[ReleaseRecord]:
+    """The releases, oldest first, whose id ``known`` does not accept: only their lines are read (what
+    the transparency log has not logged yet, usually the one just published)."""
+    history = open_history(data)
+    if history is None:
+        return []
+    try:
+        return [_record_at(history, p) for p, rid in enumerate(history.ids()) if not known(rid)]
+    finally:
+        history.close()
+
+
+def release_count(data: DataDir) -> int:
+    history = open_history(data)
+    if history is None:
+        return 0
+    try:
+        return len(history)
+    finally:
+        history.close()
+
+
+def newest_releases(data: DataDir, limit: int, offset: int = 0) -> list[ReleaseRecord]:
+    """A page of the releases, newest first: only its own lines are read."""
+    history = open_history(data)
+    if history is None:
+        return []
+    try:
+        last = len(history) - 1 - offset
+        return [_record_at(history, p) for p in range(last, max(last - limit, -1), -1)]
+    finally:
+        history.close()
 
 
 __all__ = ["MANIFEST_FORMAT", "ReleaseRecord", "Signer", "append_release", "board_rows", "build_manifest",
-           "canonical_json", "find_release", "latest_release", "make_record", "manifest_bytes", "manifest_of",
-           "read_releases"]
+           "canonical_json", "find_release", "latest_release", "make_delta_record", "make_record", "manifest_bytes", "manifest_of",
+           "newest_releases", "read_releases", "release_count", "releases_except", "result_entry"]

@@ -40,7 +40,7 @@ from warehouse.read import published_records
 from warehouse.records import ResultRecord, decode_record
 from warehouse.tempfiles import publish_lock
 from warehouse.versions import (POINTER_MISSING, Damaged, PointerError, check, choose, kept_versions, pointer_state,
-                                probe, read_pointer)
+                                probe, read_pointer, stamped_sound)
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ def prune(data: DataDir, keep: int, current: str) -> None:
     kept = 0
     for version in kept_versions(data):
         path = data.version_file(version)
-        if version != current:
+        if version != current and not stamped_sound(data, version):
             try:
                 probe(data, version)
             except Damaged as exc:

@@ -285,16 +285,25 @@ def create_table(row_type: type[Row]) -> str:
 CREATE_TABLES = [create_table(t) for t in TABLES]
 
 
+INSERT_BATCH = 256
+
+
 def insert_rows(con: Any, rows: Sequence[Row]) -> None:
-    """Insert rows of one table (``con`` is a DuckDB connection; the statement names every column)."""
+    """Insert rows of one table (``con`` is a DuckDB connection; the statement names every column).
+
+    ``INSERT_BATCH`` rows per statement, one ``VALUES`` tuple each: DuckDB's ``executemany`` runs one
+    statement per row, which cost about 4 ms a row, so a publish inserting a block's rank rows or a
+    seeded board's results was dominated by it (docs/benchmarks.md, "Publishing at scale")."""
     if not rows:
         return
     row_type = type(rows[0])
     names = column_names(row_type)
-    con.executemany(
-        f"INSERT INTO {row_type.__table__} ({', '.join(names)}) VALUES ({', '.join(['?'] * len(names))})",
-        [msgspec.structs.astuple(r) for r in rows],
-    )
+    one = f"({', '.join(['?'] * len(names))})"
+    into = f"INSERT INTO {row_type.__table__} ({', '.join(names)}) VALUES "
+    for start in range(0, len(rows), INSERT_BATCH):
+        batch = rows[start:start + INSERT_BATCH]
+        con.execute(into + ", ".join([one] * len(batch)),
+                    [value for r in batch for value in msgspec.structs.astuple(r)])
 
 
 def select_sql(row_type: type[Row], order_by: str = "") -> str:

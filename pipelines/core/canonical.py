@@ -16,6 +16,7 @@ settings Structs (``pipelines.backends.settings``) build on it without importing
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -61,6 +62,14 @@ def defaults(cls: type[msgspec.Struct]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def struct_fields(cls: type) -> tuple[msgspec.structs.FieldInfo, ...]:
+    """``msgspec.structs.fields`` of a Struct type, kept per type: msgspec evaluates the class's
+    annotations on every call, which made hashing a hundred task specs at each publish cost 0.2 s
+    (docs/benchmarks.md, "Publishing at scale")."""
+    return msgspec.structs.fields(cls)
+
+
 def spec_builtins(value: Any, *, keep_defaults: bool = False) -> Any:
     """``msgspec.to_builtins`` with every Struct field equal to its default omitted (tags kept);
     with ``keep_defaults`` every field is written (a full record of what ran)."""
@@ -70,7 +79,7 @@ def spec_builtins(value: Any, *, keep_defaults: bool = False) -> Any:
         if config.tag_field is not None:
             out[config.tag_field] = config.tag
         local = getattr(type(value), "local_fields", ())
-        for field in msgspec.structs.fields(value):
+        for field in struct_fields(type(value)):
             if field.name in local:
                 continue
             item = getattr(value, field.name)

@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from pipelines.core.canonical import struct_fields
+
 IDENTITY_KEY_ENV = "MEDBENCH_IDENTITY_KEY"
 DEMO_IDENTITY_KEY = b"medbench demo identity key v1 (public: it keys demo data only)"
 MARK = "hmac-sha256:"
@@ -148,7 +150,7 @@ def identity_form(value: Any, shown: Any) -> Any:
             return _settings(value, shown)
         if not isinstance(shown, dict):
             return shown
-        names = {field.encode_name: field.name for field in msgspec.structs.fields(value)}
+        names = {field.encode_name: field.name for field in struct_fields(type(value))}
         return {k: identity_form(getattr(value, names[k]), v) if k in names else v for k, v in shown.items()}
     if isinstance(value, (list, tuple)) and isinstance(shown, list) and len(value) == len(shown):
         return [identity_form(a, b) for a, b in zip(value, shown)]

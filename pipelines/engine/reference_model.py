@@ -20,6 +20,7 @@ cluster column) with the task's bootstrap settings.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -31,10 +32,17 @@ from warehouse.layout import DataDir
 from warehouse.records import ResultRecord
 
 
-def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord]) -> list[dict[str, Any]]:
-    """One row per (result, its task's reference run), the reference run's own result left out."""
+def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord],
+                             only: Collection[str] | None = None,
+                             previous: Mapping[tuple[str, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One row per (result, its task's baseline run), the baseline's own result left out. ``only``:
+    these tasks alone (``results`` holds all of theirs); ``previous``: rows by (run_id,
+    baseline_run_id) already computed, reused as they are (a comparison is deterministic in the two
+    runs' predictions, which never change for a run id), so a publish compares new results only."""
     rows: list[dict[str, Any]] = []
     for ref, task in sorted(specs.tasks.items()):
+        if only is not None and ref not in only:
+            continue
         fam = specs.family_of(task)
         reference_slug = fam.baseline_model(task)
         if not reference_slug:
@@ -50,7 +58,12 @@ def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultR
         if not data.predictions_path(base.run_id).exists():
             continue
         for r in sorted(runs, key=lambda r: r.run_id):
-            if r.model.slug == reference_slug or not data.predictions_path(r.run_id).exists():
+            if r.model.slug == reference_slug:
+                continue
+            if previous and (r.run_id, base.run_id) in previous:
+                rows.append(dict(previous[(r.run_id, base.run_id)]))
+                continue
+            if not data.predictions_path(r.run_id).exists():
                 continue
             (a, b), sizes = read_aligned([data.predictions_path(r.run_id), data.predictions_path(base.run_id)], columns)
             n_shared = len(a[columns[0]])

@@ -8,6 +8,7 @@ taken over what ran, the warehouse shows only what may be published.
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from pipelines.engine.identity import code_revision
@@ -47,7 +48,8 @@ def readable_results(data: DataDir) -> list[ResultRecord]:
     return results
 
 
-def build_catalog(specs: Specs, data: DataDir) -> Catalog:
+def spec_rows(specs: Specs, data: DataDir) -> tuple[list[dict], list[dict], list[dict]]:
+    """The datasets', tasks' and models' rows (from the specs: one row each, no result read)."""
     demo = data.demo_or_real() == "demo"
     datasets = []
     for d in specs.datasets.values():
@@ -73,9 +75,14 @@ def build_catalog(specs: Specs, data: DataDir) -> Catalog:
         for m in specs.models.values()
         if demo or not specs.backend_of(m).demo_only(m)  # simulated models: demo data only
     ]
+    return datasets, tasks, models
+
+
+def build_catalog(specs: Specs, data: DataDir) -> Catalog:
+    datasets, tasks, models = spec_rows(specs, data)
     results = finished_results(data)
     models += orphan_models(specs, results)
-    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=demo,
+    return Catalog(datasets=datasets, tasks=tasks, models=models, results=results, demo=data.demo_or_real() == "demo",
                    withdrawn=public_map(withdrawals(data)), code_revision=code_revision(),
                    baseline_comparisons=reference_comparison_rows(specs, data, results),
                    prediction_schemas=[specs.family_of(t).predictions_schema for t in specs.tasks.values()],
@@ -131,10 +138,22 @@ def publish_results(specs: Specs, data: DataDir, log: Log, key: SigningKey | Non
     The transparency log is checked first (``warehouse.tlog.publishing``: ``LogIntegrityError`` when
     the log or the release log was edited, truncated or given a duplicate id; withdrawals missing
     from ``withdrawals.jsonl`` are restored from it), and every result, withdrawal and release is
-    logged after the publish, under a checkpoint signed with ``key``."""
+    logged after the publish, under a checkpoint signed with ``key``.
+
+    A publish on top of a current version costs the change (``pipelines.engine.release_change``):
+    only the tasks with a new result or a withdrawal are read, ranked, compared and signed; the
+    whole catalog is read and published only when that cannot be done (the first publish, a changed
+    task or dataset spec, an older schema)."""
+    from pipelines.engine.release_change import release_change
+
     key = key or signing_key(data, log)
     transparency = tlog_publishing.begin(data, key, log)
+    incremental = release_change(specs, data, key, transparency, log)
+    if incremental is not None:
+        return incremental
+    listed_at = time.time_ns()  # the next publish re-reads the result.json files written since (--force)
     catalog = build_catalog(specs, data)
+    catalog.extra_meta["listed_at"] = str(listed_at)
     sign = sign_catalog(data, catalog, key)
     ranked = [r for r in catalog.results if r.run_id not in catalog.withdrawn]
     catalog.ranks = rank_rows(data, ranked, catalog.tasks, read_ranks(data), log)  # reuses unchanged blocks

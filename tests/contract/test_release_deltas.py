@@ -15,13 +15,19 @@ from pathlib import Path
 
 import msgspec
 from litestar.testing import TestClient
+from support.api_data import RUN_IDS, UTC, catalog, make_record, run_id
 
 from api.app import create_app
-from support.api_data import RUN_IDS, UTC, catalog, make_record, run_id
 from warehouse import publish as publishing
 from warehouse.layout import DataDir
 from warehouse.records import encode_record
-from warehouse.release_deltas import DELTA_FORMAT, SNAPSHOT_EVERY, apply_deltas, snapshot_path
+from warehouse.release_deltas import (
+    DELTA_FORMAT,
+    SNAPSHOT_EVERY,
+    apply_deltas,
+    snapshot_path,
+)
+from warehouse.release_index import index_path
 from warehouse.releases import manifest_bytes, manifest_of, read_releases
 
 START = dt.datetime(2026, 11, 1, 12, tzinfo=UTC)
@@ -90,6 +96,12 @@ def test_every_release_answers_as_before_the_upgrade(tmp_path: Path, monkeypatch
             assert r.manifest["previous_manifest_sha256"] == earlier.manifest_sha256
     for version, answers in before.items():
         assert _answers(data.root, version) == answers, f"release {version} answers otherwise after the upgrade"
+    assert index_path(data).exists()  # every release found through the log's index (warehouse.release_index)
+    kept = index_path(data).read_bytes()
+    index_path(data).unlink()  # a directory upgraded before its first publish: no index yet, the log is scanned
+    for version, answers in before.items():
+        assert _answers(data.root, version) == answers, f"release {version} answers otherwise without the index"
+    index_path(data).write_bytes(kept)
     for mine, whole in zip(records[3:], read_releases(twin)[3:]):
         assert mine.id == whole.id and manifest_of(data, mine) == whole.manifest
         got, want = _answers(data.root, mine.id), _answers(twin.root, whole.id)

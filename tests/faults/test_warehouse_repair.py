@@ -61,7 +61,7 @@ def test_a_publish_removes_the_warehouse_temps_of_killed_publishes(tmp_path: Pat
     ]
     assert publish_signed(data) == (version, False)  # unchanged, and still cleans
     assert [p for p in stale if p.exists()] == []
-    assert sorted(p.name for p in data.warehouse.iterdir()) == [".publish.lock", "CURRENT", f"medbench-{version}.duckdb"]
+    assert sorted(p.name for p in data.warehouse.iterdir()) == [".publish.lock", ".sound.json", "CURRENT", f"medbench-{version}.duckdb"]
 
 
 def test_clean_stale_temp_spares_live_writers(tmp_path: Path) -> None:

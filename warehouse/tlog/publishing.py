@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 
 from warehouse.layout import DataDir
-from warehouse.releases import ReleaseRecord, manifest_bytes, read_releases
+from warehouse.releases import ReleaseRecord, manifest_bytes, releases_except
 from warehouse.tlog.audit import LogIntegrityError, LogState
 from warehouse.tlog.checkpoint import Checkpoint, origin_for
 from warehouse.tlog.entries import record_sha256, release_entry, result_entry, withdrawal_entry
@@ -55,6 +55,7 @@ class LogPublication:
         self.signer = from_signing_key(key)
         self.origin = origin_for(data.demo_or_real())
         self.kept = kept_checkpoint_path(data.root, getattr(key, "source", None))
+        self.state: LogState | None = None
 
     def check(self) -> LogState:
         if read_kept(self.kept) is None and self.store.size():
@@ -67,6 +68,7 @@ class LogPublication:
         check_release_chain(self.data, self.store, state)
         for line in restore_withdrawals(self.data, self.store, state):
             self.log(line)
+        self.state = state
         return state
 
     def _rotate(self, state: LogState) -> None:
@@ -90,7 +92,10 @@ class LogPublication:
         entries = [result_entry(r.run_id, record_sha256(r)) for r in results]
         entries += [withdrawal_entry(run_id, str(w["date"]), str(w["reason"]))
                     for run_id, w in sorted(withdrawn.items())]
-        entries += [release_entry(r.id, r.manifest_sha256) for r in read_releases(self.data)]
+        # the releases the log did not hold when the publish began (only their lines are read)
+        logged = self.state.positions if self.state is not None else {}
+        entries += [release_entry(r.id, r.manifest_sha256)
+                    for r in releases_except(self.data, lambda release_id: ("release", release_id) in logged)]
         checkpoint = append(self.store, entries, self.signer, self.origin, self.kept)
         self.log(f"transparency log: {checkpoint.size} entries, checkpoint signed and kept at {self.kept}")
         return checkpoint
