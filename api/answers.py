@@ -25,7 +25,7 @@ from api.rank_sets import (
 )
 from api.responses import Prepared, prepare
 from api.tables import Published, Tables, TaskEntry, by_judge, current_results, leaderboard_key
-from warehouse.layout import RUN_ID_RE, DataDir
+from medbench.layout import RUN_ID_RE, DataDir
 
 MODEL_TYPES = ("llm", "ml", "rule")
 

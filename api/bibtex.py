@@ -7,7 +7,7 @@ users to cite both the dataset and the result.
 
 from __future__ import annotations
 
-from warehouse.records import ResultRecord
+from medbench.records import ResultRecord
 
 _SPECIAL = {
     "\\": r"\textbackslash{}",

@@ -34,7 +34,7 @@ import msgspec
 
 from api import schemas
 from api.questions import ReadQuestion, registered, text
-from warehouse.files import atomic_path
+from medbench.files import atomic_path
 
 API_URL_ENV = "MEDBENCH_API_URL"
 DEFAULT_API_URL = "http://127.0.0.1:8000"

@@ -3,17 +3,17 @@
 Two leaderboard intervals that overlap do not mean two models are indistinguishable, and two that
 do not overlap are not a test either: both results were computed on the *same* items, so the
 question "is A better than B" has to be answered on the paired differences. This module reads the
-two predictions files and hands them to the task's kind (``pipelines.kinds``: the strategies, with
-the resampling of the published intervals themselves from ``pipelines.stats``), so a comparison, a
+two predictions files and hands them to the task's kind (``medbench.kinds``: the strategies, with
+the resampling of the published intervals themselves from ``medbench.stats``), so a comparison, a
 leaderboard interval and a difference to the reference model cannot drift apart:
 
 - Items are the intersection of the two files' ``instance_id`` values, taken in sorted
-  ``instance_id`` order (``pipelines.core.kind.align``), so the answer does not depend on how
+  ``instance_id`` order (``medbench.kind.align``), so the answer does not depend on how
   either file is ordered.
 - Accuracy (kind ``choice``): the exact McNemar test and its conditional exact (Clopper-Pearson)
-  interval, which excludes 0 exactly when p < 0.05 (``pipelines.kinds.choice``). ``replicates``
+  interval, which excludes 0 exactly when p < 0.05 (``medbench.kinds.choice``). ``replicates``
   and ``seed`` are reported but not used.
-- AUROC (kind ``score``): a paired cluster bootstrap (``pipelines.kinds.score``) whose clusters are
+- AUROC (kind ``score``): a paired cluster bootstrap (``medbench.kinds.score``) whose clusters are
   the values of the task's cluster column, as the warehouse's ``tasks`` table records it (items of
   one cluster are not independent); a task without one resamples items. One-class replicates are
   left out and counted (``dropped_replicates``); the p-value inverts the percentile interval (the
@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.core.kind import Comparison, ComparisonError, read_aligned
-from pipelines.kinds import kind as kind_of
-from pipelines.kinds.choice import mcnemar_exact, paired_accuracy
-from pipelines.kinds.score import paired_auroc
-from pipelines.stats.auroc import auroc
-from pipelines.stats.paired_auroc import bootstrap_p_value
+from medbench.kind import Comparison, ComparisonError, read_aligned
+from medbench.kinds import kind as kind_of
+from medbench.kinds.choice import mcnemar_exact, paired_accuracy
+from medbench.kinds.score import paired_auroc
+from medbench.stats.auroc import auroc
+from medbench.stats.paired_auroc import bootstrap_p_value
 
 __all__ = ["Comparison", "ComparisonError", "auroc", "bootstrap_p_value", "compare_files", "mcnemar_exact",
            "paired_accuracy", "paired_auroc"]  # ``auroc``: the published point estimate, re-exported

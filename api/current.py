@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from warehouse.read import Published
-from warehouse.records import ResultRecord
+from medbench.records import ResultRecord
 
 
 def by_judge(p: Published, judge: str | None) -> bool:

@@ -1,6 +1,6 @@
 """``detectable_difference`` of a task version (``/v1/tasks/{slug}``, the task page, the compare
 page): the smallest difference in the primary metric a paired comparison at the task's n detects
-with 80% power at alpha = 0.05, from the task's current results (``pipelines.stats.detectable``;
+with 80% power at alpha = 0.05, from the task's current results (``medbench.stats.detectable``;
 docs/statistics.md, "Smallest detectable difference").
 
 Computed from the predictions files of the current results, as ``/v1/compare`` reads them, once
@@ -20,12 +20,12 @@ import numpy as np
 
 from api import schemas
 from api.tables import Tables, TaskEntry
-from pipelines.core.kind import read_aligned
-from pipelines.kinds.score import cluster_values
-from pipelines.stats.detectable import (ALPHA, POWER, bootstrap_detectable, mcnemar_detectable,
+from medbench.kind import read_aligned
+from medbench.kinds.score import cluster_values
+from medbench.stats.detectable import (ALPHA, POWER, bootstrap_detectable, mcnemar_detectable,
                                         median_discordant_rate, median_pair_sd)
-from pipelines.stats.ranks import auroc_replicate_values
-from warehouse.layout import DataDir
+from medbench.stats.ranks import auroc_replicate_values
+from medbench.layout import DataDir
 
 _MISSING = "none"
 

@@ -52,7 +52,7 @@ import msgspec
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from api import schemas
-from warehouse.packages import max_package_bytes
+from medbench.packages import max_package_bytes
 
 log = logging.getLogger("medbench.http")
 PACKAGE_ROUTE = re.compile(rb"/v1/submissions/[^/?#]+/package(?:[?#].*)?")

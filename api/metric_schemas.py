@@ -8,7 +8,7 @@ from typing import Literal
 
 import msgspec
 
-from warehouse.records import UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
+from medbench.records import UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
 
 
 class Metric(msgspec.Struct):

@@ -7,7 +7,7 @@ a temporary file beside the kept packages and hashed as it streams, refused past
 ``max_package_bytes()`` (100 MiB unless ``MEDBENCH_MAX_PACKAGE_BYTES`` says otherwise; 413
 ``payload_too_large``, from ``Content-Length`` before reading or as the stream passes it; the HTTP
 layer lets this one route's body past its 1 MiB cap, ``api.http_protocol``); its sha256 must be the
-submitted ``package_sha256`` and it must pass the door's checks (``warehouse.packages.accept_wheel``:
+submitted ``package_sha256`` and it must pass the door's checks (``medbench.packages.accept_wheel``:
 opened in a bounded child process, never in this one; 422 naming what is wrong, in medbench's words).
 Then it is kept as ``packages/<sha256>/<wheel name>`` and the submission moves to
 ``awaiting_approval``. A refusal keeps nothing.
@@ -25,9 +25,9 @@ from litestar import Request
 
 from api.errors import ApiError
 from api.submission_desk import SubmissionDesk, authorize
-from warehouse.layout import DataDir
-from warehouse.packages import PackageFailed, accept_wheel, max_package_bytes
-from warehouse.submissions import IllegalTransition, Submission, SubmissionNotFound
+from medbench.layout import DataDir
+from medbench.packages import PackageFailed, accept_wheel, max_package_bytes
+from medbench.submissions import IllegalTransition, Submission, SubmissionNotFound
 
 
 def payload_too_large() -> ApiError:

@@ -36,7 +36,7 @@ NOT_BLANK_PATTERN = r"[^ \t\n\r\f\v]"
 # that is not blank and has no '@', then optionally '@' and a whole number; blanks around are dropped.
 TASK_REF_PATTERN = rf"^{_B}*[^@ \t\n\r\f\v][^@]*(@[0-9]{{1,9}}{_B}*)?$"
 TASK_DESCRIPTION = "`slug@version`, or `slug` for the latest version."
-# A run id, as ``warehouse.layout.RUN_ID_RE`` accepts it (documented on every run id parameter).
+# A run id, as ``medbench.layout.RUN_ID_RE`` accepts it (documented on every run id parameter).
 RUN_ID_PATTERN = r"^[0-9a-f]{12}$"
 RUN_ID_DESCRIPTION = "Run id: 12 lowercase hex digits."
 # A model slug's two parts (``provider/name``), as the warehouse's specs name them.

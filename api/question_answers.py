@@ -152,7 +152,7 @@ def keys(asked: Asked, args: Any) -> Prepared:
 
 def submission(asked: Asked, args: Any) -> Prepared:
     """A submission from the submissions store (a write path beside the warehouse, so no tables)."""
-    from warehouse.submissions import SubmissionNotFound
+    from medbench.submissions import SubmissionNotFound
 
     try:
         return prepare(asked.service.submissions.get(args.id))

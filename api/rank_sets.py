@@ -2,7 +2,7 @@
 
 The ``leaderboard_ranks`` table holds one block of rows per (task, model type, metric), computed at
 publish (``pipelines.engine.ranking``). A board ranked by a metric other than the primary is
-re-sorted here with the very key the publisher used (``warehouse.records.metric_order_value``:
+re-sorted here with the very key the publisher used (``medbench.records.metric_order_value``:
 the metric's direction, then eval date, then run id), so a row's stored point rank matches its
 position and its stored rank set applies. A row the table does not hold at that rank (a file from
 an older schema, no predictions) is served as a point, [rank, rank], tied only if first, with the
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from warehouse.read import Published
-from warehouse.records import metric_order_value
+from medbench.records import metric_order_value
 from warehouse.schema import LeaderboardRankRow
 
 POINT_METHOD = "point ranks only: no rank set was computed for this board"

@@ -38,10 +38,10 @@ from api.tables import (
     current_results,
     leaderboard_key,
 )
-from warehouse.files import read_regular
-from warehouse.layout import DataDir
+from medbench.files import read_regular
+from medbench.layout import DataDir
 from warehouse.read import READ_ERRORS
-from warehouse.records import ResultRecord, decode_record
+from medbench.records import ResultRecord, decode_record
 from warehouse.release_deltas import is_delta
 from warehouse.releases import ReleaseRecord, find_release, manifest_of, newest_releases, release_count
 from warehouse.signing import read_signature

@@ -16,11 +16,11 @@ from api import schemas
 from api.bibtex import result_bibtex
 from api.rank_sets import RankEntry
 from api.tables import Published, Tables, TaskEntry
-from pipelines.core.figures import Figure, flow_steps, valid_figures
-from pipelines.core.kind import Kind
-from pipelines.kinds import kind as kind_of
-from pipelines.kinds import kinds
-from warehouse.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of, replicates_published
+from medbench.figures import Figure, flow_steps, valid_figures
+from medbench.kind import Kind
+from medbench.kinds import kind as kind_of
+from medbench.kinds import kinds
+from medbench.records import CONTAMINATION_FLAG, MetricValue, ModelRef, ResultRecord, contamination_of, replicates_published
 
 
 def result_url(base: str, run_id: str) -> str:
@@ -117,7 +117,7 @@ def row(p: Published, base: str, rank: int, entry: RankEntry | None = None, by: 
 
 
 def withheld(r: ResultRecord) -> list[schemas.Withheld]:
-    """The metrics the validity gate kept from publication (pipelines.stats.validity), with why."""
+    """The metrics the validity gate kept from publication (medbench.stats.validity), with why."""
     return list(r.withheld)  # the record's own Structs (api.schemas reuses them)
 
 
@@ -207,7 +207,7 @@ def unparsed(strategy: Kind | None, r: ResultRecord) -> list[schemas.UnparsedOut
 
 
 def figures(strategy: Kind | None, r: ResultRecord) -> list[Figure]:
-    """The figures the task's kind declares for this result (``pipelines.core.figures``), those
+    """The figures the task's kind declares for this result (``medbench.figures``), those
     that can be drawn; any failure of a kind's declaration is no figure rather than no page."""
     if strategy is None:
         return []

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pipelines.kinds import kinds
+from medbench.kinds import kinds
 from warehouse.schema import BaselineComparisonRow
 
 _METHODS = {

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import msgspec
 
-from warehouse.files import read_regular
+from medbench.files import read_regular
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from pipelines.core.figures import Figure, FlowStep
-from warehouse import records
-from warehouse.records import PluginVersion, Provenance  # the records' own Structs: same fields, same JSON
+from medbench.figures import Figure, FlowStep
+from medbench import records
+from medbench.records import PluginVersion, Provenance  # the records' own Structs: same fields, same JSON
 from api.release_schemas import (  # noqa: F401  (api.schemas.X for every body)
     KeyList, PublicKey, Release, ReleasePage, ReleaseSummary, Signature, Withdrawn,
 )
@@ -23,13 +23,13 @@ from api.judge_schemas import CriterionAgreement, JudgesCompared, JudgeWarning  
 from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
     Breakdown, DetectableDifference, Judge, Metric, Subgroup, UsagePart, Withheld,
 )
-from warehouse.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
+from medbench.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
 ModelType = Literal["llm", "ml", "rule"]
 ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
 Tier = Literal["baseline", "official"]
 SubmissionState = Literal["received", "validated", "awaiting_package", "awaiting_approval", "queued", "running",
-                          "evaluated", "failed", "rejected"]  # warehouse.submissions.STATES, as a schema enum
+                          "evaluated", "failed", "rejected"]  # medbench.submissions.STATES, as a schema enum
 
 
 class Error(msgspec.Struct):

@@ -90,7 +90,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = Non
     ``app_factory`` (an import path: the composition root's, which builds a desk per worker)."""
     from api.http_protocol import MAX_CONNECTIONS_ENV, PER_CLIENT_ENV
     from api.settings import PUBLIC_URL_ENV
-    from warehouse.layout import DATA_ENV, DataDir
+    from medbench.layout import DATA_ENV, DataDir
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")

@@ -26,7 +26,7 @@ from api.reuse import STORE_NAME, ReuseCounter
 from api.settings import Settings
 from api.submission_desk import SubmissionDesk
 from api.tables import Tables, TableStore
-from warehouse.submissions import SubmissionStore
+from medbench.submissions import SubmissionStore
 
 SERVICE = "service"  # the dependency's name: the parameter handlers declare
 

@@ -1,7 +1,7 @@
 """Service settings, read once when the app is created.
 
 The API reads only two things from the environment: where the data directory is
-(``MEDBENCH_DATA``, resolved by ``warehouse.layout``) and the public base URL used in ``url`` and
+(``MEDBENCH_DATA``, resolved by ``medbench.layout``) and the public base URL used in ``url`` and
 ``predictions_url`` (``MEDBENCH_PUBLIC_URL``). Explicit arguments win over the environment so that
 tests and ``medbench demo`` can run several differently configured apps in one process.
 
@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 PUBLIC_URL_ENV = "MEDBENCH_PUBLIC_URL"
 

@@ -27,7 +27,7 @@ from litestar import Request
 from api import render, schemas
 from api.errors import ApiError
 from api.tables import Tables
-from warehouse.submissions import (
+from medbench.submissions import (
     AuthFailure, Checked, QuotaExceeded, Submission, SubmissionRefused, SubmissionStore, Token,
 )
 

@@ -35,12 +35,12 @@ from api.rank_sets import RankMap, rank_map
 from api.current import by_judge, current_results  # noqa: F401  (api.tables.current_results for the routes)
 from api.status_index import status_index
 from api.body_cache import BODY_CACHE_BYTES, BodyCache  # noqa: F401 (re-exported: api.release_views)
-from pipelines.kinds import board_judge
-from warehouse.layout import DataDir
+from medbench.kinds import board_judge
+from medbench.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
 from warehouse.versions import POINTER_MISSING, kept_versions, load_failure, pointer_state
-from warehouse.records import ResultRecord, metric_order_value
+from medbench.records import ResultRecord, metric_order_value
 
 __all__ = ["Published", "StoreStatus", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
 
@@ -123,7 +123,7 @@ class Tables:
 
 def leaderboard_key(p: Published) -> tuple:
     """The leaderboard's order: the primary metric in its direction (higher, lower, or closest to its
-    target: ``warehouse.records.metric_order_value``, the publisher's own key, so a stored rank set
+    target: ``medbench.records.metric_order_value``, the publisher's own key, so a stored rank set
     matches its row), then eval_date, then run_id."""
     r = p.record
     return (metric_order_value(r.primary), r.eval_date, r.run_id)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import Catalog, publish
-from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
+from medbench.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
 
 UTC = dt.timezone.utc
 SEED = 20261202

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from pipelines.datasets.base import Dataset, Materialized
 from pipelines.engine.specs import SpecBase
 from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "bench-qa"
@@ -101,8 +101,8 @@ class BenchFamily(TaskFamily):
                           temperature=0.0, options=OPTIONS, parse=parse)
 
     def score(self, task, predictions: pa.Table, instances: Path):
-        from pipelines.core.outcomes import ScoreSummary
-        from pipelines.stats.bootstrap import percentile_bootstrap_mean
+        from medbench.outcomes import ScoreSummary
+        from medbench.stats.bootstrap import percentile_bootstrap_mean
 
         correct = np.asarray(predictions.column("correct").to_pylist(), dtype=bool)
         acc = tuple(percentile_bootstrap_mean(correct, task.bootstrap.replicates, task.bootstrap.seed))
@@ -115,9 +115,9 @@ class BenchFamily(TaskFamily):
 
 def register():
     """Run the Dagster layer in this process with the installed plug-ins plus this family and dataset
-    (``pipelines.dagster.plugins.using``), as a separately installed plug-in would be seen."""
-    from pipelines.core.registry import installed_plugins
-    from pipelines.dagster.plugins import using
+    (``pipelines.orchestration.plugins.using``), as a separately installed plug-in would be seen."""
+    from medbench.registry import installed_plugins
+    from pipelines.orchestration.plugins import using
 
     plugins = installed_plugins()
     plugins.families.add(BenchFamily())

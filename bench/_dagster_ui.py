@@ -33,7 +33,7 @@ class UIError(RuntimeError):
 
 SYNC = ("import dagster as dg\n"
         "from pipelines.dagster.partitions import sync_evaluation_partitions\n"
-        "from pipelines.core.registry import installed_plugins\n"
+        "from medbench.registry import installed_plugins\n"
         "from pipelines.engine.specs import load_specs\n"
         "with dg.DagsterInstance.get() as i: sync_evaluation_partitions(i, load_specs(None, installed_plugins()))")
 

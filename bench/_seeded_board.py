@@ -31,8 +31,8 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.layout import DataDir
-from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
+from medbench.layout import DataDir
+from medbench.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
 
 UTC = dt.UTC
 REPLICATES = 200
@@ -141,11 +141,11 @@ def _seed_baselines(results: list[ResultRecord]) -> list[dict]:
 def seed(root: Path, tasks: int, per_task: int, key_path: Path) -> tuple[DataDir, object]:
     """The seeded board under ``root`` (see the module docstring); returns (data, specs). The signing
     key at ``key_path`` is the publisher's (``MEDBENCH_SIGNING_KEY`` must name it)."""
-    from pipelines.core.registry import installed_plugins
+    from medbench.registry import installed_plugins
     from pipelines.engine.identity import code_revision
     from pipelines.engine.release import orphan_models, spec_rows
     from pipelines.engine.specs import load_specs
-    from pipelines.kinds import kinds
+    from medbench.kinds import kinds
     from warehouse.keys import load_key, record_key
     from warehouse.publish import Catalog, publish
     from warehouse.signing import utc_stamp

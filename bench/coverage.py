@@ -6,11 +6,11 @@ patient effect u ~ N(0, 1) and a window effect v ~ N(0, 1); label ~ Bernoulli(si
 (prevalence about 0.2); score = v + 0.5 u + N(0, 0.8^2). Metrics: AUROC, accuracy of
 "score > 1" and sensitivity at "score > 0.5", their true values from 40,000 simulated patients.
 Every simulation draws a fresh data set and ``REPLICATES`` cluster-bootstrap replicates (the
-counts of ``pipelines.stats.auroc.resample_cluster_counts``), then checks which intervals contain
+counts of ``medbench.stats.auroc.resample_cluster_counts``), then checks which intervals contain
 the true value:
 
 - ``percentile``: the plain percentile interval (medbench's method before);
-- ``expanded``: the percentile interval at Hesterberg's expanded level (``pipelines.stats.intervals``,
+- ``expanded``: the percentile interval at Hesterberg's expanded level (``medbench.stats.intervals``,
   the published one, marked "chosen");
 - ``bca``: BCa (Efron 1987), acceleration from the leave-one-cluster-out jackknife;
 - ``bca-expanded``: BCa at the expanded level.
@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs, resample_cluster_counts
+from medbench.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs, resample_cluster_counts
 from statistics import NormalDist
 
-from pipelines.stats.intervals import MIN_CLUSTERS, expanded_alpha, percentile_interval
+from medbench.stats.intervals import MIN_CLUSTERS, expanded_alpha, percentile_interval
 
 WINDOWS = 20
 REPLICATES = 1_000

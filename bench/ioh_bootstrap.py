@@ -1,7 +1,7 @@
 """Benchmark: cluster-bootstrap AUROC from per-cluster pair counts vs a roc_auc_score loop.
 
 10,000 replicates over 300,000 windows from 1,200 subjects with continuous scores. Ours
-(``pipelines.stats.auroc.cluster_bootstrap``, AUROC interval) runs in a child process that reports
+(``medbench.stats.auroc.cluster_bootstrap``, AUROC interval) runs in a child process that reports
 its time and peak RSS. The reference builds each resample's windows from the same drawn subjects
 and calls ``sklearn.metrics.roc_auc_score``; a few replicates are timed and the time is scaled to
 all of them, and those replicates are compared with ours. Targets (issue 7): >= 100x, < 10 s in
@@ -44,7 +44,7 @@ def synthetic_windows(n_windows: int, n_subjects: int, seed: int = 3) -> tuple[n
 
 
 def child(payload: dict) -> None:
-    from pipelines.stats.auroc import cluster_bootstrap
+    from medbench.stats.auroc import cluster_bootstrap
 
     scores, labels, subjects = synthetic_windows(payload["windows"], payload["subjects"])
     start = time.perf_counter()
@@ -71,7 +71,7 @@ def reference_replicates(scores, labels, subjects, replicates: int, seed: int, c
     """roc_auc_score on the first ``count`` resamples drawn exactly as the bootstrap draws them."""
     from sklearn.metrics import roc_auc_score
 
-    from pipelines.stats.auroc import resample_cluster_draws
+    from medbench.stats.auroc import resample_cluster_draws
 
     ids, inverse = np.unique(subjects, return_inverse=True)
     order = np.argsort(inverse, kind="stable")

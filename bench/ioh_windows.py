@@ -141,7 +141,7 @@ def pandas_reference(snapshot_dir: Path, settings, caseids: list[int]):
 
 
 def _settings():
-    from pipelines.core.registry import installed_plugins
+    from medbench.registry import installed_plugins
     from pipelines.engine.specs import load_specs
 
     return load_specs(None, installed_plugins()).task("vitaldb-ioh@0").ioh

@@ -39,7 +39,7 @@ from pipelines.backends.base import PromptItem
 from pipelines.backends.tiny_llm import TINY_LLAMA, resolve_model_path
 from pipelines.backends.transformers_backend import TransformersGenerator
 from pipelines.backends.vllm_backend import VllmGenerator
-from pipelines.core.specs import task_spec_type
+from medbench.specs import task_spec_type
 from pipelines.engine.specs import specs_root
 from pipelines.tasks.clinicalqa.family import ClinicalQA
 from pipelines.tasks.clinicalqa.items import build_prompt

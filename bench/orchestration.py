@@ -27,7 +27,7 @@ from bench._chat_server import LoopbackChatServer, Reply
 
 def _materialize(specs: Path, data: Path, jobs: int, quiet: bool = True):
     from pipelines.dagster.orchestrate import materialize_selection
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     os.environ.update(MEDBENCH_SPECS=str(specs), MEDBENCH_DATA=str(data), DAGSTER_HOME=str(data / "dagster"))
     out = io.StringIO()

@@ -135,7 +135,7 @@ def measure(work: Path, tasks: int, per_task: int, key_path: Path, repeat: int) 
 
 HISTORY_SCRIPT = """
 import sys
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.releases import find_release, latest_release, manifest_of, newest_releases
 data = DataDir(sys.argv[1])
 last = latest_release(data)
@@ -156,7 +156,7 @@ def history_rss_mib(root: Path, releases: int, results: int = 1000) -> float:
     import subprocess
     import sys
 
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.release_deltas import SNAPSHOT_EVERY, apply_deltas, write_snapshot
     from warehouse.release_index import write_index
     from warehouse.releases import (

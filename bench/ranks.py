@@ -1,20 +1,20 @@
 """Benchmark: joint paired bootstrap rank intervals vs a straightforward per-replicate loop.
 
 Accuracy: 200 models x 1,045 items x 2,000 replicates (target < 10 s). Ours
-(``pipelines.stats.ranks.accuracy_rank_intervals``) counts each replicate's items once (bincount)
+(``medbench.stats.ranks.accuracy_rank_intervals``) counts each replicate's items once (bincount)
 and scores every model with one matrix product. The loop draws the same items replicate by
 replicate (``rng.integers(0, n, size=n)``), indexes every model's correctness and ranks the models
 with a Python loop over the models.
 
 AUROC: 50 models x 1,200 subjects (60,000 windows) x 1,000 replicates (target < 60 s). Ours uses
 per-model cluster pair counts (``replicate_aurocs``); the loop builds each replicate's windows
-from the drawn subjects and computes every model's AUROC on them (``pipelines.stats.auroc.auroc``).
+from the drawn subjects and computes every model's AUROC on them (``medbench.stats.auroc.auroc``).
 The loop is timed on a stated number of replicates and scaled to all of them (printed as such);
 its ranks on those replicates must equal ours, and at ``--tiny`` both intervals are compared whole.
 
 Joint coverage at ties: five exactly tied models, one better, two worse (true ranks 2,2,2,2,2,1,7,8),
 300 items, 400 replicates per simulated board; the share of boards whose simultaneous sets
-(``pipelines.stats.rank_sets``) cover every true rank at once, with its Monte Carlo SE, beside the
+(``medbench.stats.rank_sets``) cover every true rank at once, with its Monte Carlo SE, beside the
 marginal percentile intervals' share (target: the sets' share >= 95% - 2 SE).
 
     python -m bench.ranks [--tiny]
@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-from pipelines.stats.auroc import auroc, resample_cluster_draws
-from pipelines.stats.ranks import (
+from medbench.stats.auroc import auroc, resample_cluster_draws
+from medbench.stats.ranks import (
     accuracy_rank_intervals,
     accuracy_replicate_sums,
     auroc_rank_intervals,
@@ -39,7 +39,7 @@ from pipelines.stats.ranks import (
     rank_bounds,
     replicate_ranks,
 )
-from pipelines.stats.rank_sets import simultaneous_rank_sets, true_ranks
+from medbench.stats.rank_sets import simultaneous_rank_sets, true_ranks
 
 SCALES = {
     "tiny": {"acc": (20, 200, 200, 200), "auroc": (5, 40, 2_000, 100, 100), "ties": 100},

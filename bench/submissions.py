@@ -32,8 +32,8 @@ from pathlib import Path
 import httpx
 
 from bench._servers import Running, free_port, running
-from warehouse.layout import DataDir
-from warehouse.submissions import IllegalTransition, SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import IllegalTransition, SubmissionStore
 
 OWNERS = 10
 IN_FLIGHT = 64

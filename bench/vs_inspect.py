@@ -73,7 +73,7 @@ basis = "free"
 
 def stored_answers(n_items: int, answerers: int) -> tuple[Any, list[dict[str, Any]], dict[str, str]]:
     """The task's settings, the items (one per answer: id ``<answerer>:<item>``) and the answers."""
-    from pipelines.core.registry import installed_plugins
+    from medbench.registry import installed_plugins
     from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
     from pipelines.engine.specs import load_specs
     from pipelines.tasks.clinicalqa_open.family import items_table
@@ -96,11 +96,11 @@ def stored_answers(n_items: int, answerers: int) -> tuple[Any, list[dict[str, An
 def medbench_grades(settings: Any, items: list[dict[str, Any]], answers: dict[str, str], base_url: str,
                     concurrency: int, work: Path) -> tuple[float, dict[str, dict[str, bool]]]:
     """medbench's judging of the answers (fresh specs and data directory): seconds, id -> criterion -> met."""
-    from pipelines.core.registry import installed_plugins
+    from medbench.registry import installed_plugins
     from pipelines.engine.specs import load_specs
     from pipelines.tasks.clinicalqa_open.family import resolve_judge
     from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     shutil.copytree(REPO / "specs", work / "specs")
     spec_file = work / "specs" / "models" / f"{JUDGE_SLUG}.toml"

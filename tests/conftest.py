@@ -30,10 +30,10 @@ def pytest_configure(config: pytest.Config) -> None:
     demo materializations keep their per-data-directory keys there (``MEDBENCH_KEY_HOME``), never under
     the user's ~/.config, and publishes of real data sign with one test key (``MEDBENCH_SIGNING_KEY``).
     Specs with secret values outside demo data directories hash under one test identity key
-    (``MEDBENCH_IDENTITY_KEY``, ``pipelines.core.identity_form``). Subprocesses inherit all three.
+    (``MEDBENCH_IDENTITY_KEY``, ``medbench.identity_form``). Subprocesses inherit all three.
     Tests of a missing key unset them."""
     global _KEY_DIR
-    from pipelines.core.identity_form import IDENTITY_KEY_ENV
+    from medbench.identity_form import IDENTITY_KEY_ENV
     from warehouse.keys import KEY_ENV, KEY_HOME_ENV, write_new_key
 
     _KEY_DIR = tempfile.mkdtemp(prefix="medbench-test-keys-")

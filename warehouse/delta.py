@@ -33,9 +33,9 @@ from typing import Any, Callable
 import duckdb
 import msgspec
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.portable import RUN_ID_FROM_FILENAME, DEFAULT_KIND_COLUMNS, relation_columns, quoted_file_list, insert_releases, table_name
-from warehouse.records import ResultRecord
+from medbench.records import ResultRecord
 from warehouse.releases import ReleaseRecord
 from warehouse.schema import BaselineComparisonRow, LeaderboardRankRow, Row, column_names, insert_rows, select_sql
 

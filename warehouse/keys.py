@@ -33,8 +33,8 @@ import msgspec
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from warehouse.files import PUBLIC_FILE, atomic_path, read_regular
-from warehouse.layout import DataDir
+from medbench.files import PUBLIC_FILE, atomic_path, read_regular
+from medbench.layout import DataDir
 from warehouse.publish import Catalog
 from warehouse.releases import Signer
 from warehouse.signing import ALGORITHM, SigningKey, key_id_of, raw_public_key, sign_results, utc_stamp

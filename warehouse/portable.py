@@ -28,8 +28,8 @@ from typing import Any
 import duckdb
 import msgspec
 
-from warehouse.layout import DataDir
-from warehouse.records import ResultRecord
+from medbench.layout import DataDir
+from medbench.records import ResultRecord
 from warehouse.releases import ReleaseRecord
 from warehouse.schema import PREDICTIONS_RUN_COLUMN, ReleaseRow, insert_rows
 

@@ -4,7 +4,7 @@ DuckDB cannot be opened read-only by one process while another writes it in plac
 process that reopens the same path gets its cached old instance. So a published file is never
 written again: each publish builds ``medbench-<version>.duckdb`` under a temporary name, renames
 it into place, and only then replaces the ``CURRENT`` pointer (and the analysts' symlink)
-(``warehouse.files``). Readers holding an older version keep reading it; the last three stay.
+(``medbench.files``). Readers holding an older version keep reading it; the last three stay.
 
 Identical content keeps the current version, unless that version was built with an older table
 schema (``meta.schema_version`` missing or lower than ``SCHEMA_VERSION``): then it is rebuilt, so
@@ -12,7 +12,7 @@ an existing data directory is brought up to date by the next ``medbench material
 
 A publish is also the one writer that may repair the warehouse (readers stay read-only): it runs
 under ``warehouse/.publish.lock``, removes the temporaries of publishes that were killed
-(``warehouse.tempfiles``), starts from the newest sound version when the pointer or the current
+(``medbench.tempfiles``), starts from the newest sound version when the pointer or the current
 file is damaged, repairs the pointer and the analysts' link even when nothing changed, deletes
 damaged version files when pruning, and writes everything world-readable (``warehouse.repair``).
 """
@@ -29,18 +29,18 @@ import duckdb
 import msgspec
 
 from warehouse import content, delta
-from warehouse.files import PUBLIC_FILE, atomic_path
+from medbench.files import PUBLIC_FILE, atomic_path
 from warehouse.portable import create_prediction_tables, insert_releases
 from warehouse.releases import (ReleaseRecord, Signer, append_release, build_manifest, make_record, manifest_of,
                                 read_releases)
 from warehouse.release_deltas import SNAPSHOT_EVERY, write_snapshot
 from warehouse.signing import published_record
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import current_version, read_meta, schema_version_of
 from warehouse.repair import current_for_publish, install, make_public_dir, prune, repair
-from warehouse.tempfiles import clean_warehouse_temp, publish_lock
+from medbench.tempfiles import clean_warehouse_temp, publish_lock
 from warehouse.versions import stamp_sound
-from warehouse.records import ResultRecord, contamination_of
+from medbench.records import ResultRecord, contamination_of
 from warehouse.schema import (
     CREATE_TABLES,
     SCHEMA_VERSION,

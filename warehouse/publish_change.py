@@ -34,8 +34,8 @@ import msgspec
 
 from warehouse import content, delta
 from warehouse.delta import NotIncremental
-from warehouse.files import PUBLIC_FILE, atomic_path
-from warehouse.layout import DataDir
+from medbench.files import PUBLIC_FILE, atomic_path
+from medbench.layout import DataDir
 from warehouse.publish import (
     KEEP_VERSIONS,
     content_meta,
@@ -47,7 +47,7 @@ from warehouse.publish import (
     task_row,
 )
 from warehouse.read import read_meta, schema_version_of
-from warehouse.records import ResultRecord
+from medbench.records import ResultRecord
 from warehouse.release_deltas import DELTA_FORMAT, SNAPSHOT_EVERY, write_snapshot
 from warehouse.releases import (
     ReleaseRecord,
@@ -78,7 +78,7 @@ from warehouse.schema import (
     TaskRow,
 )
 from warehouse.signing import published_record
-from warehouse.tempfiles import clean_warehouse_temp, publish_lock
+from medbench.tempfiles import clean_warehouse_temp, publish_lock
 from warehouse.versions import stamp_sound
 
 __all__ = ["Change", "NotIncremental", "publish_change", "published_state", "read_baselines", "read_task_ranks", "stored_records"]

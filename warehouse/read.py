@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import duckdb
 import msgspec
 
-from warehouse.layout import DataDir, where
-from warehouse.records import ResultRecord, decode_record
+from medbench.layout import DataDir, where
+from medbench.records import ResultRecord, decode_record
 from warehouse.schema import (BaselineComparisonRow, DatasetRow, LeaderboardRankRow, MetricRow, ModelRow, Row,
                               TaskRow, column_names, select_sql)
 from warehouse.versions import PointerError, choose, read_pointer
@@ -333,7 +333,7 @@ _LINE_EXPRESSIONS = {
 
 
 # The primary metric in its direction, as SQL over the ``results`` table: the number that sorts
-# ascending exactly as ``warehouse.records.metric_order_value`` does (higher: -value; lower: value;
+# ascending exactly as ``medbench.records.metric_order_value`` does (higher: -value; lower: value;
 # target: distance to the target; NaN last). docs/duckdb.md shows it in a query.
 PRIMARY_ORDER_SQL = (
     "CASE coalesce(record->'metrics'->0->>'direction', 'higher') WHEN 'lower' THEN metric_value "

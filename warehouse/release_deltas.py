@@ -29,8 +29,8 @@ from typing import Any
 
 import msgspec
 
-from warehouse.files import PUBLIC_FILE, atomic_write_bytes
-from warehouse.layout import DataDir
+from medbench.files import PUBLIC_FILE, atomic_write_bytes
+from medbench.layout import DataDir
 
 DELTA_FORMAT = 2
 SNAPSHOT_EVERY = 64

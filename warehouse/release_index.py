@@ -28,8 +28,8 @@ from pathlib import Path
 
 import msgspec
 
-from warehouse.files import PUBLIC_FILE, atomic_path, open_regular
-from warehouse.layout import DataDir
+from medbench.files import PUBLIC_FILE, atomic_path, open_regular
+from medbench.layout import DataDir
 
 MAGIC = b"MBRIDX1\n"
 HEADER = struct.Struct(">8sQQ")  # magic, covered log bytes, records

@@ -32,9 +32,9 @@ from typing import Any
 
 import msgspec
 
-from warehouse.files import open_regular
-from warehouse.layout import DataDir
-from warehouse.records import ResultRecord, metric_order_value
+from medbench.files import open_regular
+from medbench.layout import DataDir
+from medbench.records import ResultRecord, metric_order_value
 from warehouse.release_deltas import build_delta, full_manifest, is_delta, snapshot_path
 from warehouse.release_index import History, open_history, write_index
 

@@ -34,11 +34,11 @@ from pathlib import Path
 import duckdb
 import msgspec
 
-from warehouse.files import PUBLIC_FILE, switch_pointer, switch_symlink
-from warehouse.layout import DataDir
+from medbench.files import PUBLIC_FILE, switch_pointer, switch_symlink
+from medbench.layout import DataDir
 from warehouse.read import published_records
-from warehouse.records import ResultRecord, decode_record
-from warehouse.tempfiles import publish_lock
+from medbench.records import ResultRecord, decode_record
+from medbench.tempfiles import publish_lock
 from warehouse.versions import (POINTER_MISSING, Damaged, PointerError, check, choose, kept_versions, pointer_state,
                                 probe, read_pointer, stamped_sound)
 

@@ -40,9 +40,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from warehouse.files import PUBLIC_FILE, atomic_path, read_regular
-from warehouse.layout import DataDir
-from warehouse.records import CONTAMINATION_FLAG, ResultRecord, contamination_of
+from medbench.files import PUBLIC_FILE, atomic_path, read_regular
+from medbench.layout import DataDir
+from medbench.records import CONTAMINATION_FLAG, ResultRecord, contamination_of
 from warehouse.releases import canonical_json
 
 ALGORITHM = "ed25519"

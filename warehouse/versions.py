@@ -25,13 +25,13 @@ from dataclasses import dataclass
 import duckdb
 import msgspec
 
-from warehouse.files import (
+from medbench.files import (
     PUBLIC_FILE,
     NotRegularFile,
     atomic_write_bytes,
     read_regular,
 )
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.schema import TABLES
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 import msgspec
 
-from warehouse.files import open_regular, read_regular
-from warehouse.layout import RUN_ID_RE, DataDir, where
+from medbench.files import open_regular, read_regular
+from medbench.layout import RUN_ID_RE, DataDir, where
 
 
 class Withdrawal(msgspec.Struct, frozen=True, kw_only=True):

@@ -39,10 +39,10 @@ from api.responses import CACHE_PUBLISHED, PARQUET, WAREHOUSE_HEADER, not_modifi
 from api.routing import read_only
 from api.service import Service
 from api.tables import Tables
-from pipelines.kinds import kinds
-from warehouse.files import file_kind, open_regular
-from warehouse.layout import RUN_ID_RE
-from warehouse.records import ResultRecord
+from medbench.kinds import kinds
+from medbench.files import file_kind, open_regular
+from medbench.layout import RUN_ID_RE
+from medbench.records import ResultRecord
 
 log = logging.getLogger(__name__)
 

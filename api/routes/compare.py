@@ -25,8 +25,8 @@ from api.errors import invalid_parameter, run_not_found
 from api.params import require
 from api.service import Service
 from api.tables import Published, Tables, TaskEntry
-from pipelines.kinds.rubric import judges_agreement
-from warehouse.layout import DataDir
+from medbench.kinds.rubric import judges_agreement
+from medbench.layout import DataDir
 
 DEFAULT_REPLICATES = 2000  # for a task spec without bootstrap settings
 DEFAULT_SEED = 0

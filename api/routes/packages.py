@@ -26,7 +26,7 @@ from api.responses import CACHE_PUBLISHED, WAREHOUSE_HEADER, not_modified
 from api.routes.artifacts import racy, sha256_of
 from api.routing import read_only
 from api.service import Service
-from warehouse.layout import RUN_ID_RE
+from medbench.layout import RUN_ID_RE
 
 WHEEL = "application/octet-stream"
 

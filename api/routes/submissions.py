@@ -32,7 +32,7 @@ from api.routing import error_specs, read_only
 from api.service import Service
 from api.package_upload import upload_package
 from api.submission_desk import submit
-from warehouse.submissions import SubmissionNotFound
+from medbench.submissions import SubmissionNotFound
 
 SUBMISSION_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 NO_CACHE = "no-cache"

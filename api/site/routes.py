@@ -37,7 +37,7 @@ from api.site.pages import CACHE_PAGE, STATIC, TEXT, page_reply
 from api.site.pages import render as render_template
 from api.tables import Tables, TaskEntry
 from warehouse.keys import read_keys
-from warehouse.layout import RUN_ID_RE
+from medbench.layout import RUN_ID_RE
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +338,7 @@ def _handlers() -> list[HTTPRouteHandler]:
 
 
 def _submission_or_404(service: Service, submission_id: str) -> Any:
-    from warehouse.submissions import SubmissionNotFound
+    from medbench.submissions import SubmissionNotFound
 
     try:
         if len(submission_id) == 12:

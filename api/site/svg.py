@@ -348,7 +348,7 @@ _STYLE = {"line": (INK, False), "dashed": (REFERENCE, True), "points": (INK, Fal
 
 
 def figure(fig: Any) -> Markup:
-    """Any declared figure (``pipelines.core.figures.Figure``): a line chart of its series, or its
+    """Any declared figure (``medbench.figures.Figure``): a line chart of its series, or its
     labelled values with their intervals as bars. The one renderer of every kind's pictures."""
     if fig.intervals:
         values = [v for i in fig.intervals for v in (i.value, i.ci_low, i.ci_high)]

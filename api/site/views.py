@@ -27,11 +27,11 @@ from api.reporting import interval_lines
 from api.answers import board
 from api.site import svg
 from api.tables import ModelEntry, Published, Tables, TaskEntry
-from pipelines.core import kind as core_kind
-from pipelines.core.figures import FlowStep
-from pipelines.core.figures import flow_steps as core_flow_steps
-from pipelines.kinds import kind as kind_of
-from warehouse.records import MetricValue
+from medbench import kind as core_kind
+from medbench.figures import FlowStep
+from medbench.figures import flow_steps as core_flow_steps
+from medbench.kinds import kind as kind_of
+from medbench.records import MetricValue
 
 MODEL_TYPES = typing.get_args(schemas.ModelType)  # ("llm", "ml", "rule")
 TIERS = typing.get_args(schemas.Tier)  # ("baseline", "official")

@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")
 
@@ -43,7 +43,7 @@ def check_name(name: str) -> None:
 
 def resolve_endpoint(name: str, data: DataDir | None = None) -> Address:
     """The configured endpoint ``name`` (the checkout's policy with the data directory's additions)."""
-    from pipelines.core.specs import SpecError
+    from medbench.specs import SpecError
     from pipelines.engine.submission_policy import load_policy
 
     try:

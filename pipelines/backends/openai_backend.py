@@ -29,7 +29,7 @@ from pipelines.backends.accounting import pending_items, stored_usage
 from pipelines.backends.availability import BackendUnavailable, missing_api_key
 from pipelines.backends.base import PromptItem, Sampling, Usage
 from pipelines.backends.redact import REDACTED, has_userinfo, redact_url
-from pipelines.core.specs import query_or_fragment
+from medbench.specs import query_or_fragment
 from pipelines.engine.progress import Progress
 from pipelines.engine.retry import Again, Backoff, RetriesExhausted, parse_retry_after, retry_async
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipelines.core.specs import ModelSpec
+from medbench.specs import ModelSpec
 
 POOLS = ("gpu", "api", "cpu")
 

@@ -23,7 +23,7 @@ leaks nothing (and tests/unit/pipelines/test_redact_allow_list.py fails until it
 ``REDACTED`` is the one marker, also used by the openai backend for a key a server echoes back.
 Only what is *published* is redacted. Spec hashes (and so run ids) are taken over the spec with each
 value redacted here replaced by its HMAC under the maintainer's identity key
-(``pipelines.core.identity_form``, which sorts fields by the same declarations), so a published hash
+(``medbench.identity_form``, which sorts fields by the same declarations), so a published hash
 cannot confirm a guessed secret; generation keys are taken over the unredacted settings and are never
 published.
 """
@@ -37,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from pipelines.backends.replay_pin import file_sha256
-from pipelines.core.canonical import spec_builtins
+from medbench.canonical import spec_builtins
 
 REDACTED = "<redacted>"
 

@@ -8,7 +8,7 @@ its own settings only: the task's token cap and its step length arrive as argume
 libraries (torch, transformers, vllm, sklearn) are imported inside the backend that runs them, so
 choosing a rule model never pays for them.
 
-Its file name is shared on purpose: the built-in backends, in ``pipelines.core.registry``'s one
+Its file name is shared on purpose: the built-in backends, in ``medbench.registry``'s one
 generic ``Registry``.
 """
 
@@ -34,10 +34,10 @@ from pipelines.backends.settings import (
     VllmSettings,
 )
 from pipelines.backends.window_scorers import make_window_scorer
-from pipelines.core.outcomes import Sampling
-from pipelines.core.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
-from pipelines.core.specs import ModelSpec, SpecError, query_or_fragment
-from warehouse.layout import DataDir
+from medbench.outcomes import Sampling
+from medbench.protocols import Backend, NotRunnable, TextGenerator, WindowScorer
+from medbench.specs import ModelSpec, SpecError, query_or_fragment
+from medbench.layout import DataDir
 
 __all__ = ["NotRunnable", "not_runnable_reason", "BUILTIN_BACKENDS", "DEMO_ONLY"]
 

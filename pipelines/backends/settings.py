@@ -8,7 +8,7 @@ the settings are a tagged union keyed by the field that says which (``rule``, ``
 each kind accepts exactly its own keys.
 
 Defaults are today's behaviour; a field equal to its default is left out of the spec hash and of
-the generation key (``pipelines.core.canonical``), while results publish every key, defaults
+the generation key (``medbench.canonical``), while results publish every key, defaults
 included, as ``config.backend_settings``; tests/unit/pipelines/test_specs.py locks every default. Only msgspec is imported here: torch, transformers and vllm stay inside the
 backend that runs them.
 
@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from pipelines.backends.redact import public_settings
-from pipelines.core.canonical import SpecStruct, spec_builtins
+from medbench.canonical import SpecStruct, spec_builtins
 
 
 class _Settings(SpecStruct):

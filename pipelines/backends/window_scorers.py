@@ -30,8 +30,8 @@ from pipelines.backends.settings import (
     SklearnSettings,
     settings_for,
 )
-from pipelines.core.protocols import WindowScorer
-from pipelines.stats.auroc import auroc
+from medbench.protocols import WindowScorer
+from medbench.stats.auroc import auroc
 
 _PARALLEL_MIN_ROWS = 200_000
 DEFAULT_BIN_SECONDS = 2  # vitaldb-ioh@0's grid; pass the family's step to use its value

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.cli.leaderboards import render_leaderboards
     from pipelines.dagster.assets.evaluation_records import SITE_URL_ENV
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
-    from warehouse.layout import DATA_ENV, DataDir, data_root
+    from medbench.layout import DATA_ENV, DataDir, data_root
 
     # The one default data directory (``./data``, or MEDBENCH_DATA), as every other command: what the
     # demo materializes is what `medbench sql`, `tokens create` or `serve` then find (docs/concepts.md).

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 ENDPOINT = "demo-sim"
 BEGIN = "# -- medbench demo: the loopback endpoint (rewritten at every `medbench demo`) --"

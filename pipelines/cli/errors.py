@@ -21,10 +21,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     import msgspec
 
     from pipelines.backends.replay import ReplayError
-    from pipelines.core.conformance import PluginError
+    from medbench.conformance import PluginError
     from pipelines.engine.specs import SpecError
     from warehouse.keys import SigningKeyError
-    from warehouse.layout import DemoOrRealError
+    from medbench.layout import DemoOrRealError
     from warehouse.tlog.audit import LogIntegrityError
 
     return (SpecError, ReplayError, PluginError, DemoOrRealError, SigningKeyError, LogIntegrityError,

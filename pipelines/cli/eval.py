@@ -125,7 +125,7 @@ def _withdrawn(args: argparse.Namespace, result: dict[str, Any]) -> int:
 
 def _resolve(args: argparse.Namespace):
     """(specs, task, model) from the local specs, or an exit code for a usage error."""
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
 
     specs = load_specs()
     try:
@@ -144,7 +144,7 @@ def _local_published(args: argparse.Namespace, task: TaskSpec, model: ModelSpec)
     """The pair's current result in the local published warehouse (as the API would show it), if any."""
     import msgspec
 
-    from warehouse.layout import DataDir, where
+    from medbench.layout import DataDir, where
     from warehouse.read import NoWarehouse, current_result
 
     data = DataDir()
@@ -172,7 +172,7 @@ def _evaluate(args: argparse.Namespace, resolved=None) -> int:
 
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from pipelines.engine.evaluate import existing_result
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     data = DataDir()
     demo = args.demo or data.demo_or_real() == "demo"

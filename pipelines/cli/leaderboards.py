@@ -1,15 +1,15 @@
 """Plain-text leaderboards from the published warehouse (what `medbench demo` prints).
 
 A task graded by a judge model prints its own judge's results only, as ``/v1/leaderboard`` shows
-them (``pipelines.kinds.board_judge``): a regrade by another judge (``medbench eval --judge``) is
+them (``medbench.kinds.board_judge``): a regrade by another judge (``medbench eval --judge``) is
 published beside them and reached with ``?judge=``, never a second row of the same model here."""
 
 from __future__ import annotations
 
 import msgspec
 
-from pipelines.kinds import board_judge
-from warehouse.layout import DataDir
+from medbench.kinds import board_judge
+from medbench.layout import DataDir
 from warehouse.read import Catalogue, leaderboard_lines
 
 

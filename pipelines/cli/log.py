@@ -60,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.tlog.audit import LogIntegrityError, audit
     from warehouse.tlog.store import LogStore
 

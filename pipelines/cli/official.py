@@ -45,10 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_submission(args: argparse.Namespace) -> int:
     """Exit 0 evaluated, 1 the package failed (the submission says why), 2 not runnable as asked."""
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
     from pipelines.official.submission import run_submission as run_it
-    from warehouse.layout import DataDir
-    from warehouse.submissions import StoreError, SubmissionStore
+    from medbench.layout import DataDir
+    from medbench.submissions import StoreError, SubmissionStore
 
     data = DataDir()
     store = SubmissionStore.for_data(data)
@@ -64,13 +64,13 @@ def run_submission(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
     from pipelines.engine.release import publish_results
     from pipelines.official.evaluate import Submitter, evaluate_official
     from pipelines.official.package import PackageFailed
     from pipelines.official.policy import from_env
     from pipelines.official.sandbox import SandboxUnavailable
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     if not args.package.is_file():
         print(f"medbench official: {args.package}: no such file; pass the wheel to run", file=sys.stderr)

@@ -47,10 +47,10 @@ def _fail(message: str, code: int) -> int:
 
 
 def regrade(args: argparse.Namespace, specs: Any, task: Any, model: Any) -> int:
-    from pipelines.core.protocols import NotRunnable
+    from medbench.protocols import NotRunnable
     from pipelines.engine import evaluate as engine
     from pipelines.engine.release import publish_results
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     data = DataDir()
     try:

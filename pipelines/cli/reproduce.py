@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from warehouse.layout import RUN_ID_RE
+    from medbench.layout import RUN_ID_RE
 
     if not RUN_ID_RE.match(args.run_id):
         print(f"medbench reproduce: {args.run_id!r} is not a run id (12 lowercase hex digits)", file=sys.stderr)
@@ -86,11 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _reproduce_official(args: argparse.Namespace, result: dict[str, Any]) -> int:
     """An official result: its kept package rerun in the recorded sandbox on the local data directory."""
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
     from pipelines.official.package import PackageFailed
     from pipelines.official.policy import PolicyChanged
     from pipelines.official.reproduce import reproduce_official
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     try:
         differences = reproduce_official(load_specs(), DataDir(), result, lambda line: say(args, line))
@@ -149,7 +149,7 @@ def _fetch(args: argparse.Namespace, download_to: Path) -> tuple[dict[str, Any],
 def _local(run_id: str) -> tuple[dict[str, Any], Path] | None:
     import msgspec
 
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.read import NoWarehouse, result_by_id
 
     data = DataDir()
@@ -170,7 +170,7 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
     import pyarrow.parquet as pq
 
     from pipelines.engine import reproduction
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
 
     report: dict[str, Any] = {"run_id": args.run_id, "task": result["task"], "model": result["model"]["slug"],
                               "demo": result["demo"], "identical": False, "differences": []}
@@ -187,7 +187,7 @@ def _reproduce(args: argparse.Namespace, result: dict[str, Any], original: Path,
     from pipelines.engine.snapshots import NotMaterialized, current_snapshot
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
     from pipelines.engine.evaluate import existing_result
-    from warehouse.layout import DATA_ENV, DataDir
+    from medbench.layout import DATA_ENV, DataDir
 
     data = DataDir(scratch / "data")
     os.environ[DATA_ENV] = str(data.root)

@@ -39,8 +39,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pipelines.backends.replay import ReplayError
     from pipelines.engine.snapshots import NotMaterialized, current_snapshot
-    from pipelines.dagster.plugins import specs as load_specs
-    from warehouse.layout import DataDir
+    from pipelines.orchestration.plugins import specs as load_specs
+    from medbench.layout import DataDir
 
     specs = load_specs()
     try:

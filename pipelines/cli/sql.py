@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import duckdb
 
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.read import NoWarehouse, open_current
 
     if args.data is not None and args.data.is_file():  # a DuckDB file itself (a copy, a moved file)

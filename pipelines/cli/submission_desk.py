@@ -25,12 +25,12 @@ READ_ONLY_ENV = "MEDBENCH_READ_ONLY"
 
 def build_desk(data_dir: Path | str | None = None) -> SubmissionDesk:
     from api.submission_desk import SubmissionDesk
-    from pipelines.core.registry import installed_plugins
+    from medbench.registry import installed_plugins
     from pipelines.engine.specs import load_specs
     from pipelines.engine.submission_check import SubmissionChecker
     from pipelines.engine.submission_policy import load_policy
-    from warehouse.layout import DataDir
-    from warehouse.submissions import SubmissionStore
+    from medbench.layout import DataDir
+    from medbench.submissions import SubmissionStore
 
     data = DataDir(data_dir)
     specs = load_specs(None, installed_plugins())

@@ -90,7 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _store():
-    from warehouse.submissions import SubmissionStore
+    from medbench.submissions import SubmissionStore
 
     return SubmissionStore.for_data()
 
@@ -100,7 +100,7 @@ def _store():
 
 def read_spec(path: Path) -> dict[str, Any]:
     """The spec file as the JSON body's ``model``: TOML dates become ISO strings."""
-    from pipelines.core.specs import SpecError
+    from medbench.specs import SpecError
 
     try:
         spec = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -127,7 +127,7 @@ def _submit(client: Any, args: argparse.Namespace) -> int:
             print(f"note: `{medbench_owned}` in {args.spec} is left out: medbench sets it", file=sys.stderr)
     request: dict[str, Any] = {"model": model, "tasks": tasks, "tier": args.tier}
     if args.package is not None:
-        from warehouse.packages import sha256_of
+        from medbench.packages import sha256_of
 
         if not args.package.is_file():
             raise UsageError(f"--package {args.package}: no such file")
@@ -178,14 +178,14 @@ def _list(client: Any, args: argparse.Namespace) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from warehouse.submissions import IllegalTransition, SubmissionNotFound
+    from medbench.submissions import IllegalTransition, SubmissionNotFound
 
     from pipelines.engine.submission_review import review
 
     try:
         sub = review(_store(), args.id, args.action, args.reason)  # the same as the Dagster job review_submission
     except SubmissionNotFound as exc:
-        from warehouse.layout import DataDir, where
+        from medbench.layout import DataDir, where
 
         print(f"medbench submissions {args.action}: {exc} {where(DataDir().root)}", file=sys.stderr)
         return 1
@@ -218,12 +218,12 @@ def _token_list(args: argparse.Namespace) -> int:
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
-    from warehouse.submissions import TokenNotFound
+    from medbench.submissions import TokenNotFound
 
     try:
         token = _store().tokens.revoke(args.token_id)
     except TokenNotFound as exc:
-        from warehouse.layout import DataDir, where
+        from medbench.layout import DataDir, where
 
         print(f"medbench tokens revoke: {exc} {where(DataDir().root)}", file=sys.stderr)
         return 1

@@ -32,7 +32,7 @@ def settle_dead(store, data) -> None:
     fails with "run <id> died", as the sensors would with a daemon."""
     from pipelines.dagster.cli_instance import open_cli_instance
     from pipelines.dagster.orchestrate import prepare_dagster_home
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
     from pipelines.dagster.stale_runs import fail_dead_runs
     from pipelines.dagster.submission_flow import observe
 
@@ -65,11 +65,11 @@ def run_official_here(data, sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.dagster.orchestrate import MaterializeError, materialize_selection
-    from pipelines.dagster.plugins import specs as load_specs
-    from pipelines.dagster.report import Outcome
+    from pipelines.orchestration.plugins import specs as load_specs
+    from pipelines.orchestration.report import Outcome
     from pipelines.dagster.submission_flow import SUBMISSION_TAG, is_official, prepare, settle
-    from warehouse.layout import DataDir
-    from warehouse.submissions import SubmissionStore
+    from medbench.layout import DataDir
+    from medbench.submissions import SubmissionStore
 
     data = DataDir()
     store = SubmissionStore.for_data(data)

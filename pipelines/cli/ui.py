@@ -48,7 +48,7 @@ def _executable(name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from pipelines.cli.process_group import stop_group
     from pipelines.dagster.orchestrate import REPO_ROOT, prepare_dagster_home
-    from warehouse.layout import DATA_ENV, DataDir
+    from medbench.layout import DATA_ENV, DataDir
 
     data = DataDir()
     home = prepare_dagster_home(data)

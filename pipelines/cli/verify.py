@@ -169,8 +169,8 @@ def _offline(args: argparse.Namespace, is_release: bool, trusted: dict[str, dict
     import msgspec
 
     from warehouse.keys import keys_path, public_keys, read_keys
-    from warehouse.layout import DataDir
-    from warehouse.records import decode_record
+    from medbench.layout import DataDir
+    from medbench.records import decode_record
     from warehouse.releases import read_releases
     from pipelines.cli import verify_log
     from warehouse.signing import read_signature

@@ -25,9 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.dagster.plugins import specs as load_specs
+    from pipelines.orchestration.plugins import specs as load_specs
     from pipelines.engine.withdraw import withdraw_and_publish
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.withdrawals import WithdrawalError
 
     data = DataDir()

@@ -1,9 +1,8 @@
-"""The core: what the engine, the families, the datasets, the backends and the API share, importing
-nothing of the project (stdlib, numpy, pyarrow and msgspec only), so that none of them needs another
-to describe what it hands over.
+"""Moved to ``medbench`` (docs/concepts.md, "The layers"); this old package stays for plug-ins: its
+modules are the new ones under their old names, and a name taken from it is the new package's
+(each warns once, ``medbench.old_paths``)."""
 
-The spec Structs and their canonical hash (``specs``, ``canonical``), the plain results of each step
-(``outcomes``, ``evaluation``), the plug-in protocols (``protocols``; the ``Kind`` strategy in
-``kind``) and the one generic ``Registry`` with the ``Plugins`` bundle (``registry``). import-linter's
-``layers`` contract keeps it at the bottom.
-"""
+import medbench
+from medbench.old_paths import alias_package
+
+__getattr__ = alias_package(__name__, medbench)

@@ -21,7 +21,7 @@ from pipelines.dagster.private_api import (
     queue_run,
     queued_runs_start,
 )
-from pipelines.dagster.report import Outcome
+from pipelines.orchestration.report import Outcome
 
 PARENT_TAG = "medbench/ranged_run"  # on each run a run started: the starting run's id
 
@@ -65,7 +65,7 @@ def start_partition_runs(context: dg.OpExecutionContext, job: dg.JobDefinition, 
 def _run_here(context: dg.OpExecutionContext, job, work: list, run_config: dict,
               max_runs: int | None) -> list[Outcome]:
     from pipelines.dagster.launch import execute_partition, fail_in_flight, run_bounded
-    from pipelines.dagster.report import failure
+    from pipelines.orchestration.report import failure
     from pipelines.dagster.stale_runs import run_tags
 
     instance, data = context.instance, context.resources.medbench.data()

@@ -30,7 +30,7 @@ from pipelines.dagster.submission_jobs import (
     submission_run_failures,
     submissions_sensor,
 )
-from pipelines.dagster.plugins import specs as load_specs
+from pipelines.orchestration.plugins import specs as load_specs
 from pipelines.engine.specs import Specs
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from pipelines.engine import evaluate as _evaluate
 from pipelines.engine import inputs as _inputs
 from pipelines.engine.specs import Specs, TaskSpec, spec_hash
-from pipelines.core.outcomes import CheckOutcome, Instances
-from warehouse.layout import DataDir
+from medbench.outcomes import CheckOutcome, Instances
+from medbench.layout import DataDir
 
 Log = Callable[[str], None]
 

@@ -56,7 +56,7 @@ def _materialize_inputs(context, instance, specs, data, families, jobs_by_name) 
         instance=instance, raise_on_error=False, tags=tags,
         asset_selection=[dg.AssetKey.from_user_string(a) for a in selection])
     if not result.success:
-        from pipelines.dagster.report import failure
+        from pipelines.orchestration.report import failure
 
         raise dg.Failure(description=f"inputs failed: {failure(result)}")
 
@@ -86,7 +86,7 @@ def _start(context, built, jobs_by_name: dict, to_run: list, config: EvaluateAll
 def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig, medbench: MedbenchResource):
     from pipelines.dagster.building import build, resolved_jobs
     from pipelines.dagster.partitions import sync_evaluation_partitions
-    from pipelines.dagster.plan import MaterializeError, plan_selection, select
+    from pipelines.orchestration.plan import MaterializeError, plan_selection, select
     from pipelines.dagster.rule_one import publish_needed, record_reuses
     from pipelines.dagster.skip_records import record_skips
     from pipelines.dagster.stale_runs import run_tags
@@ -121,7 +121,7 @@ def evaluate_selection(context: dg.OpExecutionContext, config: EvaluateAllConfig
         result = jobs_by_name["publish"].execute_in_process(instance=instance, raise_on_error=False,
                                                              tags={**inherited_tags(context), **run_tags()})
         if not result.success:
-            from pipelines.dagster.report import failure
+            from pipelines.orchestration.report import failure
 
             raise dg.Failure(description=f"publish failed: {failure(result)}")
     version, cause = servable_current(data)

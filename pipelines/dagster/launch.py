@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipelines.dagster.limits import POOL_TAG, Limits
-from pipelines.dagster.plan import Planned
-from pipelines.dagster.report import Outcome
+from pipelines.orchestration.plan import Planned
+from pipelines.orchestration.report import Outcome
 
 Launch = Callable[[Planned, str], Outcome]  # (partition, launch token) -> outcome
 Interrupted = Callable[[list[str]], None]  # launch tokens of the runs in flight

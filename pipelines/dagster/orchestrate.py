@@ -22,11 +22,11 @@ import os
 import shutil
 from pathlib import Path
 
-from pipelines.dagster.plan import MaterializeError, Planned, plan_selection, render_plan, select, total_cost
-from pipelines.dagster.report import Outcome, Report, failure
+from pipelines.orchestration.plan import MaterializeError, Planned, plan_selection, render_plan, select, total_cost
+from pipelines.orchestration.report import Outcome, Report, failure
 from pipelines.dagster.rule_one import detail, publish_needed, record_reuses
-from pipelines.dagster.plugins import specs as load_specs
-from warehouse.layout import DataDir, DemoOrRealError
+from pipelines.orchestration.plugins import specs as load_specs
+from medbench.layout import DataDir, DemoOrRealError
 
 __all__ = ["MaterializeError", "Outcome", "Report", "materialize_selection", "dry_run_selection"]
 

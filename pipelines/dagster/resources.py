@@ -3,10 +3,10 @@
 
 import dagster as dg
 
-from pipelines.dagster.plugins import plugins
+from pipelines.orchestration.plugins import plugins
 from pipelines.engine.specs import Specs
 from pipelines.engine.specs_cache import cached_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 class MedbenchResource(dg.ConfigurableResource):

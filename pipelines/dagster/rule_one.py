@@ -7,9 +7,9 @@ launcher decided it, and both decide the same way whether the warehouse needs a 
 
 from __future__ import annotations
 
-from pipelines.dagster.plan import Planned
-from pipelines.dagster.report import Outcome
-from warehouse.layout import DataDir
+from pipelines.orchestration.plan import Planned
+from pipelines.orchestration.report import Outcome
+from medbench.layout import DataDir
 
 
 def detail(record) -> str:

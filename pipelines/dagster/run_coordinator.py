@@ -32,7 +32,7 @@ from pipelines.dagster.private_api import (
 def pool_for_partition(partition_key: str) -> str | None:
     """The pool a run of this evaluation partition takes a slot in, or None when no model spec
     matches the key (not an evaluation partition, or a key added by hand)."""
-    from pipelines.dagster.plugins import plugins
+    from pipelines.orchestration.plugins import plugins
     from pipelines.engine.specs import SpecError, load_model_spec
 
     _, sep, slug = partition_key.partition("|")

@@ -10,7 +10,7 @@ sensor's tick history (what changed, when), rather than mutating the instance it
 import dagster as dg
 
 from pipelines.dagster.partitions import partition_requests
-from pipelines.dagster.plugins import specs as load_specs
+from pipelines.orchestration.plugins import specs as load_specs
 
 
 @dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,

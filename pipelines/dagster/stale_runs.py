@@ -20,8 +20,8 @@ import socket
 
 import dagster as dg
 
-from warehouse.layout import DataDir
-from warehouse.tempfiles import clean_stale_temp, writer_alive
+from medbench.layout import DataDir
+from medbench.tempfiles import clean_stale_temp, writer_alive
 
 HOST_TAG = "medbench/host"
 PID_TAG = "medbench/pid"

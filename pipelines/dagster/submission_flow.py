@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from pipelines.dagster.plan import Planned, plan_selection
-from pipelines.dagster.report import Outcome, root_cause
+from pipelines.orchestration.plan import Planned, plan_selection
+from pipelines.orchestration.report import Outcome, root_cause
 from pipelines.engine.specs import Specs
-from warehouse.layout import DataDir
-from warehouse.submissions import IllegalTransition, Submission, SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import IllegalTransition, Submission, SubmissionStore
 
 SUBMISSION_TAG = "medbench/submission"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
@@ -84,7 +84,7 @@ def mark_running(tags: dict[str, str], run_id: str, data: DataDir, log: Log = pr
     sensor's next tick (a short run was stamped running and evaluated at once, docs/submitting.md)."""
     import os
 
-    from warehouse.submissions import URL_ENV, SubmissionNotFound
+    from medbench.submissions import URL_ENV, SubmissionNotFound
 
     sub_id = tags.get(SUBMISSION_TAG)
     if not sub_id or (not os.environ.get(URL_ENV) and not data.submissions_db.exists()):
@@ -133,7 +133,7 @@ def prepare(store: SubmissionStore, sub: Submission, data: DataDir, load_specs: 
             log: Log = print) -> Prepared | None:
     """The partitions to run for an approved submission, or None when it was settled here (spec
     invalid, every result already there, or not runnable here)."""
-    from pipelines.core.specs import SpecError
+    from medbench.specs import SpecError
     from pipelines.engine.submitted_specs import write_submitted_spec
 
     try:

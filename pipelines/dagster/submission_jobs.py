@@ -18,7 +18,7 @@ import dagster as dg
 
 from pipelines.dagster.limits import POOL_TAG
 from pipelines.dagster.partitions import evaluation_job_name, partitions_name
-from pipelines.dagster.plugins import specs as load_specs
+from pipelines.orchestration.plugins import specs as load_specs
 from pipelines.dagster.submission_flow import (
     SUBMISSION_TAG,
     is_official,
@@ -28,8 +28,8 @@ from pipelines.dagster.submission_flow import (
     run_official,
     runs_of,
 )
-from warehouse.layout import DataDir
-from warehouse.submissions import URL_ENV, Submission, SubmissionNotFound, SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import URL_ENV, Submission, SubmissionNotFound, SubmissionStore
 
 
 @contextmanager

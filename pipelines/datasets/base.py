@@ -1,5 +1,5 @@
 """What a dataset module builds on: the ``Dataset`` protocol and ``Materialized`` (the core's,
-``pipelines.core.protocols`` and ``pipelines.core.outcomes``), plus ``is_demo``.
+``medbench.protocols`` and ``medbench.outcomes``), plus ``is_demo``.
 
 A dataset module reads its real source (the upstream service, or a local mirror in the same
 format) or, in a demo data directory, a generated stand-in in exactly that format, and writes a
@@ -14,9 +14,9 @@ Its file name is shared on purpose: every plug-in package names its parts alike
 
 from __future__ import annotations
 
-from pipelines.core.outcomes import Log, Materialised, Materialized  # vocab: keep (plug-ins import Materialised)
-from pipelines.core.protocols import Dataset
-from warehouse.layout import DataDir
+from medbench.outcomes import Log, Materialised, Materialized  # vocab: keep (plug-ins import Materialised)
+from medbench.protocols import Dataset
+from medbench.layout import DataDir
 
 __all__ = ["Dataset", "Log", "Materialised", "Materialized", "is_demo"]  # vocab: keep (the old name, for plug-ins)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.core.outcomes import Usage
+from medbench.outcomes import Usage
 from pipelines.engine.specs import ModelSpec, PriceTable
 
 

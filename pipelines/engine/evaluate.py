@@ -28,8 +28,8 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.core.evaluation import Evaluation, partition_key, split_partition_key
-from pipelines.core.outcomes import CheckOutcome, Predicted, Usage
+from medbench.evaluation import Evaluation, partition_key, split_partition_key
+from medbench.outcomes import CheckOutcome, Predicted, Usage
 from pipelines.engine.costs import cost_usd
 from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.identity import code_revision, library_versions, run_id
@@ -38,10 +38,10 @@ from pipelines.engine.locks import evaluation_lock, newer, written_since
 from pipelines.engine.plugin_identity import plugin_versions
 from pipelines.engine.solvers import solve
 from pipelines.engine.specs import DatasetSpec, ModelSpec, Specs, spec_hash
-from pipelines.kinds import kind as kind_of
-from warehouse.files import atomic_write_bytes
-from warehouse.layout import DataDir
-from warehouse.records import (CONTAMINATION_FLAG, ContaminationStatus, JudgeRef, MetricValue, ModelRef, Provenance,
+from medbench.kinds import kind as kind_of
+from medbench.files import atomic_write_bytes
+from medbench.layout import DataDir
+from medbench.records import (CONTAMINATION_FLAG, ContaminationStatus, JudgeRef, MetricValue, ModelRef, Provenance,
                                ResultRecord, UsagePart, UsageRecord, Versions, Withheld, decode_record, encode_record,
                                PluginVersion, replicates_published)
 

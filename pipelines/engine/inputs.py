@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.core.outcomes import CheckOutcome, Instances, Materialized
-from pipelines.core.protocols import TaskFamily
+from medbench.outcomes import CheckOutcome, Instances, Materialized
+from medbench.protocols import TaskFamily
 from pipelines.engine.snapshots import current_snapshot, instances_location, set_current_snapshot
 from pipelines.engine.specs import SpecError, Specs, TaskSpec
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 Log = Callable[[str], None]
 

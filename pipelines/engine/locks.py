@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 Log = Callable[[str], None]
 

@@ -4,13 +4,13 @@ Leaderboards are those ``/v1/leaderboard`` can be asked for: per task version, a
 ``model_type = ''``) and each model type present. A block holds the task version's current results
 (not superseded), in leaderboard order (value descending, then eval date, then run id), and its rows
 come from one joint paired bootstrap with the task's own bootstrap seed and replicates, drawn by the
-task's kind (``pipelines.kinds``: accuracy over items; AUROC over the clusters of the task's cluster
+task's kind (``medbench.kinds``: accuracy over items; AUROC over the clusters of the task's cluster
 column, or items without one), over the items present in *every* result of the block (aligned by
-``instance_id``, ``pipelines.core.kind.align``; a result missing an item removes that item for the
+``instance_id``, ``medbench.kind.align``; a result missing an item removes that item for the
 whole block, and ``n_items`` says how many were used).
 
 Every published metric gets its own block rows (``metric``), ordered in the metric's direction
-(``warehouse.records.metric_order_value``: higher, lower, or closest to a target), so
+(``medbench.records.metric_order_value``: higher, lower, or closest to a target), so
 ``/v1/leaderboard?metric=`` serves rank sets recomputed for that order:
 
 - the task's primary metric: the kind's joint bootstrap (above);
@@ -33,13 +33,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pipelines.core.kind import read_aligned
-from pipelines.kinds import board_judge
-from pipelines.kinds import kind as kind_of
-from pipelines.stats.ranks import RankIntervals, accuracy_rank_intervals
-from warehouse.layout import DataDir
+from medbench.kind import read_aligned
+from medbench.kinds import board_judge
+from medbench.kinds import kind as kind_of
+from medbench.stats.ranks import RankIntervals, accuracy_rank_intervals
+from medbench.layout import DataDir
 from warehouse.publish import superseded_map
-from warehouse.records import ResultRecord, metric_order_value
+from medbench.records import ResultRecord, metric_order_value
 from warehouse.schema import LeaderboardRankRow
 
 Log = Callable[[str], None]
@@ -67,7 +67,7 @@ def results_key(run_ids: Sequence[str]) -> str:
 def leaderboard_blocks(results: Sequence[ResultRecord], tasks: Sequence[dict] = ()
                        ) -> dict[tuple[str, str], list[ResultRecord]]:
     """(task, model type or '') -> current results in leaderboard order; of a task graded by a judge
-    model, only the results by the task's judge (``pipelines.kinds.board_judge``)."""
+    model, only the results by the task's judge (``medbench.kinds.board_judge``)."""
     superseded = superseded_map(list(results))
     spec_of = {f"{t['slug']}@{t['version']}": t for t in tasks}
     blocks: dict[tuple[str, str], list[ResultRecord]] = {}

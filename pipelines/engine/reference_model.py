@@ -14,7 +14,7 @@ the vitaldb-ioh spec's ``baseline_model`` key), so no task is named here. The re
 newest result of that model on the same task version (the one that supersedes the others); each
 other result of the task, superseded or not, that predicted exactly the reference run's items with the
 same ground truth (the kind's ``truth_columns``) gets the paired difference to it, as the task's kind computes it
-(``pipelines.kinds``: for ``score``, the cluster bootstrap of ``/v1/compare`` over the family's
+(``medbench.kinds``: for ``score``, the cluster bootstrap of ``/v1/compare`` over the family's
 cluster column) with the task's bootstrap settings.
 """
 
@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.core.kind import read_aligned
+from medbench.kind import read_aligned
 from pipelines.engine.specs import Specs
-from pipelines.kinds import kind as kind_of
-from warehouse.layout import DataDir
-from warehouse.records import ResultRecord
+from medbench.kinds import kind as kind_of
+from medbench.layout import DataDir
+from medbench.records import ResultRecord
 
 
 def reference_comparison_rows(specs: Specs, data: DataDir, results: list[ResultRecord],

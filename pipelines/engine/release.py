@@ -12,15 +12,15 @@ import time
 from typing import Callable
 
 from pipelines.engine.identity import code_revision
-from pipelines.kinds import kinds
+from medbench.kinds import kinds
 from pipelines.engine.ranking import rank_rows
 from pipelines.engine.reference_model import reference_comparison_rows
 from pipelines.engine.snapshots import NotMaterialized, current_snapshot
 from pipelines.engine.specs import Specs, spec_builtins, spec_hash
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.read import read_ranks
-from warehouse.records import ResultRecord, decode_record
+from medbench.records import ResultRecord, decode_record
 from warehouse.keys import sign_catalog, signing_key
 from warehouse.signing import SigningKey
 from warehouse.tlog import publishing as tlog_publishing

@@ -32,9 +32,9 @@ from pipelines.engine.reference_model import reference_comparison_rows
 from pipelines.engine.identity import code_revision
 from pipelines.engine.ranking import rank_rows
 from pipelines.engine.specs import Specs
-from pipelines.kinds import kinds
+from medbench.kinds import kinds
 from warehouse.keys import record_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish_change import (
     Change,
     NotIncremental,
@@ -45,7 +45,7 @@ from warehouse.publish_change import (
     read_task_ranks,
     stored_records,
 )
-from warehouse.records import ResultRecord, decode_record
+from medbench.records import ResultRecord, decode_record
 from warehouse.signing import SigningKey, published_record, sign_results, utc_stamp
 from warehouse.withdrawals import public_map, withdrawals
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from warehouse.files import switch_pointer
-from warehouse.layout import DataDir
+from medbench.files import switch_pointer
+from medbench.layout import DataDir
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ every family, so a new family is a declaration and a new backend serves every fa
   scores test; the family turns the scores into its predictions table, and where it declares a
   ``finish`` it is handed the validation scores too (e.g. to fit a recalibration on them) and
   returns the table's metadata and what the config records.
-- any other shape (``pipelines.core.protocols.Problem``): a problem that solves itself, so a plug-in
+- any other shape (``medbench.protocols.Problem``): a problem that solves itself, so a plug-in
   kind's problem (a regression's fit-and-predict) needs no edit here: its ``solve`` asks the
   evaluation's backend what it needs and returns the ``Predicted``.
 """
@@ -25,12 +25,12 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from pipelines.core.canonical import spec_builtins
-from pipelines.core.evaluation import Evaluation
-from pipelines.core.outcomes import Log, Predicted, Usage
-from pipelines.core.protocols import FitAndScore, Problem, TextChoice
+from medbench.canonical import spec_builtins
+from medbench.evaluation import Evaluation
+from medbench.outcomes import Log, Predicted, Usage
+from medbench.protocols import FitAndScore, Problem, TextChoice
 from pipelines.engine.generations import GenerationStore, generation_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def solve(ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted:
@@ -43,7 +43,7 @@ def solve(ev: Evaluation, instances: Path, data: DataDir, log: Log) -> Predicted
     if isinstance(problem, Problem):
         return problem.solve(ev, data, log)
     raise TypeError(f"family {ev.family.name!r} declared a {type(problem).__name__}: not a TextChoice or "
-                    "FitAndScore, and it has no solve(ev, data, log) of its own (pipelines.core.protocols.Problem)")
+                    "FitAndScore, and it has no solve(ev, data, log) of its own (medbench.protocols.Problem)")
 
 
 def solve_text_choice(ev: Evaluation, problem: TextChoice, data: DataDir, log: Log) -> Predicted:

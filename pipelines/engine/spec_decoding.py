@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from pipelines.core.specs import SpecError
+from medbench.specs import SpecError
 
 MAX_DEPTH = 32  # arrays and tables below the top level of a spec file; the checkout's deepest spec nests 2
 _TOML_TYPES = (dt.datetime, dt.date, dt.time)  # values TOML itself decodes, kept as they are

@@ -1,6 +1,6 @@
 """Reading a specs directory (TOML under ``specs/``) into the spec Structs, validated together.
 
-The Structs, their strict decoding and their hash are the core's (``pipelines.core.specs``,
+The Structs, their strict decoding and their hash are the core's (``medbench.specs``,
 re-exported here); what this module adds is the directory and the plug-ins: a task file names its
 ``family``, and the family (from the ``Plugins`` the loader is handed, so one registered by a test
 or an installed distribution works too) supplies the type of its settings table; a model file
@@ -25,14 +25,14 @@ from typing import Any, get_args
 
 import msgspec
 
-from pipelines.core.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
-from pipelines.core.registry import Plugins
-from pipelines.core.specs import (  # noqa: F401 (re-exported: the loader's callers name them from here)
+from medbench.canonical import SpecStruct, canonical_json, spec_builtins  # noqa: F401 (re-exported)
+from medbench.registry import Plugins
+from medbench.specs import (  # noqa: F401 (re-exported: the loader's callers name them from here)
     BootstrapSpec, DatasetSpec, IntervalsSpec, ModelSpec, PriceSpec, PriceTable, SourceSpec, SpecError, TaskSpec,
     SpecBase, model_spec_type, spec_hash, task_spec_type,
 )
 from pipelines.engine.spec_decoding import decode_strict
-from pipelines.kinds import kind as kind_of
+from medbench.kinds import kind as kind_of
 
 SPECS_DIR_ENV = "MEDBENCH_SPECS"
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
@@ -90,7 +90,7 @@ def specs_root(root: Path | str | None = None) -> Path:
 def submitted_model_files() -> list[Path]:
     """The model specs written from approved submissions in the data directory (``MEDBENCH_DATA``):
     loaded with the checkout's, so the code location and the CLI see submitted models."""
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     return sorted((DataDir().submitted_specs / "models").glob("*/*.toml"))
 

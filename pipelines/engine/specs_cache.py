@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from pipelines.core.registry import Plugins
+from medbench.registry import Plugins
 from pipelines.engine.specs import Specs, specs_root, submitted_model_files
 
 _lock = threading.Lock()

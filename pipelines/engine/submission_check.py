@@ -1,5 +1,5 @@
 """The validator ``medbench serve`` hands the API: a submission's body -> the model spec medbench will
-write for it (``warehouse.submissions.Checked``), or ``SubmissionRefused`` naming the field and why.
+write for it (``medbench.submissions.Checked``), or ``SubmissionRefused`` naming the field and why.
 
 Decoding is the spec decoder's (strict: an unknown field is an error, named as the spec loader names
 keys); then what the Structs cannot say: secrets, URLs and local paths anywhere in the settings, the
@@ -17,16 +17,16 @@ from typing import Any
 
 import msgspec
 
-from pipelines.core.canonical import spec_builtins
-from pipelines.core.specs import PriceSpec, SpecError, model_spec_type, spec_hash
+from medbench.canonical import spec_builtins
+from medbench.specs import PriceSpec, SpecError, model_spec_type, spec_hash
 from pipelines.engine.spec_decoding import explain_validation_error
-from pipelines.kinds import kind as kind_of
+from medbench.kinds import kind as kind_of
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import SubmissionPolicy, check_sandbox_budget
 from pipelines.engine.submission_request import (
     ACCEPTED_BACKENDS, REFUSED_BACKENDS, SUBMITTED_SETTINGS, SubmissionRequest, SubmittedOpenAI,
 )
-from warehouse.submissions import Checked, Resources, SubmissionRefused, SubmissionStore
+from medbench.submissions import Checked, Resources, SubmissionRefused, SubmissionStore
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?/[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$")
 MODEL_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")

@@ -23,12 +23,12 @@ from typing import Literal
 
 import msgspec
 
-from pipelines.core.canonical import StrictStruct
-from pipelines.core.specs import PriceSpec, SpecError, query_or_fragment
+from medbench.canonical import StrictStruct
+from medbench.specs import PriceSpec, SpecError, query_or_fragment
 from pipelines.engine.spec_decoding import explain_validation_error, parse_bounded
 from pipelines.engine.specs import specs_root
-from warehouse.layout import DataDir
-from warehouse.submissions import SubmissionRefused, SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import SubmissionRefused, SubmissionStore
 
 FILE_NAME = "submissions.toml"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pipelines.core.canonical import StrictStruct
+from medbench.canonical import StrictStruct
 
 ACCEPTED_BACKENDS = ("transformers", "vllm", "openai")
 REFUSED_BACKENDS = {

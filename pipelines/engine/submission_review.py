@@ -4,7 +4,7 @@ reason its owner reads in the submission's history. One function for both ways o
 
 from __future__ import annotations
 
-from warehouse.submissions import Submission, SubmissionStore
+from medbench.submissions import Submission, SubmissionStore
 
 DECISIONS = ("approve", "reject")
 

@@ -22,13 +22,13 @@ from typing import Any
 
 import msgspec
 
-from pipelines.core.canonical import spec_builtins
-from pipelines.core.registry import Plugins
-from pipelines.core.specs import SpecError, spec_hash
+from medbench.canonical import spec_builtins
+from medbench.registry import Plugins
+from medbench.specs import SpecError, spec_hash
 from pipelines.engine.submission_check import COMMIT_RE, HUB_ID_RE, SLUG_RE, scan_settings
 from pipelines.engine.submission_request import ACCEPTED_BACKENDS, SUBMITTED_SETTINGS
-from warehouse.layout import DataDir
-from warehouse.submissions import StoreError, Submission
+from medbench.layout import DataDir
+from medbench.submissions import StoreError, Submission
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pipelines.engine.release import publish_results
 from pipelines.engine.specs import Specs
 from warehouse.keys import signing_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.tlog import publishing as tlog_publishing
 from warehouse.withdrawals import Withdrawal, withdraw
 

@@ -31,9 +31,9 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from pipelines.core.evaluation import Evaluation
-from pipelines.core.outcomes import Predicted, Usage, combined_usage
-from pipelines.core.protocols import FitAndScore, JudgesAnswers, TextChoice
+from medbench.evaluation import Evaluation
+from medbench.outcomes import Predicted, Usage, combined_usage
+from medbench.protocols import FitAndScore, JudgesAnswers, TextChoice
 from pipelines.engine.evaluate import compute_metrics, existing_result, resolve_evaluation, write_predictions
 from pipelines.engine.generations import generation_key
 from pipelines.engine.identity import run_id
@@ -43,12 +43,12 @@ from pipelines.engine.snapshots import current_snapshot
 from pipelines.engine.specs import Specs
 from pipelines.official.package import GROUP, check_wheel
 from pipelines.official.policy import SandboxPolicy
-from pipelines.kinds import kind as kind_of
+from medbench.kinds import kind as kind_of
 from pipelines.official.run import Answers, run_package
 from pipelines.official.wheels import Dependencies, download, keep
-from warehouse.files import atomic_write_bytes
-from warehouse.layout import DataDir
-from warehouse.records import Provenance, ResultRecord
+from medbench.files import atomic_write_bytes
+from medbench.layout import DataDir
+from medbench.records import Provenance, ResultRecord
 
 Log = Callable[[str], None]
 ANSWERS_FILE = "package-answers.jsonl"

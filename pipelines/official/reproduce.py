@@ -29,7 +29,7 @@ from pipelines.official.evaluate import ANSWERS_FILE, answer, kept_dependencies_
 from pipelines.official.package import check_wheel
 from pipelines.official.policy import from_env
 from pipelines.official.wheels import verify
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 Log = Callable[[str], None]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.kinds import kind as kind_of
+from medbench.kinds import kind as kind_of
 from pipelines.official.package import PackageFailed, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed

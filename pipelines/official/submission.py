@@ -18,15 +18,15 @@ from typing import Callable
 
 import msgspec
 
-from pipelines.core.specs import ModelSpec, model_spec_type
+from medbench.specs import ModelSpec, model_spec_type
 from pipelines.engine.release import publish_results
 from pipelines.engine.specs import Specs
 from pipelines.engine.submission_policy import check_sandbox_budget, load_policy
 from pipelines.official.evaluate import Submitter, evaluate_official, plan_official, resolve_dependencies
 from pipelines.official.package import PackageFailed
 from pipelines.official.policy import from_env
-from warehouse.layout import DataDir
-from warehouse.submissions import Submission, SubmissionRefused, SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import Submission, SubmissionRefused, SubmissionStore
 
 Log = Callable[[str], None]
 

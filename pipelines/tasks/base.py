@@ -1,5 +1,5 @@
 """What a task family builds on: the ``TaskFamily`` protocol and the plain results it returns (the
-core's, ``pipelines.core.protocols`` and ``pipelines.core.outcomes``), plus the checks families share.
+core's, ``medbench.protocols`` and ``medbench.outcomes``), plus the checks families share.
 
 Adding a task family is one folder under ``pipelines/tasks/`` (or a module of a separately
 installed distribution) with a class that subclasses ``TaskFamily``, one entry point in the group
@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pipelines.core.outcomes import CheckOutcome, Instances, Log, Predicted, ReplayScore, ScoreSummary
-from pipelines.core.protocols import FitAndScore, Kind, KindName, TaskFamily, TextChoice
+from medbench.outcomes import CheckOutcome, Instances, Log, Predicted, ReplayScore, ScoreSummary
+from medbench.protocols import FitAndScore, Kind, KindName, TaskFamily, TextChoice
 
 __all__ = ["CheckOutcome", "FitAndScore", "Instances", "Kind", "KindName", "Log", "Predicted", "ReplayScore", "ScoreSummary",
            "TaskFamily", "TextChoice", "predicted_once", "scores_finite"]

@@ -13,7 +13,7 @@ from api.app import create_app
 from api.compare import compare_files
 from support.api_data import ERROR, RUN_IDS, assert_shape
 from support.site_data import BETTER, WORSE
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 COMPARE = {"a": "str", "b": "str", "task": "str", "metric": "str", "n_shared": "int", "difference": "float",
            "ci_low": "float", "ci_high": "float", "p_value": "float", "method": "str",

@@ -26,7 +26,7 @@ import pytest
 from support.api_data import RUN_IDS, publish_fixture
 from bench._servers import Running
 from support.live_server import live_api, raw_request
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 SECRET = b"MEDBENCH-HOSTILE-TEST-SECRET-7f3a"
 GOOD_RUN = RUN_IDS["medgemma-cqa0"]

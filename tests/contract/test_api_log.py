@@ -13,7 +13,7 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from support.api_data import ORIGIN, catalog, log_everything
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.releases import read_releases
 from warehouse.tlog.checkpoint import verify_checkpoint
 from warehouse.tlog.entries import record_sha256

@@ -13,12 +13,12 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.submission_desk import SubmissionDesk
-from pipelines.core.registry import installed_plugins
+from medbench.registry import installed_plugins
 from pipelines.engine.specs import load_specs
 from pipelines.engine.submission_check import SubmissionChecker
 from pipelines.engine.submission_policy import Limits, SubmissionPolicy
 from support.wheels import build_wheel
-from warehouse.submissions import SubmissionStore
+from medbench.submissions import SubmissionStore
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 POLICY = SubmissionPolicy(limits=Limits(quota_per_week=20, rate_limit=1000))

@@ -13,7 +13,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.tables import TableStore
 from support.api_data import LATE_RUN, publish_fixture, run_id, signed_catalog
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 LATER = dt.datetime(2026, 10, 30, 12, tzinfo=dt.timezone.utc)
 LATE_ID = run_id(LATE_RUN[0])

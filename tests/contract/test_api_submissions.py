@@ -16,12 +16,12 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.submission_desk import MAX_BODY_BYTES, SubmissionDesk
-from pipelines.core.registry import installed_plugins
+from medbench.registry import installed_plugins
 from pipelines.engine.specs import load_specs
 from pipelines.engine.submission_check import SubmissionChecker
 from pipelines.engine.submission_policy import Endpoint, Limits, Owner, SubmissionPolicy
 from support.api_data import RUN_IDS
-from warehouse.submissions import SubmissionStore
+from medbench.submissions import SubmissionStore
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 SPECS = load_specs(None, installed_plugins())

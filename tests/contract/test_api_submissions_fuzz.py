@@ -14,8 +14,8 @@ import pytest
 from bench._servers import Running
 from support.api_data import publish_fixture
 from support.live_server import live_api
-from warehouse.layout import DataDir
-from warehouse.submissions import SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import SubmissionStore
 
 pytestmark = pytest.mark.slow
 SEED = 20261204

@@ -211,9 +211,9 @@ def test_each_duckdb_query_leaves_a_withdrawn_result_out(tmp_path: Path) -> None
     import datetime as dt
 
     from support.api_data import catalog
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.publish import publish
-    from warehouse.records import encode_record
+    from medbench.records import encode_record
     from warehouse.withdrawals import public_map, withdraw, withdrawals
 
     folder = tmp_path / "checkout"

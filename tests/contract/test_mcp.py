@@ -28,8 +28,8 @@ from support.api_data import RUN_IDS, publish_fixture
 from bench._servers import Running
 from support.live_server import live_api
 from support.paths import REPO
-from warehouse.layout import DataDir
-from warehouse.submissions import SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import SubmissionStore
 
 LOOKUP = {"model": "medgemma-27b", "task": "clinicalqa@0"}
 SUBMITTED: list[str] = []  # the id of the submission the server fixture stores

@@ -21,7 +21,7 @@ from api.app import create_app
 from api.routes.compare import better
 from pipelines.cli.leaderboards import render_leaderboards
 from pipelines.engine.ranking import rank_rows
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
 from warehouse.read import PRIMARY_ORDER_SQL, read_ranks
 

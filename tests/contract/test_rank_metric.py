@@ -15,11 +15,11 @@ from support.api_data import RUN_IDS, catalog, distinct_choice_predictions
 
 from api.app import create_app
 from pipelines.engine.ranking import rank_rows
-from pipelines.stats.ranks import accuracy_rank_intervals
-from warehouse.layout import DataDir
+from medbench.stats.ranks import accuracy_rank_intervals
+from medbench.layout import DataDir
 from warehouse.publish import publish
 from warehouse.read import read_ranks
-from warehouse.records import MetricValue
+from medbench.records import MetricValue
 
 NOW = dt.datetime(2026, 10, 29, 12, tzinfo=dt.UTC)
 # current clinicalqa@0 results -> (brier: lower is better, calibration slope: target 1, parse-rate chance)

@@ -13,8 +13,8 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from pipelines.engine.ranking import leaderboard_blocks, rank_rows
-from pipelines.stats.ranks import accuracy_rank_intervals
-from warehouse.layout import DataDir
+from medbench.stats.ranks import accuracy_rank_intervals
+from medbench.layout import DataDir
 from warehouse.publish import publish
 from warehouse.read import read_ranks
 

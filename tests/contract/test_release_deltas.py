@@ -19,8 +19,8 @@ from support.api_data import RUN_IDS, UTC, catalog, make_record, run_id
 
 from api.app import create_app
 from warehouse import publish as publishing
-from warehouse.layout import DataDir
-from warehouse.records import encode_record
+from medbench.layout import DataDir
+from medbench.records import encode_record
 from warehouse.release_deltas import (
     DELTA_FORMAT,
     SNAPSHOT_EVERY,

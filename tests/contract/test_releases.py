@@ -19,9 +19,9 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from support.api_data import catalog
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import KEEP_VERSIONS, publish
-from warehouse.records import encode_record
+from medbench.records import encode_record
 from warehouse.releases import manifest_bytes, read_releases
 from warehouse.versions import kept_versions
 from warehouse.withdrawals import WithdrawalError, public_map, withdraw, withdrawals

@@ -18,11 +18,11 @@ from litestar.testing import TestClient
 from support.api_data import DATASETS, MODEL_REFS, MODELS, UTC
 
 from api.app import create_app
-from pipelines.kinds.rubric import Rubric
+from medbench.kinds.rubric import Rubric
 from warehouse.keys import KEY_ENV, load_key, sign_catalog
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import Catalog, publish
-from warehouse.records import JudgeRef, MetricValue, ResultRecord, UsageRecord, Versions
+from medbench.records import JudgeRef, MetricValue, ResultRecord, UsageRecord, Versions
 
 TASK = "clinicalqa-open@0"
 OWN, OTHER = "judges/own", "judges/other"

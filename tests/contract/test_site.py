@@ -330,7 +330,7 @@ def test_the_focused_axis_keeps_every_drawn_interval_40_px_wide() -> None:
 def test_the_result_page_shows_its_signature_and_each_breakdown_once(client: TestClient, site_data: Path) -> None:
     """Issue #40: the result page did not show its signature, and drew per-category accuracy in a
     picture and again in a table; the versions and configuration fold away."""
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
     from warehouse.signing import read_signature
 
     rows = client.get("/v1/leaderboard?task=clinicalqa@0").json()["rows"]

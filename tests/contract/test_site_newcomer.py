@@ -26,7 +26,7 @@ from api.site import downloads, views
 from api.tables import TableStore
 from support.api_data import RUN_IDS
 from support.site_data import BULK
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 CSV_COLUMNS = [
     "rank", "rank_low", "rank_high", "tied_with_leader", "model_slug", "model_name", "model_type", "tier",

@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 from support.api_data import RUN_IDS, catalog
 
 from api.app import create_app
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
 
 NOW = dt.datetime(2026, 10, 29, 12, tzinfo=dt.UTC)

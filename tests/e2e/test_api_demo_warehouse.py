@@ -11,7 +11,7 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
-from pipelines.kinds import kind
+from medbench.kinds import kind
 from support.api_data import ADDITIONS, DATASET, RESULT, ROW, STATS, SUMMARY, TASK, assert_shape
 
 pytestmark = pytest.mark.slow

@@ -27,9 +27,9 @@ import pytest
 
 from support.api_data import DATASETS, MODELS, TASKS, catalog, make_record, write_choice_predictions
 from support.live_server import live_api
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import Catalog, publish
-from warehouse.records import ResultRecord
+from medbench.records import ResultRecord
 
 pytestmark = pytest.mark.slow
 

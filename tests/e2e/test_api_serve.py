@@ -18,7 +18,7 @@ from api.server import display_base, example_urls
 from api.tables import TableStore
 from support.api_data import RUN_IDS
 from pipelines.cli import serve as serve_command
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from support.paths import REPO as ROOT
 
 

@@ -31,7 +31,7 @@ from bench._dagster_ui import DagsterUI, sync_partitions
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.child_runs import PARENT_TAG
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -15,7 +15,7 @@ from pipelines.dagster.partitions import sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.engine.release import build_catalog
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 from support.paths import REPO  # noqa: E402
 QA = FAMILY_ASSETS["clinicalqa"]

@@ -18,7 +18,7 @@ from pipelines.engine.identity import run_id
 from support.plugins import specs as load_specs
 from support.ioh_data import check_versus_baseline
 from support.ties import ties_against_compare
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import current_version, read_version
 
 SPECS = load_specs()

@@ -39,8 +39,8 @@ def test_evaluation_steps_run_on_two_celery_workers(postgres, redis, tmp_path, d
            "MEDBENCH_CELERY_BROKER": redis.url, "MEDBENCH_CELERY_BACKEND": redis.url}
     # The data directory's kind and the evaluation partitions, as `medbench materialize` records them.
     _run([sys.executable, "-c",
-          "import dagster as dg\nfrom warehouse.layout import DataDir\nfrom pipelines.engine.specs import load_specs\n"
-          "from pipelines.core.registry import installed_plugins\n"
+          "import dagster as dg\nfrom medbench.layout import DataDir\nfrom pipelines.engine.specs import load_specs\n"
+          "from medbench.registry import installed_plugins\n"
           "from pipelines.dagster.partitions import sync_evaluation_partitions\nDataDir().claim('demo')\n"
           "with dg.DagsterInstance.get() as i: sync_evaluation_partitions(i, load_specs(None, installed_plugins()))"], env)
 

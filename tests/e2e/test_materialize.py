@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from support.commands import run_medbench
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import open_current
 
 ROW = re.compile(r"^(\S+\|\S+)\s+(ran|reused|skipped|failed)\s+([0-9a-f]{12})?", re.M)

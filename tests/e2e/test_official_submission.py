@@ -12,14 +12,14 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.submission_desk import SubmissionDesk
-from pipelines.core.registry import installed_plugins
+from medbench.registry import installed_plugins
 from pipelines.engine.specs import load_specs
 from pipelines.engine.submission_check import SubmissionChecker
 from pipelines.engine.submission_policy import Limits, SubmissionPolicy
 from support.commands import run_medbench
 from support.wheels import build_example_wheel, build_wheel
-from warehouse.layout import DataDir
-from warehouse.submissions import SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import SubmissionStore
 
 pytestmark = pytest.mark.slow
 

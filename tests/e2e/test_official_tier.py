@@ -20,7 +20,7 @@ from pipelines.tasks.vitaldb_ioh.reporting import validation_windows
 from pipelines.tasks.vitaldb_ioh.score import REFIT
 from support.commands import run_medbench
 from support.wheels import build_example_wheel, build_wheel
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 pytestmark = pytest.mark.slow
 
@@ -140,7 +140,7 @@ def test_the_package_sees_public_inputs_only(demo, monkeypatch):
     from pipelines.engine.inputs import task_instances_path
     from pipelines.official.evaluate import public_inputs
     from support.plugins import specs as load_specs
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     data = DataDir(demo[0])
     specs = load_specs()

@@ -8,8 +8,8 @@ import dagster as dg
 
 from pipelines.dagster.launch import PartitionBusy, partition_lock, run_bounded
 from pipelines.dagster.limits import Limits, limits_of, with_overrides
-from pipelines.dagster.plan import Planned
-from pipelines.dagster.report import Outcome, root_cause
+from pipelines.orchestration.plan import Planned
+from pipelines.orchestration.report import Outcome, root_cause
 
 
 def planned(key: str, pool: str) -> Planned:

@@ -30,7 +30,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from pipelines.core.registry import GROUPS
+from medbench.registry import GROUPS
 from support.live_server import medbench_serve
 from support.paths import REPO
 

@@ -34,7 +34,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from pipelines.core.registry import GROUPS, SPECS_GROUP
+from medbench.registry import GROUPS, SPECS_GROUP
 from support.live_server import medbench_serve
 from support.paths import REPO
 
@@ -222,7 +222,7 @@ def test_verify_accepts_every_result(installed: Installed, served: str) -> None:
     """Offline, against the data directory's own key pinned by its fingerprint (unpinned, a key read
     from the directory being verified proves nothing and verify exits 4, as for the demo)."""
     from warehouse.keys import read_keys
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     fingerprint = read_keys(DataDir(installed.data))[-1].fingerprint
     for row in _board(served)["rows"]:

@@ -20,8 +20,8 @@ from pipelines.dagster.definitions import CHECKS, FAMILY_ASSETS, defs
 from pipelines.dagster.partitions import sync_evaluation_partitions
 from pipelines.dagster.resources import MedbenchResource
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
-from warehouse.records import decode_record
+from medbench.layout import DataDir
+from medbench.records import decode_record
 
 QA = FAMILY_ASSETS["clinicalqa"]
 VLLM = "clinicalqa@0|google/medgemma-27b-text-it"

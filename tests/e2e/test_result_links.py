@@ -13,7 +13,7 @@ from support.commands import run_medbench
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.assets.evaluation_records import run_links
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 WORK = "vitaldb-ioh@0|medbench/neg-last-map"
 

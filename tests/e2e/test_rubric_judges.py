@@ -18,7 +18,7 @@ from pipelines.engine import evaluate as engine
 from pipelines.engine.release import publish_results
 from support.paths import REPO
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 pytestmark = pytest.mark.slow
 TASK = "clinicalqa-open@0"

@@ -28,8 +28,8 @@ from pipelines.engine.submission_policy import load_policy
 from pipelines.datasets.clinicalqa.simulated_server import SimulatedChatServer
 from support.commands import run_medbench
 from support.paths import REPO
-from warehouse.layout import DataDir
-from warehouse.submissions import SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import SubmissionStore
 
 TASK = "clinicalqa@0"
 SIM = {"slug": "acme/sim-english", "name": "Acme sim", "type": "llm", "provider_model_id": "acme-sim-english",

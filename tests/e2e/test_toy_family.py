@@ -24,12 +24,12 @@ import pyarrow.parquet as pq
 import pytest
 from litestar.testing import TestClient
 
-from pipelines.core.registry import Plugins
+from medbench.registry import Plugins
 from pipelines.datasets.base import Dataset, Materialized
 from pipelines.engine.specs import SpecBase
 from pipelines.tasks.base import CheckOutcome, Instances, TaskFamily, TextChoice, predicted_once
 from support.plugins import specs, with_plugins
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from support.paths import REPO
 
 N_ITEMS = 24
@@ -138,8 +138,8 @@ class ToySums(TaskFamily):
                           options=ev.task.settings.options, parse=parse)
 
     def score(self, task, predictions: pa.Table, instances: Path):
-        from pipelines.core.outcomes import ScoreSummary
-        from pipelines.stats.bootstrap import percentile_bootstrap_mean
+        from medbench.outcomes import ScoreSummary
+        from medbench.stats.bootstrap import percentile_bootstrap_mean
 
         correct = np.asarray(predictions.column("correct").to_pylist(), dtype=bool)
         parsed = np.ones(len(correct), dtype=bool)
@@ -226,8 +226,8 @@ def write_specs(root: Path, task_toml: str = TASK_TOML) -> Path:
 @pytest.fixture
 def toy_registered() -> Iterator[Plugins]:
     """The installed plug-ins plus the toy family and dataset, in a bundle of this test's own, which
-    the Dagster layer runs with (``pipelines.dagster.plugins.using``) while the test lasts."""
-    from pipelines.dagster.plugins import using
+    the Dagster layer runs with (``pipelines.orchestration.plugins.using``) while the test lasts."""
+    from pipelines.orchestration.plugins import using
 
     with using(with_plugins(families=[ToySums()], datasets=[ToyDataset()])) as plugins:
         yield plugins

@@ -24,7 +24,7 @@ from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.child_runs import PARENT_TAG
 from pipelines.dagster.definitions import FAMILY_ASSETS
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 pytestmark = pytest.mark.slow
 WORK = "vitaldb-ioh@0|medbench/neg-last-map"

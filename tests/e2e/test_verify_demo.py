@@ -11,7 +11,7 @@ import pytest
 from pipelines.cli.main import main
 from support.live_server import live_api
 from warehouse.keys import read_keys
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.releases import read_releases
 
 

@@ -8,7 +8,7 @@ exit 1. `medbench materialize` then lists it as withdrawn with its reason and go
 import pytest
 
 from support.commands import run_medbench
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import open_current
 from warehouse.releases import read_releases
 

@@ -9,7 +9,7 @@ import dagster as dg
 
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.dagster.withdraw_job import withdraw_result_job
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def test_an_unknown_run_id_fails_the_job_and_records_nothing(tmp_path):

@@ -17,9 +17,9 @@ from support.model_specs import specs_with_served
 from support.plugins import specs as load_specs
 
 from pipelines.backends.openai_backend import OpenAIChatGenerator
-from pipelines.core.specs import SpecError
+from medbench.specs import SpecError
 from pipelines.engine.submission_policy import FILE_NAME, load_policy
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 BAD = ["http://h.example/v1?token=tok123", "http://h.example/v1#frag", "http://h.example/v1?"]
 

@@ -2,7 +2,7 @@
 
 The fault: ``warehouse/CURRENT`` replaced by a FIFO hung every route of the server (``open`` waits
 for a writer) and the next ``medbench materialize`` too. Now every such file is opened with
-``O_NONBLOCK`` and checked with ``fstat`` (``warehouse.files.open_regular``): a FIFO or a device
+``O_NONBLOCK`` and checked with ``fstat`` (``medbench.files.open_regular``): a FIFO or a device
 ``CURRENT`` is a damaged pointer, readers fall back to the newest sound version, and the next publish
 moves it aside and rewrites it, like every other damaged pointer (tests/faults/test_pointer_repair.py
 runs the same through ``medbench materialize``). Each call here runs in a thread with a deadline, so
@@ -23,8 +23,8 @@ from litestar.testing import TestClient
 from support.api_data import publish_fixture, publish_signed
 
 from api.app import create_app
-from warehouse.files import NotRegularFile, open_regular, read_regular
-from warehouse.layout import DataDir
+from medbench.files import NotRegularFile, open_regular, read_regular
+from medbench.layout import DataDir
 from warehouse.repair import repair_current
 from warehouse.versions import PointerError, check, choose, read_pointer
 

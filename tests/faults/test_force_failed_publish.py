@@ -20,10 +20,10 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from support.commands import run_medbench
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import result_by_id
-from warehouse.records import decode_record
-from warehouse.tempfiles import LOCK_NAME
+from medbench.records import decode_record
+from medbench.tempfiles import LOCK_NAME
 from warehouse.versions import kept_versions, read_pointer
 
 pytestmark = pytest.mark.slow

@@ -42,7 +42,7 @@ def test_a_killed_run_is_reported_failed(tmp_path: Path, monkeypatch) -> None:
     import dagster as dg
 
     from pipelines.dagster.stale_runs import fail_dead_runs, recover
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.get() as instance:
@@ -58,7 +58,7 @@ def test_recover_removes_a_killed_writers_temp_folder(tmp_path: Path) -> None:
     import dagster as dg
 
     from pipelines.dagster.stale_runs import recover
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     data = DataDir(tmp_path / "data")
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -30,7 +30,7 @@ def _fresh_copy(demo_data: Path, tmp_path: Path) -> tuple[Path, str]:
     """The demo data directory without the random model's run and its stored outputs."""
     from pipelines.engine.evaluate import resolve_evaluation
     from support.plugins import specs as load_specs
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     data = tmp_path / "data"
     shutil.copytree(demo_data, data, symlinks=True, ignore=shutil.ignore_patterns("dagster"))
@@ -54,7 +54,7 @@ def test_two_at_once_generate_once_and_write_one_result(demo_data: Path, tmp_pat
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
 
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     n = 1045 if "1045" in "".join(outs) else None
     stored = DataDir(data).generations(key).read_text().splitlines()

@@ -20,7 +20,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.service import service_of
 from support.commands import run_medbench
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.versions import kept_versions, read_pointer
 
 pytestmark = pytest.mark.slow

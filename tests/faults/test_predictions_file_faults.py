@@ -18,7 +18,7 @@ from support.api_data import RUN_IDS, publish_fixture
 from api.app import create_app
 from api.routes import artifacts
 from api.service import service_of
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 RUN = RUN_IDS["medgemma-cqa0"]
 URL = f"/artifacts/{RUN}/predictions.parquet"

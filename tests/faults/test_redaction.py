@@ -25,7 +25,7 @@ from support.loopback_chat_server import LoopbackChatServer
 from support.paths import REPO
 from support.serving import serve_in_thread
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from support.model_specs import replay_spec
 
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
 from pipelines.engine.snapshots import current_snapshot
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 pytestmark = pytest.mark.slow
 

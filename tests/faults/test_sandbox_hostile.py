@@ -357,8 +357,8 @@ def door(tmp_path_factory):
     """A live server over a published data directory, a submit token for ``acme`` and its quota raised."""
     from support.api_data import publish_fixture
     from support.live_server import medbench_serve
-    from warehouse.layout import DataDir
-    from warehouse.submissions import SubmissionStore
+    from medbench.layout import DataDir
+    from medbench.submissions import SubmissionStore
 
     top = tmp_path_factory.mktemp("door")
     publish_fixture(top / "data")

@@ -19,7 +19,7 @@ from support.plugins import builtin_plugins
 from support.plugins import specs as load_specs
 
 from pipelines.backends import registry
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 NAME = "models/tiny-llama-seed0"

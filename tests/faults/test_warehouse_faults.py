@@ -26,7 +26,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.service import service_of
 from support.live_server import medbench_serve
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 RUN = RUN_IDS["medgemma-cqa0"]
 PATHS = ["/healthz", "/v1/stats", "/v1/datasets", "/v1/tasks", "/v1/leaderboard?task=clinicalqa@0", "/v1/results",
@@ -140,7 +140,7 @@ def test_an_unreadable_pointer_falls_back(three, monkeypatch: pytest.MonkeyPatch
     root, versions = three
     pointer, real_open = str(DataDir(root).pointer), os.open
 
-    def refusing_open(file, *args, **kwargs):  # the pointer is opened by descriptor (warehouse.files.open_regular)
+    def refusing_open(file, *args, **kwargs):  # the pointer is opened by descriptor (medbench.files.open_regular)
         if str(file) == pointer:
             raise PermissionError(13, "Permission denied", file)
         return real_open(file, *args, **kwargs)

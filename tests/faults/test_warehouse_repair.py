@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from support.api_data import UTC, publish_fixture, publish_signed
 
-from warehouse.files import switch_symlink
-from warehouse.layout import DataDir
-from warehouse.tempfiles import clean_stale_temp
+from medbench.files import switch_symlink
+from medbench.layout import DataDir
+from medbench.tempfiles import clean_stale_temp
 from support.paths import REPO
 
 OLD = time.time() - 3600

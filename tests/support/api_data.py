@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from warehouse.keys import KEY_ENV, load_key, sign_catalog
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import Catalog, publish
 from warehouse.releases import Signer
-from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
+from medbench.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
 
 UTC = dt.timezone.utc
 

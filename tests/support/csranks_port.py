@@ -1,7 +1,7 @@
 """A line-by-line port of csranks' simultaneous rank sets (R package csranks by the method's authors,
 ``R/diffmeans.R`` ``csdiffmeans`` and ``R/ranks.R`` ``csranks_simul``, two-sided, ``stepdown=TRUE``),
 kept deliberately naive: p x p matrices, R's loop, no blocking or float32. It checks
-``pipelines.stats.rank_sets`` (docs/statistics.md, "Rank intervals").
+``medbench.stats.rank_sets`` (docs/statistics.md, "Rank intervals").
 
 Two substitutions, both stated in docs/statistics.md:
 

@@ -27,14 +27,14 @@ import pyarrow.parquet as pq
 from pipelines.engine.reference_model import reference_comparison_rows
 from pipelines.engine.evaluate import contamination, contamination_verdict
 from pipelines.engine.specs import spec_builtins, spec_hash
-from pipelines.stats.calibration import Recalibration
+from medbench.stats.calibration import Recalibration
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from support.api_data import RUN_IDS, catalog, run_id
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import MetricValue, ModelRef, ResultRecord, Withheld
+from medbench.records import MetricValue, ModelRef, ResultRecord, Withheld
 
 BASELINE = "neglastmap-ioh0"  # medbench/neg-last-map: the task spec's baseline_model
 OTHER = "logreg-ioh0"
@@ -175,7 +175,7 @@ def check_versus_baseline(client, root: Path, run: str, base: str) -> dict:
     import html
     import re
 
-    from pipelines.stats.paired_auroc import METHOD, paired_auroc_difference
+    from medbench.stats.paired_auroc import METHOD, paired_auroc_difference
 
     task = load_specs().task("vitaldb-ioh@0")
     body = client.get(f"/v1/results/{run}").json()

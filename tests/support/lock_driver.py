@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.backends.registry import BUILTIN_BACKENDS
     from pipelines.engine.evaluate import compute_metrics, make_predictions, resolve_evaluation
     from support.plugins import specs as load_specs
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     class Slow:
         def __init__(self, inner):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pipelines.core.registry import Plugins, installed_plugins
+from medbench.registry import Plugins, installed_plugins
 from pipelines.engine.specs import Specs, load_specs
 
 

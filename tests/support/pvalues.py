@@ -1,4 +1,4 @@
-"""A brute-force reference for the inverted percentile p-value (``pipelines.stats.paired_auroc``).
+"""A brute-force reference for the inverted percentile p-value (``medbench.stats.paired_auroc``).
 
 It asks np.percentile itself, level by level: the p-value is the smallest two-sided level alpha at
 which ``np.percentile(d, [50 alpha, 100 - 50 alpha])`` leaves 0 out, found by bisection, then

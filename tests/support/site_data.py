@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from support.api_data import RUN_IDS, catalog, make_record
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import ModelRef, ResultRecord
+from medbench.records import ModelRef, ResultRecord
 
 UTC = dt.UTC
 NOW = dt.datetime(2026, 10, 29, 12, tzinfo=UTC)

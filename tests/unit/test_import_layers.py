@@ -1,7 +1,7 @@
 """The layers of the dependency rule (docs/concepts.md) hold: ``lint-imports`` keeps every contract in pyproject.toml.
 
 The contracts (``[tool.importlinter]``): ``api`` imports, of this project, only ``warehouse`` and
-``pipelines.stats``; ``pipelines.stats`` imports numpy and the standard library only; ``api`` and
+``medbench.stats``; ``medbench.stats`` imports numpy and the standard library only; ``api`` and
 ``warehouse`` import no Dagster and no model library; only the CLI imports ``api``. A static check,
 so it also sees imports inside functions and in modules no test imports; ``test_api_imports``
 checks what a real import pulls in at run time.

@@ -1,4 +1,4 @@
-"""Kinds own their shapes (docs/adding-a-task.md, "A new kind"): no code outside ``pipelines/kinds/``
+"""Kinds own their shapes (docs/adding-a-task.md, "A new kind"): no code outside ``medbench/kinds/``
 compares a task's kind with the built-ins' names, and no module under ``api/`` reads a result's
 extras by key, so a plug-in kind needs no edit of the engine, the warehouse or the site.
 
@@ -72,7 +72,7 @@ def test_the_checks_catch_what_they_look_for() -> None:
 
 def test_no_code_outside_the_kinds_compares_a_kind_with_a_builtin_name() -> None:
     found = {str(p.relative_to(REPO)): kind_comparisons(p.read_text())
-             for p in _sources("pipelines", "api", "warehouse", skip="pipelines/kinds")}
+             for p in _sources("pipelines", "api", "warehouse", skip="medbench/kinds")}
     assert {p: lines for p, lines in found.items() if lines} == {}
 
 

@@ -1,30 +1,8 @@
-"""The write path's store: API tokens and model submissions, a database of its own beside the
-published warehouse (SQLite in WAL mode in the data directory by default, PostgreSQL in deployments),
-behind one interface and one Alembic-migrated schema. The API, the CLI and the Dagster sensor all
-reach it through ``SubmissionStore``; nothing here touches the published DuckDB warehouse."""
+"""Moved to ``medbench.submissions`` (docs/concepts.md, "The layers"); this old package stays for plug-ins: its
+modules are the new ones under their old names, and a name taken from it is the new package's
+(each warns once, ``medbench.old_paths``)."""
 
-from warehouse.submissions.engine import URL_ENV, store_url
-from warehouse.submissions.records import (
-    STATES,
-    TERMINAL,
-    TRANSITIONS,
-    AuthFailure,
-    HistoryEntry,
-    IllegalTransition,
-    QuotaExceeded,
-    Resources,
-    StoreError,
-    Submission,
-    SubmissionNotFound,
-    SubmissionRefused,
-    Checked,
-    Token,
-    TokenNotFound,
-)
-from warehouse.submissions.store import Created, SubmissionStore, dedupe_key
+import medbench.submissions
+from medbench.old_paths import alias_package
 
-__all__ = [
-    "STATES", "TERMINAL", "TRANSITIONS", "URL_ENV", "AuthFailure", "Checked", "Created", "HistoryEntry", "IllegalTransition",
-    "QuotaExceeded", "Resources", "StoreError", "Submission", "SubmissionNotFound", "SubmissionRefused", "SubmissionStore", "Token",
-    "TokenNotFound", "dedupe_key", "store_url",
-]
+__getattr__ = alias_package(__name__, medbench.submissions)

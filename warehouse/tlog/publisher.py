@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from warehouse.files import atomic_path
+from medbench.files import atomic_path
 from warehouse.tlog.audit import LogIntegrityError, LogState, audit, unique_key
 from warehouse.tlog.checkpoint import Checkpoint, sign_checkpoint
 from warehouse.tlog.entries import parse_entry, rotation_entry

@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.releases import ReleaseRecord, manifest_bytes, releases_except
 from warehouse.tlog.audit import LogIntegrityError, LogState
 from warehouse.tlog.checkpoint import Checkpoint, origin_for

@@ -32,7 +32,7 @@ import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from warehouse.files import PUBLIC_FILE, atomic_path
+from medbench.files import PUBLIC_FILE, atomic_path
 from warehouse.tlog.merkle import EMPTY_ROOT, HASH_SIZE, consistency_path, inclusion_path, leaf_hash, node_hash
 
 OFFSET = struct.Struct(">Q")

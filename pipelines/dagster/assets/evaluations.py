@@ -22,7 +22,7 @@ from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
 from pipelines.engine.specs import Specs
-from pipelines.kinds import kind as kind_of
+from medbench.kinds import kind as kind_of
 from pipelines.tasks.base import CheckOutcome
 
 from .checks import outcome_check

@@ -164,7 +164,7 @@ def _run_config(family, config) -> dict:
 def _start_work(context: dg.AssetExecutionContext, work: list, config, family) -> None:
     """The partitions that need work as runs of ``evaluate_<family>``: queued to the instance, or
     run here and waited for (``submit.py``); a failed one fails this run, with its reason."""
-    from pipelines.dagster.plan import Planned
+    from pipelines.orchestration.plan import Planned
     from pipelines.dagster.child_runs import start_partition_runs
 
     job = repository_job(context, evaluation_job_name(family.name))

@@ -19,9 +19,9 @@ from pipelines.datasets.base import Dataset, Log, Materialized, is_demo
 from pipelines.datasets.clinicalqa.common import CLINICALQA_SOURCE_ENV
 from pipelines.datasets.clinicalqa.demo import write_demo_clinicalqa
 from pipelines.datasets.clinicalqa.source import load_clinicalqa_snapshot
-from pipelines.core.specs import DatasetSpec
-from warehouse.layout import DataDir
-from warehouse.files import atomic_path
+from medbench.specs import DatasetSpec
+from medbench.layout import DataDir
+from medbench.files import atomic_path
 
 DEMO_SEED = 11
 

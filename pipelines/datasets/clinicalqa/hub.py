@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from pipelines.datasets.clinicalqa.common import CLINICALQA_SOURCE_ENV, ClinicalqaDataError, ClinicalqaDownloadError
 from pipelines.engine.retry import Again, Backoff, retry_on_exception
-from pipelines.core.specs import DatasetSpec
+from medbench.specs import DatasetSpec
 
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 

@@ -30,8 +30,8 @@ from pipelines.datasets.clinicalqa.common import (  # noqa: F401 (the loader's e
     CLINICALQA_SOURCE_ENV, ClinicalqaDataError, ClinicalqaDownloadError,
 )
 from pipelines.datasets.clinicalqa.hub import download_split
-from pipelines.core.specs import DatasetSpec
-from warehouse.files import atomic_path, atomic_write_bytes
+from medbench.specs import DatasetSpec
+from medbench.files import atomic_path, atomic_write_bytes
 
 ANSWER_LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")  # the dataset's answer column holds one of these
 

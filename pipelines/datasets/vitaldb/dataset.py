@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pipelines.datasets.base import Dataset, Log, Materialized, is_demo
-from pipelines.core.specs import DatasetSpec
-from warehouse.layout import DataDir
-from warehouse.files import atomic_directory
+from medbench.specs import DatasetSpec
+from medbench.layout import DataDir
+from medbench.files import atomic_directory
 
 VITALDB_SOURCE_ENV = "MEDBENCH_VITALDB_SOURCE"
 VITALDB_DEFAULT_URL = "https://api.vitaldb.net"

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.engine.retry import Again, Backoff, RetriesExhausted, retry
-from warehouse.files import atomic_write_bytes
+from medbench.files import atomic_write_bytes
 
 _NULLS = ["", "nan", "NaN", "-nan", "-nan(ind)", "nan(ind)"]
 _RETRY_STATUS = {429, 500, 502, 503, 504}

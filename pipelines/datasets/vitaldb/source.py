@@ -34,7 +34,7 @@ from pipelines.datasets.vitaldb.openers import (  # noqa: F401  (VitaldbSourceEr
     parse_track,
 )
 from pipelines.engine.progress import Progress
-from warehouse.files import atomic_directory
+from medbench.files import atomic_directory
 
 DEFAULT_TRACK = "Solar8000/ART_MBP"
 SNAPSHOT_FORMAT = "vitaldb-snapshot/1"

@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.backends.replay import read_replay
-from pipelines.core.evaluation import Evaluation
-from pipelines.core.specs import TaskSpec
+from medbench.evaluation import Evaluation
+from medbench.specs import TaskSpec
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
-from pipelines.stats.validity import gate
+from medbench.stats.validity import gate
 from pipelines.tasks.base import (
     CheckOutcome, Instances, Log, ReplayScore, ScoreSummary, TaskFamily, TextChoice, predicted_once,
 )
@@ -34,7 +34,7 @@ from pipelines.tasks.clinicalqa.score import (
     PREDICTIONS_SCHEMA, breakdowns, predictions_table, score_choice, summarise_choice,
 )
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
-from warehouse.files import atomic_path
+from medbench.files import atomic_path
 
 
 class CategoryAccuracy(msgspec.Struct, frozen=True):

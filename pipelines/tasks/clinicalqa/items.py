@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
-from pipelines.core.outcomes import PromptItem
+from medbench.outcomes import PromptItem
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
 
 UNCATEGORISED = "Uncategorized"

@@ -23,11 +23,11 @@ import pyarrow as pa
 from pipelines.tasks.clinicalqa.parsing.tokens import DEFAULT_OPTIONS, ParseStatus
 from pipelines.tasks.clinicalqa.parse_batch import ParsingFailed, parse_batch
 from pipelines.tasks.clinicalqa.parsing.versions import DEFAULT_VERSION, TAKES_OPTION_TEXTS, parser_for
-from pipelines.core.specs import BootstrapSpec, IntervalsSpec
-from pipelines.kinds.choice import Choice
+from medbench.specs import BootstrapSpec, IntervalsSpec
+from medbench.kinds.choice import Choice
 from pipelines.tasks.clinicalqa.settings import ChoiceSettings
-from pipelines.stats.bootstrap import percentile_bootstrap_mean
-from pipelines.stats.wilson import wilson_interval
+from medbench.stats.bootstrap import percentile_bootstrap_mean
+from medbench.stats.wilson import wilson_interval
 
 PREDICTIONS_SCHEMA = Choice.schema  # the choice kind's columns (docs/duckdb.md), nothing of its own
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
@@ -220,8 +220,8 @@ def breakdowns(correct: np.ndarray, fields: Mapping[str, Sequence[str]]) -> dict
     and can be all wrong or all right, where a bootstrap interval collapses to a point. These are
     per-group intervals, not simultaneous ones: the published ``breakdowns_caveat`` says so.
     """
-    from warehouse.records import Breakdown
-    from warehouse.records import MetricValue as Metric
+    from medbench.records import Breakdown
+    from medbench.records import MetricValue as Metric
 
     out: dict[str, list] = {}
     correct = np.asarray(correct, dtype=bool)

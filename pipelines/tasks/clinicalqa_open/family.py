@@ -5,7 +5,7 @@ Dataset ``clinicalqa`` (the real loader's snapshot, as clinicalqa@N reads it); i
 ``items.parquet``: the prompt (question and findings, no options) and the item's criteria
 (``rubric_rule.py``); the problem answers, then judges (``judging.py``); the score is the rubric
 score with its two-stage and items-only intervals and ``judge_agreement``
-(``pipelines.stats.rubric``). docs/adding-a-task.md, "The rubric kind and clinicalqa-open".
+(``medbench.stats.rubric``). docs/adding-a-task.md, "The rubric kind and clinicalqa-open".
 
 Its file name is shared on purpose: every plug-in package names its parts alike
 (docs/adding-a-task.md, "The pieces"), so one reads the next.
@@ -22,18 +22,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.core.evaluation import Evaluation
-from pipelines.core.protocols import NotRunnable
-from pipelines.core.specs import TaskSpec
+from medbench.evaluation import Evaluation
+from medbench.protocols import NotRunnable
+from medbench.specs import TaskSpec
 from pipelines.datasets.clinicalqa.source import read_clinicalqa_snapshot
-from pipelines.kinds.rubric import Rubric
+from medbench.kinds.rubric import Rubric
 from pipelines.tasks.base import CheckOutcome, Instances, Log, ScoreSummary, TaskFamily, predicted_once
 from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge, judge_prompt_sha256, sampling_kwargs
 from pipelines.tasks.clinicalqa_open.rubric_rule import derive_criteria, rubric_sha256
 from pipelines.tasks.clinicalqa_open.scorecard import judge_scorecard, read_reference
 from pipelines.tasks.clinicalqa_open.scoring import score_rubric
 from pipelines.tasks.clinicalqa_open.settings import RubricSettings
-from warehouse.files import atomic_path
+from medbench.files import atomic_path
 
 PREDICTIONS_SCHEMA = Rubric.schema
 CRITERIA = pa.list_(pa.struct([("id", pa.string()), ("text", pa.string()), ("points", pa.float64()),
@@ -63,7 +63,7 @@ def items_table(rows: list[dict[str, Any]], s: RubricSettings) -> pa.Table:
 def predictions_table(items: list[dict[str, Any]], answers: dict[str, str],
                       verdicts: dict[str, list[list[tuple[bool, str]]]], judge: Judge) -> pa.Table:
     """One row per item: answer, rubric hash, mean score over judge samples, the grades as lists."""
-    from pipelines.stats.rubric import item_scores
+    from medbench.stats.rubric import item_scores
 
     cols: dict[str, list] = {n: [] for n in PREDICTIONS_SCHEMA.names}
     for r in items:

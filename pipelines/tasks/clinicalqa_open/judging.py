@@ -1,4 +1,4 @@
-"""Answer, then judge: the self-solving problem of a rubric task (``pipelines.core.protocols.Problem``).
+"""Answer, then judge: the self-solving problem of a rubric task (``medbench.protocols.Problem``).
 
 1. The evaluation's model answers each item's prompt through its backend's text generator; the
    answers are stored under a generation key (model, settings, prompt hash, decoding, snapshot),
@@ -27,8 +27,8 @@ from typing import Any, Callable
 import msgspec
 import pyarrow as pa
 
-from pipelines.core.canonical import spec_builtins
-from pipelines.core.outcomes import Log, Predicted, PromptItem, Sampling, Usage, combined_usage
+from medbench.canonical import spec_builtins
+from medbench.outcomes import Log, Predicted, PromptItem, Sampling, Usage, combined_usage
 from pipelines.engine.generations import GenerationStore, generation_key
 
 UNGRADED = "(the judge gave no verdict for this criterion)"

@@ -1,5 +1,5 @@
 """The judge's scorecard: its verdicts against reference grades (a physician's met / not met per
-criterion of given answers), macro F1 and Cohen's kappa with intervals (``pipelines.stats.rubric``).
+criterion of given answers), macro F1 and Cohen's kappa with intervals (``medbench.stats.rubric``).
 
 Reference grades are JSONL rows ``{"answer_sha256", "instance_id", "criterion_id", "met"}``, in the
 file the task spec names (``reference_grades``, relative to the specs folder). A grade applies to a
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.engine.specs import specs_root
-from pipelines.stats.rubric import scorecard
+from medbench.stats.rubric import scorecard
 
 
 class JudgeScorecard(msgspec.Struct, frozen=True):

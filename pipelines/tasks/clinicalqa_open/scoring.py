@@ -1,5 +1,5 @@
 """clinicalqa-open's score: the rubric score with its two-stage and items-only intervals, the judge's
-agreement with itself, and each criterion tag's met rate (``pipelines.stats.rubric``).
+agreement with itself, and each criterion tag's met rate (``medbench.stats.rubric``).
 
 The per-item arrays are rebuilt from the predictions' grade lists, so scoring never calls a model.
 """
@@ -13,8 +13,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from pipelines.core.specs import TaskSpec
-from pipelines.stats.rubric import ITEMS_ONLY_METHOD, TWO_STAGE_METHOD, item_scores, judge_agreement, rubric_interval
+from medbench.specs import TaskSpec
+from medbench.stats.rubric import ITEMS_ONLY_METHOD, TWO_STAGE_METHOD, item_scores, judge_agreement, rubric_interval
 from pipelines.tasks.base import ScoreSummary
 from pipelines.tasks.clinicalqa_open.scorecard import JudgeScorecard, judge_scorecard, read_reference
 

@@ -8,7 +8,7 @@ Its file name is shared on purpose: every plug-in package names its parts alike
 
 from __future__ import annotations
 
-from pipelines.core.specs import SpecBase
+from medbench.specs import SpecBase
 
 
 class RubricSettings(SpecBase):

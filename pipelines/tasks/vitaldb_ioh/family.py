@@ -24,11 +24,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.core.evaluation import Evaluation
-from pipelines.core.specs import TaskSpec
-from pipelines.kinds.score import Score
-from pipelines.stats.calibration import Recalibration
-from pipelines.stats.decision import alarm_threshold
+from medbench.evaluation import Evaluation
+from medbench.specs import TaskSpec
+from medbench.kinds.score import Score
+from medbench.stats.calibration import Recalibration
+from medbench.stats.decision import alarm_threshold
 from pipelines.tasks.base import (
     CheckOutcome, FitAndScore, Instances, Log, ScoreSummary, TaskFamily, predicted_once, scores_finite,
 )

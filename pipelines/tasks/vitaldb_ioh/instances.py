@@ -20,7 +20,7 @@ from pipelines.tasks.vitaldb_ioh.grid import GridBuilder, case_layout, check_set
 from pipelines.tasks.vitaldb_ioh.settings import IohSettings
 from pipelines.tasks.vitaldb_ioh.split import SPLITS, Split, split_codes
 from pipelines.tasks.vitaldb_ioh.windows import WindowArrays, windows_from_grid
-from warehouse.files import atomic_path, atomic_write_bytes
+from medbench.files import atomic_path, atomic_write_bytes
 
 _READ_BATCH_ROWS = 2_000_000
 
@@ -74,7 +74,7 @@ class WindowsSummary:
 
 def flow_steps(flow: dict) -> list[dict]:
     """The flow file's counts as the published participant flow: labelled counts in order
-    (``pipelines.core.figures.FlowStep``), exclusions and splits one level in."""
+    (``medbench.figures.FlowStep``), exclusions and splits one level in."""
     steps = [{"label": "cases in the snapshot", "count": flow["snapshot_cases"], "unit": "cases", "level": 0}]
     steps += [{"label": f"excluded: {e['reason']}", "count": e["cases"], "unit": "cases", "level": 1}
               for e in flow.get("exclusions", [])]

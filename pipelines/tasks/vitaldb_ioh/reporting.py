@@ -1,7 +1,7 @@
 """vitaldb-ioh's clinical report (TRIPOD+AI): which probabilities the calibration metrics read, and
 the subgroups by sex and age band.
 
-Probabilities: a scorer declares ``probabilistic`` (``pipelines.core.protocols.WindowScorer``). A probabilistic
+Probabilities: a scorer declares ``probabilistic`` (``medbench.protocols.WindowScorer``). A probabilistic
 scorer's scores are taken as they are; any other's are mapped by ``p = sigmoid(a + b * score)``
 fitted on the validation split when the model is run (``family.probabilities``). The map travels with
 the predictions it applies to, in the Parquet file's key-value metadata under
@@ -30,11 +30,11 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from pipelines.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs
-from pipelines.stats.calibration import Recalibration
-from pipelines.stats.clinical import MetricRow, clinical_report
-from pipelines.stats.intervals import level, percentile_interval
-from pipelines.stats.refit import ReplicateFits, refit, validation_counts
+from medbench.stats.auroc import auroc, cluster_pair_counts, replicate_aurocs
+from medbench.stats.calibration import Recalibration
+from medbench.stats.clinical import MetricRow, clinical_report
+from medbench.stats.intervals import level, percentile_interval
+from medbench.stats.refit import ReplicateFits, refit, validation_counts
 
 PROBABILITIES_KEY = b"medbench.probabilities"
 VALIDATION_KEY = b"medbench.validation"

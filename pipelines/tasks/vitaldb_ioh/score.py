@@ -17,16 +17,16 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from pipelines.core.outcomes import ScoreSummary
-from pipelines.core.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
-from pipelines.stats.clinical import MetricRow, clinical_report
-from pipelines.stats.intervals import level
-from pipelines.stats.validity import gate, reason
+from medbench.outcomes import ScoreSummary
+from medbench.specs import BootstrapSpec, IntervalsSpec
+from medbench.stats.auroc import cluster_bootstrap, resample_cluster_counts, roc_points
+from medbench.stats.clinical import MetricRow, clinical_report
+from medbench.stats.intervals import level
+from medbench.stats.validity import gate, reason
 from pipelines.tasks.vitaldb_ioh.reporting import (RECALIBRATED, age_band, probabilities_of, replicate_fits,
                                                    subgroup_rows, validation_fits)
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting
-from warehouse.records import MetricValue, Subgroup
+from medbench.records import MetricValue, Subgroup
 
 
 class RocPoints(msgspec.Struct, frozen=True):

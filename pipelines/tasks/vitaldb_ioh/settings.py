@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pipelines.core.specs import SpecBase
+from medbench.specs import SpecBase
 
 
 class IohReporting(SpecBase):

@@ -1,4 +1,4 @@
-"""``api`` and ``warehouse`` import no Dagster and, of ``pipelines``, only ``pipelines.stats`` (docs/concepts.md, "The dependency rule").
+"""``api`` and ``warehouse`` import no Dagster and, of ``pipelines``, only ``medbench.stats`` (docs/concepts.md, "The dependency rule").
 
 ``tests/unit/test_import_layers.py`` checks the same rule statically (import-linter); this one checks
 what a real import of every module, and a real app, pulls in at run time.
@@ -22,7 +22,7 @@ for package in (api, warehouse):
         importlib.import_module(module.name)
 from api.app import create_app
 create_app()
-allowed = ("pipelines", "pipelines.stats", "pipelines.core", "pipelines.kinds")  # the package, its statistics, core and kinds
+allowed = ("pipelines", "medbench.stats", "medbench", "medbench.kinds")  # the package, its statistics, core and kinds
 bad = sorted(
     m for m in sys.modules
     if m.split(".")[0] == "dagster" or m.startswith("dagster_")

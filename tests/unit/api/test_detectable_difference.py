@@ -14,10 +14,10 @@ from support.ioh_data import BASELINE, OTHER, publish_ioh
 from support.api_data import RUN_IDS
 
 from api.app import create_app
-from pipelines.core.kind import read_aligned
-from pipelines.stats.detectable import (bootstrap_detectable, mcnemar_detectable, median_discordant_rate,
+from medbench.kind import read_aligned
+from medbench.stats.detectable import (bootstrap_detectable, mcnemar_detectable, median_discordant_rate,
                                         median_pair_sd)
-from pipelines.stats.ranks import auroc_replicate_values
+from medbench.stats.ranks import auroc_replicate_values
 
 
 @pytest.fixture(scope="module")

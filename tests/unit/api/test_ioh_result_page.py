@@ -24,7 +24,7 @@ from support.ioh_data import (
 
 from api.app import create_app
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
 
 TASK = load_specs().task("vitaldb-ioh@0")

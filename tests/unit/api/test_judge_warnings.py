@@ -10,8 +10,8 @@ import msgspec
 from support.api_data import RUNS, make_record
 
 from api.judge_checks import judge_warnings, min_judge_kappa
-from warehouse.layout import DataDir
-from warehouse.records import JudgeRef, MetricValue
+from medbench.layout import DataDir
+from medbench.records import JudgeRef, MetricValue
 
 SPEC = {"slug": "clinicalqa-open", "rubric": {"judge": "judges/strict", "min_judge_kappa": 0.6}}
 

@@ -12,8 +12,8 @@ from api import render
 from api.metric_schemas import Metric, Subgroup
 from pipelines.engine.evaluate import _counted
 from pipelines.engine.specs import BootstrapSpec
-from warehouse.records import MetricValue, ResultRecord, replicates_published
-from warehouse.records import Subgroup as SubgroupRecord
+from medbench.records import MetricValue, ResultRecord, replicates_published
+from medbench.records import Subgroup as SubgroupRecord
 
 
 def _record(metrics, config=None, subgroups=None) -> ResultRecord:

@@ -26,8 +26,8 @@ from api.site.pages import p_value
 from pipelines.engine.reference_model import reference_comparison_rows
 from pipelines.engine.specs import spec_builtins, spec_hash
 from support.plugins import specs as load_specs
-from pipelines.kinds import kinds
-from warehouse.layout import DataDir
+from medbench.kinds import kinds
+from medbench.layout import DataDir
 from warehouse.publish import publish
 
 SPECS = load_specs()

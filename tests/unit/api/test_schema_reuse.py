@@ -15,7 +15,7 @@ import inspect
 import msgspec
 
 from api import log_schemas, schemas
-from warehouse import records
+from medbench import records
 
 
 def _shape(struct: type) -> tuple:

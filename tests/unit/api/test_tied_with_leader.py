@@ -17,7 +17,7 @@ from support.ties import ties_against_compare
 
 from api.app import create_app
 from pipelines.engine.ranking import leaderboard_blocks, rank_rows
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
 from warehouse.read import read_ranks
 

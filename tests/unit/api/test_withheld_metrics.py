@@ -11,9 +11,9 @@ from litestar.testing import TestClient
 from support.api_data import RUN_IDS, catalog
 
 from api.app import create_app
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import Withheld
+from medbench.records import Withheld
 
 WHY = "ppv[t=0.9] is undefined on these test items (no value: e.g. one class only, or no alarm)"
 

@@ -13,11 +13,11 @@ from support.api_data import catalog
 
 from api.app import create_app
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.wilson import wilson_interval
+from medbench.stats.wilson import wilson_interval
 from pipelines.tasks.clinicalqa.score import summarise_choice
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import MetricValue
+from medbench.records import MetricValue
 
 BOOT = BootstrapSpec(replicates=200, seed=1, unit="item")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from pipelines.stats.auroc import (
+from medbench.stats.auroc import (
     auprc,
     auroc,
     cluster_bootstrap,

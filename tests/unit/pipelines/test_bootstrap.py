@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.stats.bootstrap import (
+from medbench.stats.bootstrap import (
     bootstrap_replicate_means,
     percentile_bootstrap_mean,
 )

@@ -25,7 +25,7 @@ from pipelines.datasets.clinicalqa.source import (
 )
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
 from support.plugins import specs as load_specs
-from pipelines.stats.bootstrap import percentile_bootstrap_mean
+from medbench.stats.bootstrap import percentile_bootstrap_mean
 from pipelines.tasks.clinicalqa.items import items_table, prompt_items
 
 TASK = load_specs().task("clinicalqa@0")

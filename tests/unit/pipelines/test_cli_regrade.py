@@ -16,8 +16,8 @@ from support.api_data import RUNS, make_record
 from pipelines.cli import regrade as cli_regrade
 from pipelines.engine import evaluate as engine
 from pipelines.engine import release as release_module
-from warehouse.layout import DataDir
-from warehouse.records import UsagePart
+from medbench.layout import DataDir
+from medbench.records import UsagePart
 
 TASK = SimpleNamespace(ref="clinicalqa-open@0")
 MODEL = SimpleNamespace(slug="kgpu/medgemma-27b")

@@ -33,8 +33,8 @@ def test_the_withdrawn_line_has_date_and_reason() -> None:
 
 def test_the_materialize_table_keeps_its_columns_aligned(tmp_path) -> None:
     """Issue #40: "withdrawn" (9 letters) pushed its row's run id out of the status column."""
-    from pipelines.dagster.report import Outcome, Report
-    from warehouse.layout import DataDir
+    from pipelines.orchestration.report import Outcome, Report
+    from medbench.layout import DataDir
 
     report = Report(DataDir(tmp_path), [Outcome("clinicalqa@0|a/b", "ran", "0123456789ab"),
                                         Outcome("clinicalqa@0|a/c", "withdrawn", "ba9876543210", "withdrawn on x"),

@@ -10,10 +10,10 @@ import pytest
 import statsmodels.api as sm
 from sklearn.metrics import brier_score_loss, confusion_matrix
 
-from pipelines.stats.auroc import resample_cluster_counts, resample_cluster_draws
-from pipelines.stats.calibration import Recalibration, calibration_intercept, calibration_slope, logit
-from pipelines.stats.clinical import clinical_report
-from pipelines.stats.decision import alarm_threshold
+from medbench.stats.auroc import resample_cluster_counts, resample_cluster_draws
+from medbench.stats.calibration import Recalibration, calibration_intercept, calibration_slope, logit
+from medbench.stats.clinical import clinical_report
+from medbench.stats.decision import alarm_threshold
 
 
 def miscalibrated(n: int = 1500, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

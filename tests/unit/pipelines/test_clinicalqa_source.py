@@ -296,7 +296,7 @@ from pathlib import Path
 import msgspec
 import huggingface_hub  # imported before HF_ENDPOINT names the hub: the loader must read it at call time
 from pipelines.datasets.clinicalqa.source import ClinicalqaDownloadError, load_clinicalqa_snapshot
-from pipelines.core.registry import installed_plugins
+from medbench.registry import installed_plugins
 from pipelines.engine.specs import load_specs
 hub_url, rows, out_dir, cache_dir, revision = sys.argv[1:6]
 os.environ["HF_ENDPOINT"] = hub_url

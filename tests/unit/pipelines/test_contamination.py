@@ -21,8 +21,8 @@ from pipelines.engine.evaluate import contamination, contamination_basis, contam
 from pipelines.backends.registry import VllmBackend
 from pipelines.engine.specs import canonical_json, model_spec_type, spec_hash
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
-from warehouse.records import CONTAMINATION_FLAG, contamination_of, decode_record, encode_record
+from medbench.layout import DataDir
+from medbench.records import CONTAMINATION_FLAG, contamination_of, decode_record, encode_record
 
 SPECS = load_specs()
 CQA = SPECS.datasets["clinicalqa"]  # public since 2025-04-04

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.stats.rank_sets import _zero_se, simultaneous_rank_sets
-from pipelines.stats.ranks import accuracy_replicate_sums
+from medbench.stats.rank_sets import _zero_se, simultaneous_rank_sets
+from medbench.stats.ranks import accuracy_replicate_sums
 from tests.support.csranks_port import csranks_simul
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "csranks_replicates.json"

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from pipelines.kinds.choice import mcnemar_exact
-from pipelines.stats.detectable import (bootstrap_detectable, mcnemar_detectable, median_discordant_rate,
+from medbench.kinds.choice import mcnemar_exact
+from medbench.stats.detectable import (bootstrap_detectable, mcnemar_detectable, median_discordant_rate,
                                         median_pair_sd)
-from pipelines.stats.paired_auroc import percentile_test
+from medbench.stats.paired_auroc import percentile_test
 
 
 def test_mcnemar_formula_gives_80_percent_power_in_simulation():

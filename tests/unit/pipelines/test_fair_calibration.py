@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.calibration import brier, calibration_slope
-from pipelines.stats.decision import alarm_threshold
+from medbench.stats.calibration import brier, calibration_slope
+from medbench.stats.decision import alarm_threshold
 from pipelines.tasks.vitaldb_ioh.family import probabilities
 from pipelines.tasks.vitaldb_ioh.reporting import PROBABILITIES_KEY
 from pipelines.tasks.vitaldb_ioh.score import score_metrics

@@ -12,7 +12,7 @@ from scipy import stats
 
 from bench.coverage import main as coverage_main
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.intervals import expanded_alpha, percentile_interval
+from medbench.stats.intervals import expanded_alpha, percentile_interval
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import EXPANDED, score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting

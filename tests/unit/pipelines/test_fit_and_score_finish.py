@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.backends.window_scorers import NegLastMap
-from pipelines.core.protocols import FitAndScore
-from pipelines.core.specs import BootstrapSpec
+from medbench.protocols import FitAndScore
+from medbench.specs import BootstrapSpec
 from pipelines.engine.solvers import solve_fit_and_score
 from pipelines.tasks.vitaldb_ioh.family import probabilities
 from pipelines.tasks.vitaldb_ioh.reporting import probabilities_of

@@ -1,4 +1,4 @@
-"""Secrets out of identity (``pipelines.core.identity_form``): a spec hash is taken over the spec with
+"""Secrets out of identity (``medbench.identity_form``): a spec hash is taken over the spec with
 each value publication redacts replaced by its HMAC under the maintainer's identity key.
 
 The fault: ``spec_hash`` was the sha256 of the unredacted settings, published beside the redacted
@@ -16,8 +16,8 @@ import msgspec
 import pytest
 
 from pipelines.backends.settings import OpenAISettings, ReplaySettings, TransformersSettings, published
-from pipelines.core.canonical import canonical_json, spec_builtins
-from pipelines.core.identity_form import DEMO_IDENTITY_KEY, IDENTITY_KEY_ENV, IdentityKeyError, identity_key
+from medbench.canonical import canonical_json, spec_builtins
+from medbench.identity_form import DEMO_IDENTITY_KEY, IDENTITY_KEY_ENV, IdentityKeyError, identity_key
 from pipelines.engine.release import published_spec
 from pipelines.engine.specs import spec_hash
 from support.model_specs import specs_with_served

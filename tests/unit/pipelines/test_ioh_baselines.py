@@ -15,7 +15,7 @@ from pipelines.backends.window_scorers import (
     window_features,
 )
 from support.plugins import specs as load_specs
-from pipelines.stats.auroc import auroc
+from medbench.stats.auroc import auroc
 from pipelines.tasks.vitaldb_ioh.instances import read_windows
 from support.ioh_data import demo_windows
 

@@ -11,7 +11,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
 from support.plugins import specs as load_specs
-from pipelines.stats.auroc import cluster_bootstrap, resample_cluster_draws
+from medbench.stats.auroc import cluster_bootstrap, resample_cluster_draws
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 
 REPLICATES, SEED = 300, 11

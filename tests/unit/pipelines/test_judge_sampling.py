@@ -17,7 +17,7 @@ from pipelines.backends.base import PromptItem, Sampling
 from pipelines.engine.specs import load_specs
 from pipelines.tasks.clinicalqa_open.family import resolve_judge
 from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 CRITERIA = [{"id": "gold", "text": "names it: X", "points": 5.0, "tags": []}]
 

@@ -1,4 +1,4 @@
-"""Task kinds as strategies (``pipelines.kinds``): the lookup, one alignment, the resampling unit.
+"""Task kinds as strategies (``medbench.kinds``): the lookup, one alignment, the resampling unit.
 
 A score kind without a cluster column resamples items; the reference here is the obvious slow
 computation (draw item indices with ``default_rng(seed).integers(0, N, size=(R, N))``, score each
@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from pipelines.core.kind import ComparisonError, align, read_aligned, resampling_unit
-from pipelines.kinds import kind, kinds
-from pipelines.stats.paired_auroc import paired_auroc_difference
-from pipelines.stats.ranks import auroc_rank_intervals
+from medbench.kind import ComparisonError, align, read_aligned, resampling_unit
+from medbench.kinds import kind, kinds
+from medbench.stats.paired_auroc import paired_auroc_difference
+from medbench.stats.ranks import auroc_rank_intervals
 from support.plugins import builtin_plugins
 from support.paths import REPO
 from support.pvalues import reference_p
@@ -143,12 +143,12 @@ def test_a_plugin_kind_under_a_builtin_name_is_an_error_naming_both(monkeypatch)
     """Kinds live in a Registry: a second ``score`` (from an installed distribution) does not silently lose."""
     from importlib.metadata import EntryPoint
 
-    import pipelines.kinds as kinds_module
+    import medbench.kinds as kinds_module
 
     clash = EntryPoint(name="score", value="somewhere.kinds:OtherScore", group="medbench.kinds")
     monkeypatch.setattr(kinds_module, "entry_points", lambda group: [clash] if group == "medbench.kinds" else [])
     monkeypatch.setattr(kinds_module, "_registry", None)
-    with pytest.raises(ValueError, match=r"task kind 'score' is registered twice: by pipelines\.kinds\.score\.Score "
+    with pytest.raises(ValueError, match=r"task kind 'score' is registered twice: by medbench\.kinds\.score\.Score "
                                          r"and by entry point 'somewhere\.kinds:OtherScore'"):
         kinds_module.kind("score")
     monkeypatch.setattr(kinds_module, "_registry", None)

@@ -15,7 +15,7 @@ from dagster._core.storage.dagster_run import DagsterRunStatus
 from pipelines.dagster.launch import (LAUNCH_TAG, WAIT_ENV, PartitionBusy, execute_partition, fail_in_flight,
                                       partition_lock, partition_wait_s)
 from pipelines.dagster.limits import POOL_TAG
-from pipelines.dagster.plan import Planned
+from pipelines.orchestration.plan import Planned
 
 PARTS = dg.StaticPartitionsDefinition(["a", "b"])
 
@@ -58,7 +58,7 @@ def test_a_partition_held_by_another_launch_is_refused_after_the_wait(tmp_path: 
 def test_a_launch_that_waited_applies_rule_one_again(tmp_path: Path) -> None:
     """Once the other holder is gone, ``reuse`` decides: what it returns is the outcome, and no run
     starts; when it returns None (the other process made nothing, e.g. it died), the run starts."""
-    from pipelines.dagster.report import Outcome
+    from pipelines.orchestration.report import Outcome
 
     seen = []
 

@@ -17,11 +17,11 @@ from pipelines.backends.endpoints import EndpointError, resolve_endpoint
 from pipelines.backends.registry import OpenAIBackend
 from pipelines.backends.settings import OpenAISettings
 from pipelines.cli.demo_endpoint import ENDPOINT, configure
-from pipelines.core.specs import SpecError, model_spec_type
+from medbench.specs import SpecError, model_spec_type
 from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
 from pipelines.datasets.clinicalqa.simulated_server import SimulatedChatServer
 from pipelines.engine.submission_policy import FILE_NAME, load_policy
-from warehouse.layout import DATA_ENV, DataDir
+from medbench.layout import DATA_ENV, DataDir
 
 
 @pytest.fixture

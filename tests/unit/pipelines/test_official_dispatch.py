@@ -14,8 +14,8 @@ import pytest
 import pipelines.official.submission as official
 from pipelines.cli import submissions_run
 from pipelines.dagster import submission_flow, submission_jobs
-from warehouse.layout import DataDir
-from warehouse.submissions import IllegalTransition, SubmissionStore
+from medbench.layout import DataDir
+from medbench.submissions import IllegalTransition, SubmissionStore
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 

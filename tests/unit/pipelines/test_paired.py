@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pipelines.stats.paired import clopper_pearson, mcnemar_exact_p, paired_accuracy, paired_accuracy_many
+from medbench.stats.paired import clopper_pearson, mcnemar_exact_p, paired_accuracy, paired_accuracy_many
 
 
 def binom_tail_ge(x: int, m: int, theta: float) -> float:

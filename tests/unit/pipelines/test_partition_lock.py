@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.engine.generations import DuplicateGeneration, Generation, GenerationStore
 from pipelines.engine.locks import evaluation_lock, lock_path
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def test_a_second_taker_waits_and_says_for_whom(tmp_path: Path) -> None:

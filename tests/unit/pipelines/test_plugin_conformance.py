@@ -10,11 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipelines.core.conformance import PluginError, check_conforms, required_members
-from pipelines.core.kind import Kind
-from pipelines.core.protocols import Backend, Dataset, TaskFamily
-from pipelines.core.registry import Plugins, Registry
-from pipelines.kinds import kinds
+from medbench.conformance import PluginError, check_conforms, required_members
+from medbench.kind import Kind
+from medbench.protocols import Backend, Dataset, TaskFamily
+from medbench.registry import Plugins, Registry
+from medbench.kinds import kinds
 
 
 class Half(TaskFamily):
@@ -64,7 +64,7 @@ def test_an_installed_half_written_plugin_names_its_distribution(tmp_path: Path,
     (site / "half_plugin-0.1.dist-info" / "entry_points.txt").write_text(
         "[medbench.families]\nhalf = half_plugin:Half\n")
     (site / "half_plugin.py").write_text(
-        "from pipelines.core.protocols import TaskFamily\n\n\nclass Half(TaskFamily):\n    name = 'half'\n"
+        "from medbench.protocols import TaskFamily\n\n\nclass Half(TaskFamily):\n    name = 'half'\n"
         "    kind = 'choice'\n    cluster_column = None\n    dataset = 'd'\n    settings_key = 's'\n"
         "    settings_type = dict\n    instances_file = 'i.parquet'\n    predictions_schema = __import__('pyarrow').schema([])\n"
         "    instance_check_names = ()\n    prediction_check_names = ()\n")
@@ -78,7 +78,7 @@ def test_an_installed_half_written_plugin_names_its_distribution(tmp_path: Path,
 
 
 def test_every_builtin_conforms() -> None:
-    from pipelines.core.registry import installed_plugins
+    from medbench.registry import installed_plugins
 
     plugins = installed_plugins()
     for registry in (plugins.families, plugins.datasets, plugins.backends):
@@ -119,7 +119,7 @@ class BackendTakingTooMuch(Backend):
 
 def _kind(**members) -> type:
     """A kind with every required member of the built-in ``choice`` kind, then ``members`` over them."""
-    from pipelines.kinds.choice import Choice
+    from medbench.kinds.choice import Choice
 
     body = {name: getattr(Choice, name) for name in required_members(Kind)}
     return type("PluginKind", (Kind,), {**body, "name": "plugin-kind", **members})
@@ -180,13 +180,13 @@ def _site(tmp_path: Path, group: str, target: str, module: str, code: str) -> Pa
 
 @pytest.mark.parametrize(("group", "protocol", "what", "code", "line"), [
     ("medbench.datasets", Dataset, "dataset",
-     "from pipelines.core.protocols import Dataset\n\nclass Half(Dataset):\n    slug = 'half'\n",
+     "from medbench.protocols import Dataset\n\nclass Half(Dataset):\n    slug = 'half'\n",
      "lacks the required method materialise() (Dataset); define it"),
     ("medbench.backends", Backend, "backend",
-     "from pipelines.core.protocols import Backend\n\nclass Half(Backend):\n    settings_type = dict\n",
+     "from medbench.protocols import Backend\n\nclass Half(Backend):\n    settings_type = dict\n",
      "lacks the required attribute 'name' (Backend); define it"),
     ("medbench.kinds", Kind, "task kind",
-     "from pipelines.core.kind import Kind\n\nclass Half(Kind):\n    name = 'half'\n",
+     "from medbench.kind import Kind\n\nclass Half(Kind):\n    name = 'half'\n",
      "lacks the required attribute 'schema' (Kind); define it"),
 ], ids=["dataset", "backend", "kind"])
 def test_each_installed_half_written_plugin_names_its_distribution(tmp_path: Path, monkeypatch, group, protocol,
@@ -213,7 +213,7 @@ def test_the_command_prints_the_one_line_and_exits_2(tmp_path: Path) -> None:
 
     from support.paths import REPO
 
-    code = ("from pathlib import Path\nfrom pipelines.core.protocols import TaskFamily\n\n\n"
+    code = ("from pathlib import Path\nfrom medbench.protocols import TaskFamily\n\n\n"
             "def specs_dir():\n    return Path(__file__).parent / 'half_specs'\n\n\n"
             "class Half(TaskFamily):\n    name = 'half'\n")
     site = _site(tmp_path, "medbench.families", "half = half_family:Half\n[medbench.specs]\nhalf = half_family:specs_dir",
@@ -235,7 +235,7 @@ def test_the_command_prints_the_one_line_and_exits_2(tmp_path: Path) -> None:
 def test_an_entry_point_that_cannot_be_loaded_is_one_line_naming_it(tmp_path: Path, monkeypatch) -> None:
     """A misspelt class in ``entry_points.txt``: the line names the distribution and the target,
     instead of an AttributeError reported as medbench's own error."""
-    code = "from pipelines.core.protocols import Dataset\n\nclass Whole(Dataset):\n    slug = 'half'\n"
+    code = "from medbench.protocols import Dataset\n\nclass Whole(Dataset):\n    slug = 'half'\n"
     monkeypatch.syspath_prepend(str(_site(tmp_path, "medbench.datasets", "half = half_misspelt:Wohle",
                                           "half_misspelt", code)))
     from operator import attrgetter

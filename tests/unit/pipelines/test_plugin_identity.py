@@ -83,8 +83,8 @@ def test_an_editable_install_by_a_pth_path_is_recorded_from_its_source_files(tmp
 
 
 def test_builtin_classes_record_nothing_and_leave_the_run_id_as_it_was(monkeypatch) -> None:
-    from pipelines.core.registry import installed_plugins
-    from pipelines.kinds import kinds
+    from medbench.registry import installed_plugins
+    from medbench.kinds import kinds
 
     plugins = installed_plugins()
     assert plugin_versions([*plugins.families.values(), *plugins.datasets.values(), *plugins.backends.values(),

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.core.registry import installed_plugins
-from pipelines.core.specs import SpecError
+from medbench.registry import installed_plugins
+from medbench.specs import SpecError
 from pipelines.engine.specs import load_specs
 from support.paths import REPO
 
@@ -59,7 +59,7 @@ def test_unknown_task_says_when_its_family_is_installed(tmp_path: Path) -> None:
 
 
 def test_a_spec_entry_point_naming_no_folder_is_one_line_naming_it(tmp_path: Path, monkeypatch) -> None:
-    from pipelines.core.registry import spec_folders
+    from medbench.registry import spec_folders
 
     site = tmp_path / "site"
     (site / "bad_specs-0.1.dist-info").mkdir(parents=True)

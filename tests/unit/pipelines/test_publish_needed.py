@@ -6,7 +6,7 @@ import duckdb
 from support.api_data import publish_fixture
 
 from pipelines.dagster.rule_one import publish_needed
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.schema import SCHEMA_VERSION
 
 

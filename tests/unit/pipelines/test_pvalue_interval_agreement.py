@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.kinds.score import paired_auroc
-from pipelines.stats.paired_auroc import bootstrap_p_value, paired_auroc_difference, percentile_test
+from medbench.kinds.score import paired_auroc
+from medbench.stats.paired_auroc import bootstrap_p_value, paired_auroc_difference, percentile_test
 from support.pvalues import excludes_zero, reference_p
 
 
@@ -79,7 +79,7 @@ def test_a_p_at_the_floor_is_flagged_and_an_exact_test_has_none() -> None:
     a, b = rng.normal(3.0 * y, 1.0), rng.normal(0.2 * y, 1.0)
     c = paired_auroc(a, b, y, subject, replicates=500, seed=4)
     assert c.p_at_floor and c.p_value == 2 / 501
-    from pipelines.kinds.choice import paired_accuracy
+    from medbench.kinds.choice import paired_accuracy
     exact = paired_accuracy(np.ones(500, bool), np.zeros(500, bool), 100, 1)
     assert exact.p_value < 1e-100 and exact.p_at_floor is False
 

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from pipelines.stats.rank_sets import simultaneous_rank_sets, true_ranks
-from pipelines.stats.ranks import (
+from medbench.stats.rank_sets import simultaneous_rank_sets, true_ranks
+from medbench.stats.ranks import (
     accuracy_rank_intervals,
     accuracy_replicate_sums,
     auroc_rank_intervals,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.stats.auroc import auroc, resample_cluster_draws
-from pipelines.stats.paired import paired_accuracy
-from pipelines.stats.ranks import accuracy_rank_intervals, auroc_rank_intervals
+from medbench.stats.auroc import auroc, resample_cluster_draws
+from medbench.stats.paired import paired_accuracy
+from medbench.stats.ranks import accuracy_rank_intervals, auroc_rank_intervals
 
 
 def _point_ranks(values):

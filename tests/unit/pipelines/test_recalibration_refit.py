@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.calibration import Recalibration, fit_logistic, fit_logistic_rows
-from pipelines.stats.decision import alarm_threshold
-from pipelines.stats.refit import refit, validation_counts
+from medbench.stats.calibration import Recalibration, fit_logistic, fit_logistic_rows
+from medbench.stats.decision import alarm_threshold
+from medbench.stats.refit import refit, validation_counts
 from pipelines.tasks.vitaldb_ioh.family import probabilities
 from pipelines.tasks.vitaldb_ioh.reporting import replicate_fits, validation_windows
 from pipelines.tasks.vitaldb_ioh.score import ALARM_REFIT, REFIT, score_metrics

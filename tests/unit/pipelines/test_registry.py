@@ -1,5 +1,5 @@
-"""The one registry of plug-ins (``pipelines.core.registry``): entry points, collisions, lookups, and
-the hooks a plug-in may leave out (declared with defaults in ``pipelines.core.protocols``)."""
+"""The one registry of plug-ins (``medbench.registry``): entry points, collisions, lookups, and
+the hooks a plug-in may leave out (declared with defaults in ``medbench.protocols``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.core.protocols import Backend, NotRunnable, TaskFamily
-from pipelines.core.registry import GROUPS, Plugins, Registry, installed_plugins
+from medbench.protocols import Backend, NotRunnable, TaskFamily
+from medbench.registry import GROUPS, Plugins, Registry, installed_plugins
 from pipelines.engine.specs import load_specs
 from support.paths import REPO
 
@@ -91,7 +91,7 @@ def test_a_backend_answers_only_what_it_declares() -> None:
 
 def test_the_loader_knows_only_the_families_it_is_given(tmp_path: Path) -> None:
     """No registry fills itself: specs loaded with no families name none, and say so."""
-    from pipelines.core.specs import SpecError
+    from medbench.specs import SpecError
 
     plugins = installed_plugins()
     bare = Plugins(Registry("task family"), plugins.datasets, plugins.backends)
@@ -104,12 +104,12 @@ def test_a_text_family_whose_table_has_another_name_is_served_by_any_text_backen
     import msgspec
     import pyarrow as pa
 
-    from pipelines.core.evaluation import Evaluation
-    from pipelines.core.outcomes import PromptItem
-    from pipelines.core.protocols import TextChoice
-    from pipelines.core.specs import BootstrapSpec, SpecBase, task_spec_type
+    from medbench.evaluation import Evaluation
+    from medbench.outcomes import PromptItem
+    from medbench.protocols import TextChoice
+    from medbench.specs import BootstrapSpec, SpecBase, task_spec_type
     from pipelines.engine.solvers import solve_text_choice
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     class QuizSettings(SpecBase):
         n: int

@@ -28,7 +28,7 @@ from tests.unit.warehouse.test_incremental_publish import (
     table_bytes,
 )
 from warehouse import delta, publish_change
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import current_version, read_meta
 from warehouse.releases import find_release, manifest_of, read_releases
 from warehouse.withdrawals import withdraw

@@ -11,7 +11,7 @@ from support.plugins import specs as load_specs
 from pipelines.tasks.clinicalqa.parsing.tokens import ParseResult
 from pipelines.tasks.clinicalqa.parsing.v1 import parse_answer_v1 as parse_answer
 from pipelines.tasks.clinicalqa.parsing.versions import PARSERS
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import open_current
 
 

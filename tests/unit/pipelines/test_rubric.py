@@ -10,17 +10,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pipelines.core.outcomes import Usage
+from medbench.outcomes import Usage
 from pipelines.engine.generations import Generation
-from pipelines.kinds import kind
-from pipelines.stats.rubric import (
+from medbench.kinds import kind
+from medbench.stats.rubric import (
     cohens_kappa, item_scores, judge_agreement, macro_f1, rubric_interval, scorecard,
 )
 from pipelines.tasks.clinicalqa_open.family import PREDICTIONS_SCHEMA, predictions_table
 from pipelines.tasks.clinicalqa_open.judging import SAMPLE_SEP, UNGRADED, AnswerAndJudge, Judge, parse_verdicts
 from pipelines.tasks.clinicalqa_open.rubric_rule import derive_criteria, rubric_sha256
 from pipelines.tasks.clinicalqa_open.scoring import grade_arrays
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def test_item_score_formula_against_hand_computed_items():

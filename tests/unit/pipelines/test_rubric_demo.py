@@ -13,7 +13,7 @@ from pipelines.datasets.clinicalqa.demo import demo_clinicalqa_rows
 from pipelines.datasets.clinicalqa.simulated import replay_bytes
 from pipelines.datasets.clinicalqa.simulated_open import OUTPUTS_DIR, PANEL, simulate
 from pipelines.engine.identity import run_id
-from pipelines.stats.rubric import item_scores, judge_agreement
+from medbench.stats.rubric import item_scores, judge_agreement
 from pipelines.tasks.clinicalqa_open.family import items_table
 from pipelines.tasks.clinicalqa_open.judging import judge_prompt, parse_verdicts
 from support.plugins import specs
@@ -78,7 +78,7 @@ def test_only_a_judged_task_puts_its_judge_in_the_run_id():
 
 def test_the_judge_spec_is_demo_only(tmp_path: Path):
     from pipelines.backends.registry import RuleBackend
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     real = DataDir(tmp_path / "real")
     real.claim("real")
@@ -132,12 +132,12 @@ def test_the_demo_loopback_endpoint_judges_through_the_openai_backend_and_regrad
     from dataclasses import replace as dc_replace
 
     from pipelines.backends.openai_backend import OpenAIChatGenerator
-    from pipelines.core.outcomes import Usage
+    from medbench.outcomes import Usage
     from pipelines.engine.generations import Generation
     from pipelines.datasets.clinicalqa.simulated_server import SimulatedChatServer
     from pipelines.tasks.clinicalqa_open.family import predictions_table
     from pipelines.tasks.clinicalqa_open.judging import AnswerAndJudge, Judge
-    from warehouse.layout import DataDir
+    from medbench.layout import DataDir
 
     items = items_table(ROWS[:12], TASK.settings).to_pylist()
     calls: list[str] = []

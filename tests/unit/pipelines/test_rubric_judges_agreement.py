@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.kinds.rubric import judges_agreement
+from medbench.kinds.rubric import judges_agreement
 
 
 def _write(path, rows):

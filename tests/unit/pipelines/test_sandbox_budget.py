@@ -10,7 +10,7 @@ import pytest
 from pipelines.engine.submission_policy import (
     SANDBOX_WINDOW_S, Limits, Owner, SubmissionPolicy, check_sandbox_budget,
 )
-from warehouse.submissions import SubmissionRefused, SubmissionStore
+from medbench.submissions import SubmissionRefused, SubmissionStore
 
 DAY = 24 * 3600
 
@@ -62,8 +62,8 @@ def test_a_run_still_in_the_sandbox_counts_until_now(store):
 
 def test_approve_prints_the_effective_limits_not_the_requested_ones(tmp_path):
     from support.commands import run_medbench
-    from warehouse.layout import DataDir
-    from warehouse.submissions import Resources
+    from medbench.layout import DataDir
+    from medbench.submissions import Resources
 
     data = tmp_path / "data"
     data.mkdir()

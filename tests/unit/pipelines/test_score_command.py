@@ -16,7 +16,7 @@ from pipelines.datasets.clinicalqa.source import (
     read_clinicalqa_snapshot,
 )
 from support.plugins import specs as load_specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 N = 50
 

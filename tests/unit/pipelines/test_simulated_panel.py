@@ -25,7 +25,7 @@ from pipelines.datasets.clinicalqa.simulated import (
 from pipelines.datasets.clinicalqa.simulated_styles import NEEDS
 from pipelines.tasks.clinicalqa.parsing.versions import PARSERS, parse_answer
 from support.plugins import specs
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 SPECS = specs()
 TASK = SPECS.task("clinicalqa@0")
@@ -138,7 +138,7 @@ def test_a_simulated_model_is_skipped_on_real_data_and_runs_on_demo_data(tmp_pat
 
 
 def test_on_real_data_the_plan_skips_them_and_the_catalog_leaves_them_out(tmp_path: Path) -> None:
-    from pipelines.dagster.plan import plan_selection
+    from pipelines.orchestration.plan import plan_selection
     from pipelines.engine.release import build_catalog
 
     real, demo = DataDir(tmp_path / "real"), DataDir(tmp_path / "demo")
@@ -157,7 +157,7 @@ def test_on_real_data_the_plan_skips_them_and_the_catalog_leaves_them_out(tmp_pa
 def test_the_dry_run_on_a_new_directory_plans_what_demo_runs(tmp_path: Path) -> None:
     """Issue #40: on a directory without ``KIND`` yet, ``--dry-run --demo`` said the simulated panel
     would be skipped ("demo only") while the demo then ran it; the plan reads ``--demo``."""
-    from pipelines.dagster.plan import plan_selection
+    from pipelines.orchestration.plan import plan_selection
 
     new = DataDir(tmp_path / "new")
     pairs = [(TASK, m) for m in SIMULATED.values()]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.core.canonical import SpecStruct, canonical_json, defaults
+from medbench.canonical import SpecStruct, canonical_json, defaults
 from pipelines.engine.specs import DEFAULT_SPECS_DIR, SpecError, model_spec_type, spec_hash, task_spec_type
 from support.plugins import builtin_plugins
 from support.plugins import specs as load_specs
@@ -126,7 +126,7 @@ def test_task_and_model_resolution():
         specs.task("nope")
 
 
-# Every default value of every spec Struct (the classes under pipelines.core.canonical.SpecStruct
+# Every default value of every spec Struct (the classes under medbench.canonical.SpecStruct
 # defined in a module), as builtins. A field equal to its default is left out of the spec hash, so
 # changing a default changes what existing specs mean without changing their hashes (their results
 # would silently stand for something else): it must be a deliberate change of this lock, made with
@@ -233,7 +233,7 @@ def test_hash_omits_defaults_so_a_new_optional_field_does_not_rekey(specs_copy: 
 
 
 def test_a_task_kind_is_any_known_kind_and_an_unknown_one_is_named(specs_copy: Path):
-    """``kind`` is checked against the kinds (``pipelines.kinds``), not a closed list in the spec
+    """``kind`` is checked against the kinds (``medbench.kinds``), not a closed list in the spec
     type, so a kind added as one module needs no edit here; an unknown one lists the known."""
     path = specs_copy / "tasks" / "clinicalqa" / "0.toml"
     path.write_text(path.read_text().replace('kind = "choice"', 'kind = "ranking"'))

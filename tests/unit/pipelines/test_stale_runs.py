@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.dagster.stale_runs import HOST_TAG, PID_TAG, fail_dead_runs, recover, run_tags
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def _dead_pid() -> int:

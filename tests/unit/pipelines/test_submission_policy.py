@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.core.specs import SpecError
+from medbench.specs import SpecError
 from pipelines.engine.submission_policy import FILE_NAME, load_policy
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def write(folder: Path, text: str) -> None:

@@ -10,14 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from pipelines.core.registry import installed_plugins
-from pipelines.core.specs import SpecError, spec_hash
+from medbench.registry import installed_plugins
+from medbench.specs import SpecError, spec_hash
 from pipelines.engine.specs import load_specs
 from pipelines.engine.submission_check import SubmissionChecker
 from pipelines.engine.submission_policy import Endpoint, SubmissionPolicy
 from pipelines.engine.submitted_specs import write_submitted_spec
-from warehouse.layout import DATA_ENV, DataDir
-from warehouse.submissions import Submission, SubmissionStore
+from medbench.layout import DATA_ENV, DataDir
+from medbench.submissions import Submission, SubmissionStore
 
 PLUGINS = installed_plugins()
 POLICY = SubmissionPolicy(endpoints={"demo-sim": Endpoint(base_url="http://127.0.0.1:9/v1")})

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.engine.specs import BootstrapSpec, IntervalsSpec
-from pipelines.stats.validity import gate, reason
+from medbench.stats.validity import gate, reason
 from pipelines.tasks.vitaldb_ioh.reporting import probability_metadata
 from pipelines.tasks.vitaldb_ioh.score import score_metrics
 from pipelines.tasks.vitaldb_ioh.settings import IohReporting

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from pipelines.stats.wilson import Z95, wilson_interval
+from medbench.stats.wilson import Z95, wilson_interval
 
 
 def reference(k: int, n: int, z: float = Z95) -> tuple[float, float]:

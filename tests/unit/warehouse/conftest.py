@@ -10,9 +10,9 @@ import pytest
 
 from support.api_data import catalog
 from warehouse.keys import keys_path, load_key, sign_catalog, write_new_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import encode_record
+from medbench.records import encode_record
 from warehouse.signing import signature_path
 
 

@@ -21,7 +21,7 @@ from api.app import create_app
 from api.tables import load_tables
 from support.api_data import RUN_IDS, catalog
 from support.paths import REPO
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
 from warehouse.read import read_version
 

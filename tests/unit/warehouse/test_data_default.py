@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse import layout
+from medbench import layout
 
 
 def test_the_default_is_data_itself(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

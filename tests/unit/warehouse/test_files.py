@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.files import (
+from medbench.files import (
     atomic_directory,
     atomic_path,
     atomic_write_bytes,

@@ -19,7 +19,7 @@ from pipelines.engine.ranking import rank_rows
 from support.api_data import RUNS, UTC, catalog, make_record, run_id
 from warehouse import delta, publish as publishing
 from warehouse.keys import load_key, sign_catalog
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.read import current_version, open_current, read_ranks
 from warehouse.releases import read_releases
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from support.api_data import RUN_IDS, publish_fixture
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 def test_the_file_answers_after_the_data_directory_moves(tmp_path: Path, monkeypatch) -> None:
@@ -88,7 +88,7 @@ def test_the_rubric_kind_is_one_row_per_grade_with_the_answer_on_each(tmp_path: 
     (criterion, judge sample), the item's answer text repeated on each; empty, it is typed as unnested."""
     import pyarrow.parquet as pq
 
-    from pipelines.kinds.rubric import Rubric
+    from medbench.kinds.rubric import Rubric
     from warehouse.portable import DEFAULT_KIND_COLUMNS, create_prediction_tables
 
     data = DataDir(tmp_path / "data")

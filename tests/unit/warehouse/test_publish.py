@@ -7,10 +7,10 @@ import threading
 import duckdb
 import pytest
 
-from warehouse.layout import DataDir, DemoOrRealError
+from medbench.layout import DataDir, DemoOrRealError
 from warehouse.publish import Catalog, current_version, publish, superseded_map
 from warehouse.read import NoWarehouse, open_current
-from warehouse.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
+from medbench.records import MetricValue, ModelRef, ResultRecord, UsageRecord, Versions
 
 
 def record(run_id: str, model: str = "p/m", task: str = "t@0", value: float = 0.5, minute: int = 0) -> ResultRecord:

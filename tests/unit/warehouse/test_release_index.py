@@ -16,7 +16,7 @@ import os
 import pytest
 
 from warehouse import release_index
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.release_deltas import SNAPSHOT_EVERY, full_manifest, write_snapshot
 from warehouse.releases import (
     append_release,

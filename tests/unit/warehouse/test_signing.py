@@ -22,9 +22,9 @@ from pipelines.cli.main import main
 from support.api_data import catalog
 from warehouse.keys import (KEY_ENV, KEY_HOME_ENV, SigningKeyError, load_key, read_keys, sign_catalog, signing_key,
                             write_new_key)
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import encode_record
+from medbench.records import encode_record
 from warehouse.releases import read_releases
 from warehouse.signing import LEFT_OUT, NOT_PUBLISHED, SIGNING_FIELDS, read_signature, signed_fields
 

@@ -21,9 +21,9 @@ from api.client import ApiClient
 from pipelines.cli.main import main
 from support.api_data import catalog
 from warehouse.keys import load_key, read_keys, record_key, sign_catalog, write_new_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import Breakdown, MetricValue, Provenance, ResultRecord, Subgroup, encode_record
+from medbench.records import Breakdown, MetricValue, Provenance, ResultRecord, Subgroup, encode_record
 from warehouse.signing import (LEFT_OUT, LEGACY_FIELDS, NOT_PUBLISHED, NOT_SERVED, read_signature, sign_results,
                                signature_path)
 
@@ -190,7 +190,7 @@ def _new_key(path: Path) -> Path:
 
 
 def _record(data: DataDir, run_id: str):
-    from warehouse.records import decode_record
+    from medbench.records import decode_record
 
     return decode_record(data.result_path(run_id).read_bytes())
 

@@ -7,7 +7,7 @@ import pytest
 from support.api_data import publish_signed
 
 from warehouse import versions
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 
 
 @pytest.fixture

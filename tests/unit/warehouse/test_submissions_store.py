@@ -12,14 +12,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from support.postgres import postgres  # noqa: F401  (the session's PostgreSQL cluster)
-from warehouse.layout import DataDir
-from warehouse.submissions import (
+from medbench.layout import DataDir
+from medbench.submissions import (
     AuthFailure, IllegalTransition, QuotaExceeded, SubmissionNotFound, SubmissionRefused, SubmissionStore,
     TokenNotFound,
 )
-from warehouse.submissions.engine import URL_ENV
-from warehouse.submissions.tables import metadata
-from warehouse.submissions.token_secrets import SECRET_RE, well_formed
+from medbench.submissions.engine import URL_ENV
+from medbench.submissions.tables import metadata
+from medbench.submissions.token_secrets import SECRET_RE, well_formed
 
 HASH = "a" * 64
 T0 = 1_800_000_000.0
@@ -210,7 +210,7 @@ def test_the_api_state_enum_is_the_stores() -> None:
     from typing import get_args
 
     from api.schemas import SubmissionState
-    from warehouse.submissions import STATES
+    from medbench.submissions import STATES
 
     assert get_args(SubmissionState) == STATES
 

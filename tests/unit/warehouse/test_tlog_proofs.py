@@ -13,8 +13,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from support.api_data import catalog
-from warehouse.layout import DataDir
-from warehouse.records import encode_record
+from medbench.layout import DataDir
+from medbench.records import encode_record
 from warehouse.tlog.checkpoint import sign_checkpoint
 from warehouse.tlog.entries import record_sha256, result_entry
 from warehouse.tlog.proofs import ProofError, check_proof, check_since, record_hash_of

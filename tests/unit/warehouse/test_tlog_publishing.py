@@ -16,9 +16,9 @@ import pytest
 
 from support.api_data import publish_signed, signed_catalog
 from warehouse.keys import KEY_ENV, load_key, write_new_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import encode_record
+from medbench.records import encode_record
 from warehouse.releases import manifest_bytes, read_releases
 from warehouse.tlog import publishing
 from warehouse.tlog.audit import LogIntegrityError, audit

@@ -23,9 +23,9 @@ from api.client import ApiClient
 from pipelines.cli.main import main
 from support.api_data import LATE_RUN, RUN_IDS, run_id, signed_catalog
 from warehouse.keys import KEY_ENV, load_key
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
-from warehouse.records import encode_record
+from medbench.records import encode_record
 from warehouse.signing import SigningKey
 from warehouse.tlog import publishing
 from warehouse.tlog.checkpoint import sign_checkpoint

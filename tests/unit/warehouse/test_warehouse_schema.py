@@ -12,7 +12,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.tables import load_tables
 from support.api_data import catalog
-from warehouse.layout import DataDir
+from medbench.layout import DataDir
 from warehouse.publish import publish
 from warehouse.read import (
     Catalogue,
