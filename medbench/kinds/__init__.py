@@ -42,6 +42,8 @@ def kind_registry() -> Registry[Kind]:
             for cls in BUILTIN:
                 registry.add(cls())
             builtin = {f"{c.__module__}:{c.__qualname__}" for c in BUILTIN}
+            # an installation made before the move declares them under their old path (a shim)
+            builtin |= {f"pipelines.kinds.{c.__module__.rpartition('.')[2]}:{c.__qualname__}" for c in BUILTIN}
             seen: set[tuple[str, str]] = set()
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 if ep.value in builtin and ep.name in registry or (ep.name, ep.value) in seen:
