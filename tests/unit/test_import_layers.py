@@ -32,7 +32,7 @@ def test_every_folder_of_code_is_a_package() -> None:
     names: ``pipelines/official`` once imported the CLI and Dagster with every contract kept. Alembic's
     migrations are scripts it loads by path, not a package."""
     missing = []
-    for top in ("pipelines", "api", "warehouse"):
+    for top in ("medbench", "warehouse", "api", "pipelines"):
         for folder in sorted({p.parent for p in (ROOT / top).rglob("*.py")}):
             rel = folder.relative_to(ROOT)
             if "migrations" in rel.parts or "__pycache__" in rel.parts:

@@ -9,7 +9,7 @@ import pytest
 from support.paths import REPO
 
 LIMIT = 400
-MODULES = sorted(p for pkg in ("pipelines", "api", "warehouse", "bench") for p in (REPO / pkg).rglob("*.py"))
+MODULES = sorted(p for pkg in ("medbench", "pipelines", "api", "warehouse", "bench") for p in (REPO / pkg).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(REPO)))

@@ -20,7 +20,7 @@ from support.paths import REPO
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
 SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), ("subprocess", "getstatusoutput")}
 SHELL_TEXT = re.compile(r"\b(?:ba|da|z|k)?sh\s+-c\b")
-MODULES = sorted([*(REPO / "pipelines" / "official").rglob("*.py"), *(REPO / "warehouse").rglob("*.py")])
+MODULES = sorted([*(REPO / "pipelines" / "official").rglob("*.py"), *(REPO / "warehouse").rglob("*.py"), *(REPO / "medbench").rglob("*.py")])
 
 
 def shell_uses(source: str) -> list[str]:

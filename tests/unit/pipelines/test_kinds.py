@@ -133,7 +133,7 @@ def test_every_family_declares_its_cluster_column_and_extends_its_kinds_schema(n
 
 
 def test_the_kind_protocol_imports_nothing_of_the_project() -> None:
-    tree = ast.parse((REPO / "pipelines" / "core" / "kind.py").read_text())
+    tree = ast.parse((REPO / "medbench" / "kind.py").read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"__future__", "collections", "dataclasses", "pathlib", "typing", "numpy", "pyarrow", "msgspec"}

@@ -27,10 +27,10 @@ def _project_imports(path: Path) -> list[tuple[ast.stmt, str, list[str]]]:
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.split(".")[0] in ("pipelines", "api", "warehouse"):
+            if node.module.split(".")[0] in ("medbench", "pipelines", "api", "warehouse"):
                 out.append((node, node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
-            out += [(node, a.name, []) for a in node.names if a.name.split(".")[0] in ("pipelines", "api", "warehouse")]
+            out += [(node, a.name, []) for a in node.names if a.name.split(".")[0] in ("medbench", "pipelines", "api", "warehouse")]
     return out
 
 

@@ -172,7 +172,7 @@ SPEC_DEFAULTS: dict[str, dict[str, object]] = {
 }
 
 
-PROJECT_PACKAGES = {"pipelines", "api", "warehouse"}
+PROJECT_PACKAGES = {"medbench", "pipelines", "api", "warehouse"}
 
 
 def _spec_structs() -> list[type]:
