@@ -16,7 +16,7 @@ from pipelines.dagster.assets.evaluations import evaluation_assets
 from pipelines.dagster.assets.inputs import instances_asset, snapshot_asset, snapshot_asset_name
 from pipelines.dagster.assets.published import published_asset
 from pipelines.dagster.partitions import evaluation_job_name
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs
 
 
 @dataclass

@@ -32,7 +32,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.dagster.private_api import NO_CAPTURE, instance_from_dir
-from pipelines.engine.locks import LockTimeout, exclusive
+from pipelines.dagster.engine_calls import LockTimeout, exclusive
 
 CREATE_WAIT_S = 300.0  # creating the storages takes about a second; a holder this slow is stuck
 

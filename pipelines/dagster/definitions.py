@@ -31,7 +31,7 @@ from pipelines.dagster.submission_jobs import (
     submissions_sensor,
 )
 from pipelines.orchestration.plugins import specs as load_specs
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs
 
 
 def jobs(built: Built) -> list:

@@ -1,8 +1,12 @@
 """Every call the Dagster layer makes into the engine and the task families, in one module.
 
-Why: the assets stay thin and name no task. They reach the engine (``pipelines/engine``) and the
-task families (``pipelines/tasks``, through the specs' plug-ins) only through the functions below, so
-the Dagster layer's whole dependency on the engine can be read in one place.
+Why: the assets stay thin and name no task. Every module of ``pipelines/dagster`` reaches the engine
+(``pipelines/engine``) and the task families (``pipelines/tasks``, through the specs' plug-ins) only
+through the names below, so the Dagster layer's whole dependency on the engine can be read in one
+place; import-linter's contract "the Dagster layer reaches the engine only through engine_calls"
+keeps it so (docs/concepts.md, "Inside pipelines"). The engine's heavier modules (publishing,
+withdrawing, the submissions store's review) are imported when called, as they were by their callers,
+so a process that only loads the code location does not import DuckDB or SQLAlchemy for them.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from pathlib import Path
 
 from pipelines.engine import evaluate as _evaluate
 from pipelines.engine import inputs as _inputs
-from pipelines.engine.specs import Specs, TaskSpec, spec_hash
+from pipelines.engine.locks import LockTimeout, exclusive, written_since
+from pipelines.engine.snapshots import NotMaterialized, current_snapshot
+from pipelines.engine.specs import SpecError, Specs, TaskSpec, load_model_spec, spec_hash
+from pipelines.engine.specs_cache import cached_specs
 from medbench.outcomes import CheckOutcome, Instances
 from medbench.layout import DataDir
 
@@ -28,6 +35,46 @@ compute_metrics = _evaluate.compute_metrics
 partition_key = _evaluate.partition_key
 split_partition_key = _evaluate.split_partition_key
 Materialized = _inputs.Materialized
+__all__ = ["LockTimeout", "NotMaterialized", "SpecError", "Specs", "TaskSpec", "cached_specs", "current_snapshot",
+           "exclusive", "load_model_spec", "written_since"]
+
+
+# --------------------------------------------------------------------------- imported when called
+
+
+def publish_results(specs: Specs, data: DataDir, log: Log, key=None) -> tuple[str, bool, int]:
+    """Publish every finished result (``pipelines.engine.release.release``)."""
+    from pipelines.engine.release import publish_results as _release
+
+    return _release(specs, data, log, key)
+
+
+def readable_results(data: DataDir) -> list:
+    """The finished results whose result.json decodes (``pipelines.engine.release.readable_results``)."""
+    from pipelines.engine.release import readable_results as _readable_results
+
+    return _readable_results(data)
+
+
+def withdraw_and_publish(specs: Specs, data: DataDir, run_id: str, reason: str, log: Log):
+    """Record a withdrawal, then publish (``pipelines.engine.withdraw.withdraw_and_publish``)."""
+    from pipelines.engine.withdraw import withdraw_and_publish as _withdraw_and_publish
+
+    return _withdraw_and_publish(specs, data, run_id, reason, log)
+
+
+def review(store, submission_id: str, decision: str, reason: str):
+    """An operator's decision on a submission (``pipelines.engine.submission_review.review``)."""
+    from pipelines.engine.submission_review import review as _review
+
+    return _review(store, submission_id, decision, reason)
+
+
+def write_submitted_spec(sub, data: DataDir, plugins) -> Path:
+    """Write a submission's spec and validate it (``pipelines.engine.submitted_specs.write_submitted_spec``)."""
+    from pipelines.engine.submitted_specs import write_submitted_spec as _write_submitted_spec
+
+    return _write_submitted_spec(sub, data, plugins)
 
 
 # --------------------------------------------------------------------------- families

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.dagster import engine_calls as engine
-from pipelines.engine.snapshots import NotMaterialized, current_snapshot
+from pipelines.dagster.engine_calls import NotMaterialized, current_snapshot
 
 
 def _latest_tags(instance: dg.DagsterInstance, asset: str) -> dict:

@@ -59,7 +59,7 @@ def partition_lock(lock_dir: Path, partition: str, wait_s: float = 0.0, log: Cal
     """An exclusive lock on one partition key (released when the holder dies), yielding
     ``locks.Held`` (whether it waited, since when). When another process holds it: say so and for
     whom, wait up to ``wait_s`` seconds, then raise ``PartitionBusy``."""
-    from pipelines.engine.locks import LockTimeout, exclusive
+    from pipelines.dagster.engine_calls import LockTimeout, exclusive
 
     path = lock_dir / (hashlib.sha256(partition.encode()).hexdigest()[:20] + ".lock")
 

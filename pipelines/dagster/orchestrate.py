@@ -207,8 +207,7 @@ def materialize_selection(demo: bool, tasks: list[str] = (), models: list[str] =
 def _launcher(instance, built, jobs_by_name: dict, tags, data: DataDir, force: bool, wait_s: float | None):
     from pipelines.dagster.launch import execute_partition
     from pipelines.dagster.partitions import evaluation_job_name
-    from pipelines.engine.evaluate import existing_result
-    from pipelines.engine.locks import written_since
+    from pipelines.dagster.engine_calls import existing_result, written_since
 
     def reuse(p: Planned, held) -> Outcome | None:
         """Rule one again, under the partition's lock: a result another process stored meanwhile

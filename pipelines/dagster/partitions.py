@@ -13,7 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.dagster import engine_calls as engine
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs
 
 
 # Partitions definitions no asset uses any more, emptied by the same sync: "evaluations" was the one

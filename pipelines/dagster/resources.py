@@ -4,8 +4,7 @@
 import dagster as dg
 
 from pipelines.orchestration.plugins import plugins
-from pipelines.engine.specs import Specs
-from pipelines.engine.specs_cache import cached_specs
+from pipelines.dagster.engine_calls import Specs, cached_specs
 from medbench.layout import DataDir
 
 

@@ -25,7 +25,7 @@ def record_reuses(instance, built, data: DataDir, reused: list[Planned],
 
     from pipelines.dagster.inputs_state import report_observations, shown_versions
     from pipelines.dagster.private_api import DATA_VERSION_TAG
-    from pipelines.engine.evaluate import existing_result
+    from pipelines.dagster.engine_calls import existing_result
 
     outcomes, events = [], []
     by_asset: dict[str, list[Planned]] = {}
@@ -51,7 +51,7 @@ def publish_needed(data: DataDir) -> bool:
     finished result or holds another record than its result.json."""
     import duckdb
 
-    from pipelines.engine.release import readable_results
+    from pipelines.dagster.engine_calls import readable_results
     from warehouse.read import read_meta, schema_version_of
     from warehouse.repair import holds
     from warehouse.schema import SCHEMA_VERSION

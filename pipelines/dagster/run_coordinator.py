@@ -33,7 +33,7 @@ def pool_for_partition(partition_key: str) -> str | None:
     """The pool a run of this evaluation partition takes a slot in, or None when no model spec
     matches the key (not an evaluation partition, or a key added by hand)."""
     from pipelines.orchestration.plugins import plugins
-    from pipelines.engine.specs import SpecError, load_model_spec
+    from pipelines.dagster.engine_calls import SpecError, load_model_spec
 
     _, sep, slug = partition_key.partition("|")
     if not sep:

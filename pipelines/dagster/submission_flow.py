@@ -28,7 +28,7 @@ import dagster as dg
 
 from pipelines.orchestration.plan import Planned, plan_selection
 from pipelines.orchestration.report import Outcome, root_cause
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs
 from medbench.layout import DataDir
 from medbench.submissions import IllegalTransition, Submission, SubmissionStore
 
@@ -134,7 +134,7 @@ def prepare(store: SubmissionStore, sub: Submission, data: DataDir, load_specs: 
     """The partitions to run for an approved submission, or None when it was settled here (spec
     invalid, every result already there, or not runnable here)."""
     from medbench.specs import SpecError
-    from pipelines.engine.submitted_specs import write_submitted_spec
+    from pipelines.dagster.engine_calls import write_submitted_spec
 
     try:
         specs = load_specs()

@@ -53,7 +53,7 @@ class ReviewConfig(dg.Config):
 
 @dg.op(description="Approve (-> queued) or reject a submission awaiting approval, with the reason its owner reads.")
 def review_submission_op(context: dg.OpExecutionContext, config: ReviewConfig) -> None:
-    from pipelines.engine.submission_review import review
+    from pipelines.dagster.engine_calls import review
 
     with _store(DataDir()) as store:
         if store is None:

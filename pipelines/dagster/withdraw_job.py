@@ -18,7 +18,7 @@ class WithdrawConfig(dg.Config):
 
 @dg.op(description="Record the withdrawal of one result in the data directory, then publish.")
 def withdraw_op(context: dg.OpExecutionContext, config: WithdrawConfig, medbench: MedbenchResource):
-    from pipelines.engine.withdraw import withdraw_and_publish
+    from pipelines.dagster.engine_calls import withdraw_and_publish
     from warehouse.keys import SigningKeyError
     from warehouse.tlog.audit import LogIntegrityError
     from warehouse.withdrawals import WithdrawalError

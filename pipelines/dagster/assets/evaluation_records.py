@@ -23,7 +23,7 @@ from pipelines.dagster.private_api import (
     input_data_version_tag,
     input_event_pointer_tag,
 )
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs
 from pipelines.tasks.base import CheckOutcome
 
 SKIPPED_PREFIX = "skipped:"

@@ -21,7 +21,7 @@ import dagster as dg
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import metrics_asset_name, partitions_def, predictions_asset_name
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs
 from medbench.kinds import kind as kind_of
 from pipelines.tasks.base import CheckOutcome
 

@@ -18,8 +18,7 @@ import dagster as dg
 from pipelines.dagster import engine_calls as engine
 from pipelines.dagster.partitions import asset_prefix
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.engine.snapshots import current_snapshot
-from pipelines.engine.specs import Specs
+from pipelines.dagster.engine_calls import Specs, current_snapshot
 
 from .checks import merge, outcome_check
 from .metadata import typed

@@ -11,7 +11,7 @@ partitions upstream never block it.
 import dagster as dg
 
 from pipelines.dagster.resources import MedbenchResource
-from pipelines.engine.release import publish_results
+from pipelines.dagster.engine_calls import publish_results
 
 from .metadata import typed
 
