@@ -67,7 +67,7 @@ def artifact_missing(record: ResultRecord) -> ApiError:
     demo = " --demo" if record.demo else ""
     return ApiError(503, "artifact_unavailable",
                     f"the predictions file of {record.run_id!r} is missing from the server's data directory although "
-                    f"its result is published; a maintainer should re-materialise it (medbench materialize{demo} "  # vocab: keep (a /v1 body)
+                    f"its result is published; a maintainer should re-materialize it (medbench materialize{demo} "
                     f"--task {record.task} --model {record.model.slug} --force)")
 
 

@@ -37,7 +37,7 @@ def test_the_builtins_come_from_the_entry_points_of_this_project() -> None:
     pyproject = (REPO / "pyproject.toml").read_text()
     for group in GROUPS.values():
         assert f'[project.entry-points."{group}"]' in pyproject
-        assert all(ep.value.startswith("pipelines.") for ep in metadata.entry_points(group=group)
+        assert all(ep.value.startswith(("pipelines.", "medbench.")) for ep in metadata.entry_points(group=group)
                    if ep.dist is not None and ep.dist.name == "medbench")
 
 
