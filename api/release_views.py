@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -104,6 +104,35 @@ def _record(tables: Tables, data: DataDir, run_id: str) -> tuple[ResultRecord, M
         return None  # its folder was moved away by hand: the release is answered without it
 
 
+class SortedOnFirstUse(Sequence):
+    """A release's result listing, sorted when a route first reads it: a ``?release=`` lookup or
+    leaderboard never does, and sorting every result of a 100,000-result release (n log n) was the part
+    of a cold ``?release=`` that grew faster than the release (docs/benchmarks.md, "Publishing at
+    scale"). Read under the GIL, so two first readers at worst sort twice, to the same order."""
+
+    def __init__(self, items: list[Published], key: Callable[[Published], Any]):
+        self._items, self._key, self._sorted = items, key, None
+
+    def _order(self) -> tuple[Published, ...]:
+        if self._sorted is None:
+            self._sorted = tuple(sorted(self._items, key=self._key))
+        return self._sorted
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._order()[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Published]:
+        return iter(self._order())
+
+
+def _listing_key(p: Published) -> tuple:
+    return (p.record.task.partition("@")[0], int(p.record.task.partition("@")[2] or 0), p.status != "current",
+            *leaderboard_key(p))
+
+
 def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
     """The tables as of ``release``: its results with their statuses then, its leaderboards in its order."""
     manifest = manifest_of(data, release)
@@ -123,9 +152,7 @@ def build_view(tables: Tables, data: DataDir, release: ReleaseRecord) -> Tables:
                 r["rank"], r["rank_low"], r["rank_high"], r["tied_with_leader"], r["marginal_rank_low"],
                 r["marginal_rank_high"], r.get("rank_method") or POINT_METHOD)
     values = list(published.values())
-    listing = tuple(sorted(values, key=lambda p: (p.record.task.partition("@")[0],
-                                                   int(p.record.task.partition("@")[2] or 0),
-                                                   p.status != "current", *leaderboard_key(p))))
+    listing = SortedOnFirstUse(values, _listing_key)
     return dataclasses.replace(
         tables, results=MappingProxyType(published), listing=listing, leaderboards=MappingProxyType(boards),
         current=MappingProxyType(current_results([p for p in values if by_judge(p, tables.board_judges.get(p.record.task))])),

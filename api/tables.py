@@ -94,7 +94,7 @@ class Tables:
     models: tuple[ModelEntry, ...]  # by slug
     model_slugs: Mapping[str, tuple[str, ...]]  # a slug, or else a provider model id -> the slugs it names
     results: Mapping[str, Published]  # run_id -> result
-    listing: tuple[Published, ...]  # the order of /v1/results
+    listing: Sequence[Published]  # the order of /v1/results (a release view sorts it on first use)
     leaderboards: Mapping[str, tuple[Published, ...]]  # task ref -> current results, best first
     current: Mapping[tuple[str, str], Published]  # (model slug, task ref) -> the result lookup answers
     total_cost_usd: float
