@@ -15,11 +15,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from pathlib import Path
-from typing import Any
-
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape

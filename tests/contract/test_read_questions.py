@@ -24,15 +24,15 @@ import anyio
 import httpx
 import msgspec
 import pytest
+from litestar.testing import TestClient
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from litestar.testing import TestClient
 from support.api_data import log_everything
 from support.serving import serve_in_thread
 
 from api.agent_sources import RemoteAnswers
-from api.app import create_app
 from api.agent_tools import arguments, tool_by_name
+from api.app import create_app
 from api.client import ApiClient, UsageError
 from api.questions import (
     Cli,
@@ -190,7 +190,7 @@ def test_every_declaration_is_one_surfaces_can_derive_from() -> None:
 
 def _answer(page: str) -> dict[str, str]:
     """The scalar fields of a derived page's answer, as text."""
-    fields = re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', page, re.S)
+    fields = re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', page, re.DOTALL)
     return {name: html.unescape(re.sub(r"<[^>]+>", "", value)) for name, value in fields}
 
 
