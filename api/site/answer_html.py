@@ -4,7 +4,8 @@ The page ``api.site.question_pages`` derives for a question without a hand-made 
 JSON its ``/v1`` route sends, walked along the body Struct's declared fields (``msgspec.inspect``),
 so that a new question needs no template: a Struct is a list of definitions in the order it declares
 its fields, a list of Structs a table whose columns are those fields, a union the member the value
-decoded as, a scalar its text. Its form is read off the parameter Struct the same way: a choice of
+decoded as, a scalar its text; a list shows its first ``MAX_ITEMS``, as the leaderboard page
+shows its first rows, so that a page stays small. Its form is read off the parameter Struct the same way: a choice of
 a ``Literal``'s values, a number within a numeric field's bounds, text otherwise.
 
 Every piece of text from the answer goes through ``markupsafe.escape`` (``Markup.format`` escapes what
@@ -28,6 +29,7 @@ from api.read_question import ReadQuestion
 
 _URL_RE = re.compile(r"^https?://[^\s]+$")
 _CODE_RE = re.compile(r"`([^`]+)`")
+MAX_ITEMS = 50  # items a list shows (its JSON twin has them all): a page stays small (docs/api.md, "The website")
 _ANY = mi.AnyType()
 _NONE = Markup('<span class="muted">none</span>')
 _RECORDS = (mi.StructType, mi.TypedDictType, mi.DataclassType)
@@ -111,9 +113,12 @@ def _listing(values: list[Any], t: mi.Type) -> Markup:
     """A list of records as a table (one column per field any row has), anything else as a list."""
     if not values:
         return _NONE
+    more = (Markup('<p class="muted more">{} more, not shown here: the JSON has them all.</p>')
+            .format(len(values) - MAX_ITEMS) if len(values) > MAX_ITEMS else Markup(""))
+    values = values[:MAX_ITEMS]
     if not all(isinstance(v, dict) for v in values):
         items = Markup("").join(Markup("<li>{}</li>").format(html(v, _item_type(t, i))) for i, v in enumerate(values))
-        return Markup("<ul>{}</ul>").format(items)
+        return Markup("<ul>{}</ul>{}").format(items, more)
     rows = [(v, dict(_fields(_member(_item_type(t, i), v), v))) for i, v in enumerate(values)]
     columns = list(dict.fromkeys(name for v, fields in rows for name in fields if name in v))
     head = Markup("").join(Markup("<th>{}</th>").format(c) for c in columns)
@@ -122,7 +127,7 @@ def _listing(values: list[Any], t: mi.Type) -> Markup:
             Markup("<td>{}</td>").format(html(v[c], fields[c]) if c in v else "") for c in columns))
         for v, fields in rows)
     return Markup('<div class="table-wrap"><table class="answer"><thead><tr>{}</tr></thead><tbody>{}</tbody>'
-                  "</table></div>").format(head, body)
+                  "</table></div>{}").format(head, body, more)
 
 
 def _scalar(value: Any) -> Markup:

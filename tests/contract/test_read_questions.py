@@ -46,6 +46,8 @@ from api.questions import (
     unregister,
 )
 from api.responses import Prepared, prepare
+from api.site.answer_html import MAX_ITEMS, type_of
+from api.site.answer_html import html as to_html
 from api.site.routes import site_route_handlers
 from pipelines.cli.main import main
 
@@ -274,3 +276,12 @@ def test_a_page_the_site_cannot_honour_is_refused() -> None:
                 site_route_handlers()
         finally:
             unregister(question.name)
+
+
+def test_a_long_list_is_cut_to_keep_the_page_small() -> None:
+    """An answer's list shows its first MAX_ITEMS items and says how many more the JSON has."""
+    shown = to_html({"echo": "x", "tasks": 1, "words": [f"w{i}" for i in range(MAX_ITEMS + 7)]})
+    assert shown.count("<li>") == MAX_ITEMS and "7 more, not shown here" in shown
+    rows = to_html([{"echo": f"e{i}", "tasks": i} for i in range(MAX_ITEMS + 1)], type_of(list[Toy]))
+    assert rows.count("<tr>") == MAX_ITEMS + 1 and "1 more, not shown here" in rows  # the header and MAX_ITEMS rows
+    assert "<th>echo</th><th>tasks</th>" in rows
