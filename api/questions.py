@@ -11,7 +11,10 @@ being written per question (docs/api.md, "One table of read questions"):
   (``api.question_answers.ask``) or through another server (``api.agent_sources.RemoteAnswers``,
   which asks ``path`` with the same parameters);
 - the typed client method (``client``: ``api.client.ApiClient`` gets one method per question);
-- the CLI command (``cli``, with each parameter's ``CliArg``: ``pipelines.cli.client``).
+- the CLI command (``cli``, with each parameter's ``CliArg``: ``pipelines.cli.client``);
+- the website's page (``site_page``: the hand-made page of ``api.site.routes`` that shows the answer,
+  or, when None, the page ``api.site.question_pages`` derives at ``site_path``: a form of the
+  parameters and the answer's body as tables, linked from ``/questions``).
 
 A new read question is one entry here plus its answer function, ``answer(asked, args)``: ``asked``
 carries the service, the tables of the version asked about and the base URL for self-links;
@@ -43,12 +46,14 @@ from api.params import (
     task_parameter,
 )
 from api.read_question import (  # noqa: F401  (api.questions.X: the table and what it is made of)
+    V1,
     Cli,
     CliArg,
     Param,
     ReadQuestion,
     Tool,
     described,
+    path_shape,
     resolve,
     text,
 )
@@ -105,6 +110,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         operation_id="listDatasets", summary="Datasets",
         description="Every dataset with its license, license URL, citation, DOI and the date it became public.",
         client="datasets", cli=Cli("datasets", "list the datasets with license and citation", order=1),
+        site_page="/datasets",
     ),
     ReadQuestion(
         "tasks", "/v1/tasks", (), qa.NoArgs, ANSWERS + "tasks", schemas.TaskList,
@@ -112,7 +118,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         description="One item per task version: dataset, kind, primary metric, preview flag, number of results.",
         tool=Tool("list_tasks", "Tasks", "Every task version: dataset, kind, primary metric, preview flag, number of "
                   "results.", order=4),
-        client="tasks", cli=Cli("tasks", "list the tasks (one line per version)", order=0),
+        client="tasks", cli=Cli("tasks", "list the tasks (one line per version)", order=0), site_page="/",
     ),
     ReadQuestion(
         "task", "/v1/tasks/{slug}", (
@@ -127,7 +133,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                 404: "`task_not_found` (also when the path's `@version` and `?version=` differ)"},
         tool=Tool("get_task", "One task", "A task version with its whole specification (latest version unless "
                   "`version` or `slug@version` says otherwise).", order=5),
-        threaded=True,
+        threaded=True, site_page="/tasks/{slug}",
     ),
     ReadQuestion(
         "leaderboard", "/v1/leaderboard", (
@@ -154,6 +160,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                   "sets (simultaneous, joined with the marginal interval). `metric` ranks by another published metric "
                   "in its direction; `limit` bounds the rows (default 100).", order=1),
         client="leaderboard", cli=Cli("leaderboard", "ranked results of one task", order=2),
+        site_page="/tasks/{slug}",
     ),
     ReadQuestion(
         "results", "/v1/results", (
@@ -179,6 +186,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         tool=Tool("get_result", "One result", "Everything about one result: all metrics with 95% CIs, configuration, "
                   "exact versions, usage, cost, BibTeX and the predictions URL.", order=2),
         client="result", cli=Cli("result", "one result: metrics with CIs, versions, cost, BibTeX", order=3),
+        site_page="/r/{run_id}",
     ),
     ReadQuestion(
         "lookup", "/v1/lookup", (
@@ -212,6 +220,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                 404: "`run_not_found`"},
         tool=Tool("compare", "Compare two results", _comparison_text, order=3),
         client="compare", cli=Cli("compare", "paired comparison of two results of one task (a minus b)", order=8),
+        site_page="/compare",
     ),
     ReadQuestion(
         "models", "/v1/models", (
@@ -234,6 +243,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                   "`limit` and `offset`.", order=6),
         client="models",
         cli=Cli("models", "find models by name, slug or provider model id (exit 1 when none matches)", order=7),
+        site_page="/models",
     ),
     ReadQuestion(
         "model", "/v1/models/{provider}/{name}", (
@@ -252,6 +262,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         tool=Tool("stats", "Counts", "Counts of datasets, tasks, models and results, total cost, reuses and the "
                   "warehouse version served.", order=8),
         client="stats", cli=Cli("stats", "counts, total cost, reuses", order=6), cache_control="live",
+        site_page="/",
     ),
     ReadQuestion(
         "releases", "/v1/releases", (LIMIT, OFFSET), qa.PageArgs, ANSWERS + "releases", schemas.ReleasePage,
@@ -269,7 +280,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         "leaderboard rows as they stood; `manifest_sha256` is the sha256 of its canonical JSON (keys sorted, no "
         "whitespace). `?release=<id>` on the leaderboard, results, result and lookup routes answers as of it.",
         errors={400: "`invalid_parameter`", 404: "`release_not_found`", **LOG_UNAVAILABLE},
-        client="release",
+        client="release", site_page="/releases/{release_id}",
     ),
     ReadQuestion(
         "keys", "/v1/keys", (), qa.NoArgs, ANSWERS + "keys", schemas.KeyList,
@@ -277,7 +288,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         description="Every Ed25519 public key that signed a result or a release (`signature.key_id` names one), "
         "oldest first, with its fingerprint and validity dates; `valid_until` is null for the key in use. "
         "`medbench verify` checks a result or a release against them, or against keys you already trust.",
-        client="keys",
+        client="keys", site_page="/about",
     ),
     # -- asked on a route of another question, or of another store ---------------------------------------
     ReadQuestion(
@@ -285,6 +296,7 @@ _OWN: tuple[ReadQuestion, ...] = (
         ANSWERS + "predictions_link", schemas.PredictionsLink, route=False, remote=ANSWERS + "remote_predictions_link",
         tool=Tool("predictions_url", "Where a result's predictions are", "The URL of a result's per-item predictions "
                   "(Parquet) and their sha256: download and check them instead of recomputing.", order=7),
+        site_page="/r/{run_id}",
     ),
     ReadQuestion(
         "submission", "/v1/submissions/{submission_id}", (Param("submission_id", str, in_path=True, field="id"),),
@@ -293,6 +305,7 @@ _OWN: tuple[ReadQuestion, ...] = (
                   "validated, awaiting_package, awaiting_approval, queued, running, evaluated, failed or rejected), "
                   "the reason for it, its run ids once it runs, and every transition with its time and reason.",
                   order=9),
+        site_page="/submissions/{submission_id}",
     ),
 )
 QUESTIONS: tuple[ReadQuestion, ...] = (*_OWN, *LOG_QUESTIONS)
@@ -308,7 +321,10 @@ _EXTRA: list[ReadQuestion] = []
 
 def check(question: ReadQuestion) -> None:
     """A declaration every surface can derive from: its parameters are its Struct's fields, each path
-    parameter is in its path, and the names it takes on each surface are free."""
+    parameter is in its path, its route is under ``/v1``, and the names it takes on each surface (its
+    derived site page's path too) are free."""
+    if not question.path.startswith(V1 + "/"):
+        raise ValueError(f"read question {question.name!r}: its path {question.path!r} is not under {V1}/")
     fields = {f.name for f in msgspec.structs.fields(question.args)}
     declared = {p.attr for p in question.params}
     if fields != declared:
@@ -322,6 +338,10 @@ def check(question: ReadQuestion) -> None:
                               question.cli and question.cli.command, question.route and question.path)):
         if mine and any(other[i] == mine for other in taken):
             raise ValueError(f"read question {question.name!r}: {mine!r} is already another question's")
+    shape = path_shape(question.site_path)
+    if question.site_page is None and any(path_shape(q.site_path) == shape for q in registered()):
+        raise ValueError(f"read question {question.name!r}: its site page {question.site_path!r} is already another "
+                         "question's; name another path (site_page) or another route")
 
 
 def register(question: ReadQuestion) -> ReadQuestion:

@@ -9,9 +9,18 @@ answer named ``"module:function"`` is imported when first asked.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+V1 = "/v1"  # every question's route starts with it; its site page, when derived, is its path without it
+_PARAMETER_RE = re.compile(r"{[^}]*}")
+
+
+def path_shape(path: str) -> str:
+    """A path with its parameters unnamed and untyped: ``/r/{run_id}`` and ``/r/{x:str}`` are one route."""
+    return _PARAMETER_RE.sub("{}", path)
 
 
 @dataclass(frozen=True)
@@ -86,10 +95,18 @@ class ReadQuestion:
     threaded: bool = False  # the answer reads files: run it in a worker thread
     cache_control: str | None = None  # None: the published answers' default
     remote: str | None = None  # "module:function" asking another server, when not GET path with params
+    # the website's hand-made page showing this answer ("/tasks/{slug}", a route of ``api.site.routes``);
+    # None: the page derived from this declaration (``api.site.question_pages``), at ``site_path``
+    site_page: str | None = None
 
     @property
     def has_release(self) -> bool:
         return any(p.name == "release" for p in self.params)
+
+    @property
+    def site_path(self) -> str:
+        """Where the website shows this answer: its hand-made page, or the ``/v1`` path without ``/v1``."""
+        return self.site_page or self.path.removeprefix(V1)
 
     def answer_fn(self) -> Callable[..., Any]:
         return resolve(self.answer)

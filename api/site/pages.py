@@ -1,4 +1,6 @@
-"""Rendering pages: one Jinja2 environment (autoescaped), the number formats, and the HTML reply.
+"""Rendering pages: one Jinja2 environment (autoescaped), the number formats, the frame every page
+shares (``common_context``, ``page``, ``page_route``: the hand-made pages of ``api.site.routes`` and the
+derived ones of ``api.site.question_pages`` alike), and the HTML reply.
 
 Every page goes through ``page_reply``, which adds what every API answer carries
 (``X-Medbench-Warehouse``, a strong ``ETag``, ``Cache-Control``, HEAD and 304 handling) by reusing
@@ -13,19 +15,31 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from litestar import get, route
+from litestar.enums import HttpMethod
+from litestar.handlers import HTTPRouteHandler
 from litestar.types import Scope
 
-from api.responses import Prepared, Reply, respond
+from api.responses import NO_WAREHOUSE, Prepared, Reply, respond
 from api.site.security import PAGE_HEADERS
+
+if TYPE_CHECKING:
+    from litestar import Request
+
+    from api.service import Service
+    from api.tables import Tables
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
+CSS_PATH = "/static/site.css"
 CACHE_PAGE = "no-cache"  # pages show live counters (reuses); revalidation is cheap with the ETag
 
 
@@ -107,3 +121,35 @@ def render(template: str, **context: Any) -> str:
 def page_reply(scope: Scope, body: str, *, version: str, status: int = 200, media_type: str = HTML) -> Reply:
     return respond(scope, Prepared(body.encode("utf-8")), version=version, cache_control=CACHE_PAGE,
                    status=status, media_type=media_type, extra_headers=PAGE_HEADERS)
+
+
+def common_context(request: Request, service: Service, tables: Tables | None, *, title: str, twin: str | None,
+                   nav: str = "") -> dict[str, Any]:
+    """What ``base.html`` shows on every page: title, JSON twin, navigation, demo banner, version."""
+    return {
+        "title": title, "twin": twin, "nav": nav, "css": CSS_PATH,
+        "demo": bool(tables and tables.demo), "version": tables.version if tables else NO_WAREHOUSE,
+        "base": service.base_url(request.scope),
+        # a page reached through a release link says so ("as of release X"), with a link to the current state
+        "as_of": tables.release if tables else None,
+        "current_query": urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "release"]),
+    }
+
+
+def page(request: Request, service: Service, tables: Tables | None, template: str, *, title: str,
+         twin: str | None, nav: str = "", status: int = 200, **context: Any) -> Reply:
+    """``template`` rendered in the common frame, as the HTML reply of the version of ``tables``."""
+    body = render(template, **common_context(request, service, tables, title=title, twin=twin, nav=nav), **context)
+    return page_reply(request.scope, body, version=tables.version if tables else NO_WAREHOUSE, status=status)
+
+
+def page_route(path: str) -> Callable[[Callable[..., Any]], list[HTTPRouteHandler]]:
+    """GET and HEAD for one page (HEAD gets the GET's headers, no body; see ``api.responses``)."""
+
+    def decorate(fn: Callable[..., Any]) -> list[HTTPRouteHandler]:
+        return [
+            get(path, include_in_schema=False)(fn),
+            route(path, http_method=[HttpMethod.HEAD], include_in_schema=False)(fn),
+        ]
+
+    return decorate

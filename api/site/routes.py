@@ -6,18 +6,19 @@ and links to its JSON twin. Pages live in their own ``Router`` with their own
 exception handlers, so an unknown run or task, a bad parameter, or a warehouse not yet published
 gives an HTML page with the right status here while ``/v1`` and ``/artifacts`` keep answering JSON
 (the app-level handlers still answer 405 and unknown paths everywhere).
+
+The hand-made pages here are the site pages of the read questions that name them
+(``ReadQuestion.site_page``: the task page shows the leaderboard); every other question gets the page
+``api.site.question_pages`` derives from its declaration, in the same Router.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlencode
 
 import anyio.to_thread
-from litestar import Request, Router, get, route
-from litestar.enums import HttpMethod
+from litestar import Request, Router
 from litestar.exceptions import ValidationException
 from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
@@ -33,34 +34,19 @@ from api.responses import CACHE_PUBLISHED, NO_WAREHOUSE, AsResponse, Prepared, r
 from api.routes.compare import comparison
 from api.service import Service, service_of
 from api.site import agent_text, downloads, views
-from api.site.pages import CACHE_PAGE, STATIC, TEXT, page_reply
+from api.site.pages import CACHE_PAGE, CSS_PATH, STATIC, TEXT, page_reply
+from api.site.pages import common_context as _common
+from api.site.pages import page as _page
+from api.site.pages import page_route as _page_route
 from api.site.pages import render as render_template
+from api.site.question_pages import question_page_handlers
 from api.tables import Tables, TaskEntry
 from warehouse.keys import read_keys
 from medbench.layout import RUN_ID_RE
 
 log = logging.getLogger(__name__)
 
-CSS_PATH = "/static/site.css"
 FAVICON_PATH = "/favicon.ico"
-
-
-def _common(request: Request, service: Service, tables: Tables | None, *, title: str, twin: str | None,
-            nav: str = "") -> dict[str, Any]:
-    return {
-        "title": title, "twin": twin, "nav": nav, "css": CSS_PATH,
-        "demo": bool(tables and tables.demo), "version": tables.version if tables else NO_WAREHOUSE,
-        "base": service.base_url(request.scope),
-        # a page reached through a release link says so ("as of release X"), with a link to the current state
-        "as_of": tables.release if tables else None,
-        "current_query": urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "release"]),
-    }
-
-
-def _page(request: Request, service: Service, tables: Tables, template: str, *, title: str, twin: str | None,
-          nav: str = "", status: int = 200, **context: Any) -> ASGIResponse:
-    body = render_template(template, **_common(request, service, tables, title=title, twin=twin, nav=nav), **context)
-    return page_reply(request.scope, body, version=tables.version, status=status)
 
 
 def _error_page(request: Request, status: int, heading: str, message: str) -> Response:
@@ -119,18 +105,6 @@ def _task_of(tables: Tables, ref: str | None) -> TaskEntry | None:
     if entry is None:
         raise task_not_found(ref.strip()[:80])
     return entry
-
-
-def _page_route(path: str) -> Callable[[Callable[..., Any]], list[HTTPRouteHandler]]:
-    """GET and HEAD for one page (HEAD gets the GET's headers, no body; see ``api.responses``)."""
-
-    def decorate(fn: Callable[..., Any]) -> list[HTTPRouteHandler]:
-        return [
-            get(path, include_in_schema=False)(fn),
-            route(path, http_method=[HttpMethod.HEAD], include_in_schema=False)(fn),
-        ]
-
-    return decorate
 
 
 def _handlers() -> list[HTTPRouteHandler]:
@@ -333,8 +307,10 @@ def _handlers() -> list[HTTPRouteHandler]:
         version = service.store.peek_version() or NO_WAREHOUSE
         return respond(request.scope, icon, version=version, cache_control=CACHE_PUBLISHED, media_type="image/svg+xml")
 
-    return [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *release, *submissions, *submission,
-            *stylesheet, *favicon]
+    own = [*home, *task, *task_csv, *result, *models, *datasets, *about, *agents, *llms, *compare, *release, *submissions, *submission,
+           *stylesheet, *favicon]
+    # the pages the table of read questions derives (api.site.question_pages), checked against these
+    return [*own, *question_page_handlers(path for handler in own for path in handler.paths)]
 
 
 def _submission_or_404(service: Service, submission_id: str) -> Any:

@@ -29,6 +29,8 @@ PAGES = [
     f"/r/{RUN_IDS['medgemma-cqa0']}", f"/r/{RUN_IDS['neglastmap-ioh0']}", f"/r/{RUN_IDS['medgemma-cqa0-old']}",
     "/models", "/datasets", "/about", "/agents", "/compare",
     f"/compare?a={RUN_IDS[BETTER]}&b={RUN_IDS[WORSE]}",
+    # pages derived from the table of read questions (api.site.question_pages), and its list
+    "/results?limit=5", "/releases", "/lookup?model=kgpu/medgemma-27b&task=clinicalqa", "/questions",
 ]
 
 
