@@ -143,7 +143,7 @@ def seed(root: Path, tasks: int, per_task: int, key_path: Path) -> tuple[DataDir
     key at ``key_path`` is the publisher's (``MEDBENCH_SIGNING_KEY`` must name it)."""
     from medbench.registry import installed_plugins
     from pipelines.engine.identity import code_revision
-    from pipelines.engine.release import orphan_models, spec_rows
+    from pipelines.engine.catalog_rows import orphan_models, spec_rows
     from pipelines.engine.specs import load_specs
     from medbench.kinds import kinds
     from warehouse.keys import load_key, record_key

@@ -93,7 +93,7 @@ def _rewritten(data: DataDir, published: Published) -> list[ResultRecord]:
 def release_change(specs: Specs, data: DataDir, key: SigningKey, transparency: Any,
                    log: Log) -> tuple[str, bool, int] | None:
     """Publish what changed since the current version; None where only a full publish can (see above)."""
-    from pipelines.engine.release import orphan_models, spec_rows
+    from pipelines.engine.catalog_rows import orphan_models, spec_rows
 
     published = published_state(data)
     if published is None or published.listed_at is None:

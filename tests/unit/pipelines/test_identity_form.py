@@ -18,7 +18,7 @@ import pytest
 from pipelines.backends.settings import OpenAISettings, ReplaySettings, TransformersSettings, published
 from medbench.canonical import canonical_json, spec_builtins
 from medbench.identity_form import DEMO_IDENTITY_KEY, IDENTITY_KEY_ENV, IdentityKeyError, identity_key
-from pipelines.engine.release import published_spec
+from pipelines.engine.catalog_rows import published_spec
 from pipelines.engine.specs import spec_hash
 from support.model_specs import specs_with_served
 from support.plugins import builtin_plugins, specs as load_specs

@@ -14,7 +14,7 @@ import pytest
 from pipelines.backends.openai_backend import OpenAIChatGenerator
 from pipelines.backends.redact import redact_url
 from pipelines.backends.settings import OpenAISettings, published
-from pipelines.engine.release import published_spec
+from pipelines.engine.catalog_rows import published_spec
 from pipelines.engine.specs import SpecError
 from support.plugins import builtin_plugins, specs as load_specs
 from support.model_specs import specs_with_served

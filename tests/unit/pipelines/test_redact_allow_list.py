@@ -20,7 +20,7 @@ from pipelines.backends.settings import (
     VllmEngine,
     published,
 )
-from pipelines.engine.release import published_spec
+from pipelines.engine.catalog_rows import published_spec
 from pipelines.engine.specs import spec_hash
 from support.plugins import builtin_plugins, specs as load_specs
 
