@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from medbench.kinds import kind as kind_of
-from pipelines.official.package import PackageFailed, wheel_name_problem
+from pipelines.official.package import PackageFailed, sha256_of, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 from pipelines.official.sandbox import Mount, Outcome, run_sandboxed
-from pipelines.official.wheels import Dependencies, describe_wheel, download, file_sha256
+from pipelines.official.wheels import Dependencies, describe_wheel, download
 
 RUNNER = Path(__file__).with_name("runner.py")
 # What a package yields per instance, and how one answer is checked, belong to the task's kind
@@ -129,7 +129,7 @@ def _install(policy: SandboxPolicy, work: Path, wheel_name: str, dependencies: D
         assert dependencies.folder is not None
         shutil.copyfile(dependencies.folder / w["file"], wheels / w["file"])
         os.chmod(wheels / w["file"], 0o644)
-        if file_sha256(wheels / w["file"]) != w["sha256"]:  # what is installed is what was recorded
+        if sha256_of(wheels / w["file"]) != w["sha256"]:  # what is installed is what was recorded
             raise PackageFailed(f"dependency wheel {w['file']!r} changed after it was hashed")
     mounts = [Mount(work / "venv", "/venv", writable=True), Mount(work / wheel_name, f"/wheel/{wheel_name}"),
               Mount(wheels, "/wheels")]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from pipelines.official.package import PackageFailed, wheel_name_problem
+from pipelines.official.package import PackageFailed, sha256_of, wheel_name_problem
 from pipelines.official.policy import SandboxPolicy
 
 MAX_WHEELS = 200            # dependency wheels in one set
@@ -55,18 +55,10 @@ class Dependencies:
 NONE = Dependencies(folder=None, wheels=())
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def describe_wheel(path: Path) -> dict[str, str]:
     """name, version, file and sha256 of one wheel, from its file name and its bytes (computed here)."""
     name, version, _, _ = parse_wheel_filename(path.name)
-    return {"name": str(name), "version": str(version), "file": path.name, "sha256": file_sha256(path)}
+    return {"name": str(name), "version": str(version), "file": path.name, "sha256": sha256_of(path)}
 
 
 def scan(folder: Path, package_file: str | None = None) -> Dependencies:
