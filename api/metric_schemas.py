@@ -8,7 +8,7 @@ from typing import Literal
 
 import msgspec
 
-from medbench.records import UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
+from medbench.records import JudgeRef, UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
 
 
 class Metric(msgspec.Struct):
@@ -57,10 +57,6 @@ class DetectableDifference(msgspec.Struct):
     basis: str  # how it was computed, in words (the discordant rate or the SD it came from)
 
 
-class Judge(msgspec.Struct):
+class Judge(JudgeRef):
     """The judge model that graded a rubric result: slug, revision, its prompt's sha256, samples per answer."""
-
-    model: str
-    revision: str
-    prompt_sha256: str
-    samples: int
+    # the record's fields (model, revision, prompt_sha256, samples); this docstring is the body's description

@@ -25,7 +25,7 @@ from api.metric_schemas import (  # noqa: F401  (api.schemas.X for every body)
 )
 from medbench.submissions.records import HistoryEntry, Submission  # noqa: F401  (bodies of the submission routes)
 
-ModelType = Literal["llm", "ml", "rule"]
+ModelType = records.ModelType
 ContaminationStatus = Literal["declared", "possible", "unlikely", "unknown"]
 Tier = Literal["baseline", "official"]
 SubmissionState = Literal["received", "validated", "awaiting_package", "awaiting_approval", "queued", "running",
@@ -46,15 +46,10 @@ class Model(msgspec.Struct):
     provider: str
 
 
-class ModelDetail(msgspec.Struct):
+class ModelDetail(records.ModelCard, kw_only=True):
     """The model as shown in a full Result."""
 
-    slug: str
-    name: str
-    type: ModelType
-    provider: str
-    provider_model_id: str
-    revision: str
+    # the card's fields first (slug, name, type, provider, provider_model_id, revision)
     release_date: dt.date | None
     knowledge_cutoff: dt.date | None
 
@@ -177,14 +172,9 @@ class Result(msgspec.Struct, kw_only=True):
     judge: Judge | None  # rubric tasks: the judge model that graded it (docs/api.md); null otherwise
 
 
-class Dataset(msgspec.Struct):
-    slug: str
-    name: str
-    license: str
-    license_url: str
-    citation: str
-    doi: str
-    public_since: dt.date
+class Dataset(records.DatasetCard, kw_only=True):
+    # the card's fields first (slug, name, license, license_url, citation, doi, public_since); no
+    # docstring: it would become the JSON Schema's description, and MCP's tools/list is pinned
     source: dict[str, Any]
     description: str  # addition
     snapshot_id: str | None  # addition: content hash of the snapshot the published results used
@@ -304,15 +294,10 @@ class Evaluation(msgspec.Struct):
     run_id: str
 
 
-class ModelInfo(msgspec.Struct):
+class ModelInfo(records.ModelCard, kw_only=True):
     """A model as ``/v1/models`` lists it: the full model and its current results."""
 
-    slug: str
-    name: str
-    type: ModelType
-    provider: str
-    provider_model_id: str
-    revision: str
+    # the card's fields first (slug, name, type, provider, provider_model_id, revision)
     release_date: dt.date | None
     knowledge_cutoff: dt.date | None
     evaluations: list[Evaluation]

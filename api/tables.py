@@ -16,7 +16,6 @@ another side).
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import math
 import os
@@ -40,7 +39,7 @@ from medbench.layout import DataDir
 from warehouse.read import READ_ERRORS, Catalogue, Published, read_version
 from warehouse.schema import DatasetRow, ModelRow, TaskRow
 from warehouse.versions import POINTER_MISSING, kept_versions, load_failure, pointer_state
-from medbench.records import ResultRecord, metric_order_value
+from medbench.records import ModelRef, ResultRecord, metric_order_value
 
 __all__ = ["Published", "StoreStatus", "Tables", "TableStore", "TaskEntry", "ModelEntry", "load_tables", "build_tables"]
 
@@ -65,18 +64,10 @@ class TaskEntry:
     participant_flow: Mapping[str, Any] | None = None  # ``tasks.participant_flow`` (schema 5)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelEntry:
-    """A model of the published ``models`` table (the website lists them, evaluated or not)."""
+class ModelEntry(ModelRef, frozen=True, kw_only=True):
+    """A model of the published ``models`` table (the website lists them, evaluated or not): the
+    record's model (``ModelRef``'s fields) and what the table adds to it."""
 
-    slug: str
-    name: str
-    type: str
-    provider: str
-    provider_model_id: str
-    revision: str
-    release_date: dt.date | None
-    knowledge_cutoff: dt.date | None
     backend: str
     description: str
 

@@ -23,6 +23,44 @@ CONTAMINATION_FLAG: dict[str, bool | None] = {"declared": True, "possible": True
 _LEGACY_STATUS: dict[bool | None, ContaminationStatus] = {True: "possible", False: "unlikely", None: "unknown"}
 
 
+ModelType = Literal["llm", "ml", "rule"]
+
+
+class ModelCard(msgspec.Struct, frozen=True, kw_only=True):
+    """What names a model wherever it is described: which model, of what type, from whom, at which revision.
+
+    Declared once for the same reason as ``DatasetCard``: the model spec (``medbench.specs.ModelSpec``)
+    and the API's model bodies (``api.schemas.ModelDetail``, ``ModelInfo``) start with these fields,
+    with these types, in this order. (``ModelRef``, the result record's copy, keeps ``type`` a plain
+    string: records written by any earlier medbench must still decode.)
+    """
+
+    slug: str
+    name: str
+    type: ModelType
+    provider: str
+    provider_model_id: str
+    revision: str
+
+
+class DatasetCard(msgspec.Struct, frozen=True, kw_only=True):
+    """What every description of a dataset says first: its name, its licence and how to cite it.
+
+    Declared once because three layers describe a dataset with these same fields and types, in this
+    order: its spec file (``medbench.specs.DatasetSpec``), its published row
+    (``warehouse.schema.DatasetRow``) and its API body (``api.schemas.Dataset``); each adds its own
+    fields after them (docs/concepts.md, "The layers").
+    """
+
+    slug: str
+    name: str
+    license: str
+    license_url: str
+    citation: str
+    doi: str
+    public_since: dt.date
+
+
 class ModelRef(msgspec.Struct, frozen=True):
     slug: str
     name: str

@@ -27,6 +27,7 @@ import msgspec
 
 from medbench.canonical import SpecStruct, spec_builtins
 from medbench.identity_form import identity_form
+from medbench.records import DatasetCard, ModelCard
 
 
 class SpecError(ValueError):
@@ -64,14 +65,7 @@ class SourceSpec(SpecBase):
     revision: str
 
 
-class DatasetSpec(SpecBase):
-    slug: str
-    name: str
-    license: str
-    license_url: str
-    citation: str
-    doi: str
-    public_since: dt.date
+class DatasetSpec(SpecBase, DatasetCard):
     description: str
     source: SourceSpec
 
@@ -179,16 +173,11 @@ class PriceSpec(SpecBase):
     key: str = ""
 
 
-class ModelSpec(SpecBase):
+class ModelSpec(SpecBase, ModelCard):
     """A model spec; decoded as the subclass of its backend (``model_spec_type``), whose ``settings``
     field has that backend's settings type."""
 
-    slug: str
-    name: str
-    type: Literal["llm", "ml", "rule"]
-    provider: str
-    provider_model_id: str
-    revision: str
+    # slug, name, type, provider, provider_model_id, revision: the card's, first
     description: str
     backend: str
     tasks: list[str]

@@ -15,6 +15,8 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
+from medbench.records import DatasetCard
+
 # 1: the tables as first published (no schema_version key in meta).
 # 2: meta gains the key ``schema_version``; tables and columns unchanged.
 # 3: table ``leaderboard_ranks`` (rank intervals and the tie with the leader); ``metrics`` gains
@@ -56,16 +58,10 @@ class MetaRow(Row, frozen=True, kw_only=True):
     value: str
 
 
-class DatasetRow(Row, frozen=True, kw_only=True):
+class DatasetRow(Row, DatasetCard, frozen=True, kw_only=True):
     __table__ = "datasets"
     __key__ = ("slug",)
-    slug: str
-    name: str
-    license: str
-    license_url: str
-    citation: str
-    doi: str
-    public_since: dt.date
+    # slug, name, license, license_url, citation, doi, public_since: the card's columns, first
     description: str
     source: Json  # kind, location, split, revision
     snapshot_id: str | None  # content hash of the snapshot in use

@@ -7,7 +7,6 @@ page and its JSON twin always come from the same version.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import typing
 from collections.abc import Callable, Sequence
@@ -191,12 +190,12 @@ def models(tables: Tables, q: str | None = None) -> list[dict[str, Any]]:
     seen = set()
     for m in tables.models:
         seen.add(m.slug)
-        out.append({**dataclasses.asdict(m), "results": by_slug.get(m.slug, []), "withdrawn": withdrawn.get(m.slug, [])})
+        out.append({**msgspec.structs.asdict(m), "results": by_slug.get(m.slug, []), "withdrawn": withdrawn.get(m.slug, [])})
     for slug in sorted(set(by_slug) | set(withdrawn)):
         if slug not in seen:
             first = (by_slug.get(slug) or withdrawn[slug])[0]
             m = ModelEntry(**msgspec.structs.asdict(first.record.model), backend="", description="")
-            out.append({**dataclasses.asdict(m), "results": by_slug.get(slug, []), "withdrawn": withdrawn.get(slug, [])})
+            out.append({**msgspec.structs.asdict(m), "results": by_slug.get(slug, []), "withdrawn": withdrawn.get(slug, [])})
     needle = model_needle(q)
     if needle is None:
         return out
