@@ -31,7 +31,7 @@ SCHEMA = pa.schema([("instance_id", pa.string()), ("prediction", pa.string()), (
 class BenchDataset(Dataset):
     slug = NAME
 
-    def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialized:
+    def materialize(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialized:
         n = int(options["n_items"])
         payload = "".join(json.dumps({"id": f"q{i:04d}", "answer": OPTIONS[i % 3]}) + "\n" for i in range(n)).encode()
         snapshot_id = hashlib.sha256(payload).hexdigest()[:16]

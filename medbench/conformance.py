@@ -9,7 +9,8 @@ a docstring and/or ``...``. A plug-in that subclasses the protocol inherits thos
 still in place counts as missing. The shape: an attribute annotated ``str`` is a string (``str |
 None``: or None), a ``tuple`` one a tuple, a ``type`` one a class, a ``pa.Schema`` one a pyarrow
 schema, a ``Mapping`` one a mapping, a ``bool`` one True or False; a method is callable and takes
-the protocol's positional arguments.
+the protocol's positional arguments. A required method a plug-in may still define under an older
+spelling (``medbench.old_spellings``) is present under either name.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
+
+from medbench.old_spellings import defines, old_method
 
 
 class PluginError(ValueError):
@@ -98,16 +101,19 @@ def check_conforms(obj: Any, protocol: type, what: str, origin: str) -> None:
             if problem:
                 raise PluginError(f"{where}: attribute {name!r} {problem} ({protocol.__name__}: {annotation})")
             continue
-        own = getattr(cls, name, None)
-        if own is None or own is getattr(protocol, name, None):
-            raise PluginError(f"{where} lacks the required method {name}() ({protocol.__name__}); define it")
-        member = getattr(obj, name)
+        defined = name
+        if not defines(cls, protocol, name):
+            old = old_method(protocol, name)  # a plug-in written before the one spelling
+            if old is None or not defines(cls, protocol, old):
+                raise PluginError(f"{where} lacks the required method {name}() ({protocol.__name__}); define it")
+            defined = old
+        member = getattr(obj, defined)
         if not callable(member):
-            raise PluginError(f"{where}: {name} must be a method, not {type(member).__name__}")
+            raise PluginError(f"{where}: {defined} must be a method, not {type(member).__name__}")
         want = _positional(getattr(protocol, name))[1] - 1  # the protocol's, without self
         required, allowed, star = _positional(member)
         if required > want or (allowed < want and not star):
-            raise PluginError(f"{where}: method {name}() takes {required}-{allowed} positional arguments; "
+            raise PluginError(f"{where}: method {defined}() takes {required}-{allowed} positional arguments; "
                               f"{protocol.__name__}.{name} is called with {want}")
 
 

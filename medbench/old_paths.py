@@ -21,14 +21,19 @@ _lock = threading.Lock()
 _warned: set[str] = set()
 
 
+def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
+    """Warn ``message`` with ``DeprecationWarning``, once per process and ``key`` (an old name); also
+    ``medbench.old_spellings``' warning."""
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+
+
 def warn_moved(old: str, new: str, stacklevel: int = 3) -> None:
     """Warn, once per process and old name, that ``old`` is now ``new``."""
-    with _lock:
-        if old in _warned:
-            return
-        _warned.add(old)
-    warnings.warn(f"{old} moved to {new}: import {new} instead (docs/concepts.md, \"The layers\")",
-                  DeprecationWarning, stacklevel=stacklevel)
+    warn_once(old, f"{old} moved to {new}: import {new} instead (docs/concepts.md, \"The layers\")", stacklevel + 1)
 
 
 def alias_module(old: str, new: ModuleType) -> None:

@@ -41,8 +41,13 @@ class Materialized:
     details: dict = field(default_factory=dict)
 
 
-# The name dataset plug-ins written before the one spelling import (docs/adding-a-task.md).
-Materialised = Materialized  # vocab: keep (plug-ins import this name)
+def __getattr__(name: str) -> Any:
+    """An old spelling of a name here, for plug-ins that import it: ``medbench.old_spellings``."""
+    if name.startswith("__"):  # the import system's probes (``__path__``), asked while that module imports this one
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from medbench.old_spellings import renamed  # that module imports this one
+
+    return renamed(__name__, name)
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ class Dataset(Protocol):
 
     slug: ClassVar[str]
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
+    def materialize(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         """Write the snapshot into ``data.snapshots(slug)`` (demo data when ``data.demo_or_real() == 'demo'``)."""
         ...
 

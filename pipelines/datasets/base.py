@@ -14,11 +14,20 @@ Its file name is shared on purpose: every plug-in package names its parts alike
 
 from __future__ import annotations
 
-from medbench.outcomes import Log, Materialised, Materialized  # vocab: keep (plug-ins import Materialised)
+from typing import Any
+
+from medbench.outcomes import Log, Materialized
 from medbench.protocols import Dataset
 from medbench.layout import DataDir
 
-__all__ = ["Dataset", "Log", "Materialised", "Materialized", "is_demo"]  # vocab: keep (the old name, for plug-ins)
+__all__ = ["Dataset", "Log", "Materialized", "is_demo"]
+
+
+def __getattr__(name: str) -> Any:
+    """An old spelling of a name here, for plug-ins that import it: ``medbench.old_spellings``."""
+    from medbench.old_spellings import renamed
+
+    return renamed(__name__, name, "medbench.outcomes")
 
 
 def is_demo(data: DataDir) -> bool:

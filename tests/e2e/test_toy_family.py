@@ -58,7 +58,7 @@ def toy_rows(n: int) -> list[dict[str, Any]]:
 class ToyDataset(Dataset):
     slug = "toy-sums"
 
-    def materialise(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialized:
+    def materialize(self, spec, data: DataDir, options: Mapping[str, Any], log) -> Materialized:
         payload = "".join(json.dumps(r) + "\n" for r in toy_rows(int(options["n_items"]))).encode()
         snapshot_id = hashlib.sha256(payload).hexdigest()[:16]
         folder = data.snapshots(self.slug)

@@ -40,7 +40,7 @@ def clinicalqa_source(data: DataDir) -> str | None:
 class ClinicalQADataset(Dataset):
     slug = "clinicalqa"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
+    def materialize(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         source = clinicalqa_source(data)
         snap = load_clinicalqa_snapshot(spec, expected_rows=int(options["expected_rows"]),
                                         out_dir=data.snapshots(self.slug), source=source,

@@ -41,7 +41,7 @@ def vitaldb_source(data: DataDir) -> str:
 class VitalDbDataset(Dataset):
     slug = "vitaldb"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
+    def materialize(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         from pipelines.datasets.vitaldb.source import load_vitaldb_snapshot
 
         source = vitaldb_source(data)

@@ -38,7 +38,7 @@ def test_required_members_come_from_the_protocols() -> None:
     family = required_members(TaskFamily)
     assert family["score"] == ("method", "") and family["name"][0] == "attribute"
     assert "planned_items" not in family and "check_descriptions" not in family  # defaults are not required
-    assert set(required_members(Dataset)) == {"slug", "materialise"}  # vocab: keep (the plug-in method)
+    assert set(required_members(Dataset)) == {"slug", "materialize"}
     assert set(required_members(Backend)) == {"name", "settings_type", "published"}
     assert {"compare", "figures", "sql_types", "truth_columns"} <= set(required_members(Kind))
 
@@ -97,7 +97,7 @@ class HalfDataset(Dataset):
 class SlugNotString(Dataset):
     slug = 7
 
-    def materialise(self, spec, data, options, log):
+    def materialize(self, spec, data, options, log):
         return None
 
 
@@ -127,7 +127,7 @@ def _kind(**members) -> type:
 
 @pytest.mark.parametrize(("registry", "obj", "line"), [
     (lambda: Plugins.empty().datasets, HalfDataset(),
-     f"dataset {__name__}.HalfDataset lacks the required method materialise() (Dataset)"),
+     f"dataset {__name__}.HalfDataset lacks the required method materialize() (Dataset)"),
     (lambda: Plugins.empty().datasets, SlugNotString(),
      f"dataset {__name__}.SlugNotString: attribute 'slug' must be a string, not int (Dataset: ClassVar[str])"),
     (lambda: Plugins.empty().backends, HalfBackend(),
@@ -181,7 +181,7 @@ def _site(tmp_path: Path, group: str, target: str, module: str, code: str) -> Pa
 @pytest.mark.parametrize(("group", "protocol", "what", "code", "line"), [
     ("medbench.datasets", Dataset, "dataset",
      "from medbench.protocols import Dataset\n\nclass Half(Dataset):\n    slug = 'half'\n",
-     "lacks the required method materialise() (Dataset); define it"),
+     "lacks the required method materialize() (Dataset); define it"),
     ("medbench.backends", Backend, "backend",
      "from medbench.protocols import Backend\n\nclass Half(Backend):\n    settings_type = dict\n",
      "lacks the required attribute 'name' (Backend); define it"),

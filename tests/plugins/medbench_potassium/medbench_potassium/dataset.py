@@ -37,6 +37,10 @@ def source_location(spec: DatasetSpec, data: DataDir) -> Path:
 class FhirWardDataset(Dataset):
     slug = "fhirward"
 
+    # The old spelling on purpose: the proof that a plug-in written before Dataset.materialize() still
+    # registers and makes its snapshot, with a one-time DeprecationWarning (medbench/old_spellings.py;
+    # tests/unit/test_old_spellings.py and tests/e2e/test_plugin_kind.py). medbench_toyhospital uses
+    # the new spelling.
     def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         location = source_location(spec, data)
         snap = load_snapshot(location, data.snapshots(self.slug))

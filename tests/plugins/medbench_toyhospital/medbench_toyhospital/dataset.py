@@ -38,7 +38,7 @@ def source_location(spec: DatasetSpec, data: DataDir) -> str:
 class ToyHospitalDataset(Dataset):
     slug = "toyhospital"
 
-    def materialise(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
+    def materialize(self, spec: DatasetSpec, data: DataDir, options: Mapping[str, Any], log: Log) -> Materialized:
         location = source_location(spec, data)
         snap = load_snapshot(location, data.snapshots(self.slug))
         log(f"toyhospital: snapshot {snap.snapshot_id} ({snap.n_admissions} admissions, {snap.n_results} lab results)")
