@@ -3,34 +3,36 @@
 name ``Materialised``. Every old spelling lives in this module and nowhere else in the project
 (tests/unit/test_vocabulary.py allows it here by path), so dropping them one day is one file.
 
-Why here: the engine calls a dataset's snapshot through ``materialize`` below (never the method by
+Why here: the engine calls a plug-in's required method through ``call`` below (never the method by
 name), the load-time check (``medbench.conformance``) asks ``old_method`` which older name a required
 method may carry, and ``medbench.outcomes`` serves an old class name through ``renamed``. Each old
 spelling still works and warns once per process with ``DeprecationWarning`` (as
-``medbench.old_paths`` does for a moved module), saying what to rename it to.
+``medbench.old_paths`` does for a moved module), saying what to rename it to. This module imports
+nothing of the project but that warning: the protocol comes as an argument, so the modules that
+declare the protocols and outcomes can ask it without an import circle.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 from medbench.old_paths import warn_once
-from medbench.outcomes import Log, Materialized
-from medbench.protocols import Dataset
-from medbench.specs import DatasetSpec
 
-# (protocol, required method) -> the method's older spelling, which a plug-in may define instead
-OLD_METHODS: dict[tuple[type, str], str] = {(Dataset, "materialize"): "materialise"}
+# (protocol, as module.qualname; required method) -> the method's older spelling, which a plug-in may define instead
+OLD_METHODS: dict[tuple[str, str], str] = {("medbench.protocols.Dataset", "materialize"): "materialise"}
 
 # module -> {old attribute name: the attribute's name now}
 OLD_NAMES: dict[str, dict[str, str]] = {"medbench.outcomes": {"Materialised": "Materialized"}}
 
 
+def _qualified(protocol: type) -> str:
+    return f"{protocol.__module__}.{protocol.__qualname__}"
+
+
 def old_method(protocol: type, name: str) -> str | None:
     """The older spelling of ``protocol``'s required method ``name`` a plug-in may still define, if any."""
-    return OLD_METHODS.get((protocol, name))
+    return OLD_METHODS.get((_qualified(protocol), name))
 
 
 def defines(cls: type, protocol: type, name: str) -> bool:
@@ -39,18 +41,18 @@ def defines(cls: type, protocol: type, name: str) -> bool:
     return own is not None and own is not getattr(protocol, name, None)
 
 
-def materialize(dataset: Dataset, spec: DatasetSpec, data: Any, options: Mapping[str, Any], log: Log) -> Materialized:
-    """Make ``dataset``'s snapshot: its ``materialize()``, or, for a plug-in that defines only the
-    old ``materialise()``, that one (warning once per class to rename it). ``data``: a
-    ``medbench.layout.DataDir``."""
-    cls = type(dataset)
-    old = old_method(Dataset, "materialize")
-    if old is None or defines(cls, Dataset, "materialize") or not defines(cls, Dataset, old):
-        return dataset.materialize(spec, data, options, log)
+def call(plugin: Any, protocol: type, name: str, *args: Any) -> Any:
+    """Call ``plugin``'s ``protocol`` method ``name`` (``Dataset.materialize``: the dataset's
+    snapshot); for a plug-in that defines only the method's old spelling, that one, warning once
+    per class to rename it."""
+    cls = type(plugin)
+    old = old_method(protocol, name)
+    if old is None or defines(cls, protocol, name) or not defines(cls, protocol, old):
+        return getattr(plugin, name)(*args)
     where = f"{cls.__module__}.{cls.__qualname__}"
-    warn_once(f"{where}.{old}", f"{where}.{old}() is the old spelling of Dataset.materialize(): rename it "
-                                f"materialize() (docs/adding-a-task.md, \"Checked at load\")")
-    return getattr(dataset, old)(spec, data, options, log)
+    warn_once(f"{where}.{old}", f"{where}.{old}() is the old spelling of {protocol.__name__}.{name}(): rename it "
+                                f"{name}() (docs/adding-a-task.md, \"Checked at load\")")
+    return getattr(plugin, old)(*args)
 
 
 def renamed(module: str, name: str, home: str | None = None) -> Any:
@@ -66,4 +68,4 @@ def renamed(module: str, name: str, home: str | None = None) -> Any:
     return getattr(sys.modules[home], new)
 
 
-__all__ = ["OLD_METHODS", "OLD_NAMES", "defines", "materialize", "old_method", "renamed"]
+__all__ = ["OLD_METHODS", "OLD_NAMES", "call", "defines", "old_method", "renamed"]

@@ -17,6 +17,8 @@ from typing import Any, Callable, Literal
 import msgspec
 import pyarrow as pa
 
+from medbench.old_spellings import renamed
+
 Log = Callable[[str], None]
 
 
@@ -43,10 +45,6 @@ class Materialized:
 
 def __getattr__(name: str) -> Any:
     """An old spelling of a name here, for plug-ins that import it: ``medbench.old_spellings``."""
-    if name.startswith("__"):  # the import system's probes (``__path__``), asked while that module imports this one
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from medbench.old_spellings import renamed  # that module imports this one
-
     return renamed(__name__, name)
 
 

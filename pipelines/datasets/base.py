@@ -19,14 +19,13 @@ from typing import Any
 from medbench.outcomes import Log, Materialized
 from medbench.protocols import Dataset
 from medbench.layout import DataDir
+from medbench.old_spellings import renamed
 
 __all__ = ["Dataset", "Log", "Materialized", "is_demo"]
 
 
 def __getattr__(name: str) -> Any:
     """An old spelling of a name here, for plug-ins that import it: ``medbench.old_spellings``."""
-    from medbench.old_spellings import renamed
-
     return renamed(__name__, name, "medbench.outcomes")
 
 

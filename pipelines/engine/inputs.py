@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from medbench.old_spellings import materialize as materialize_dataset
+from medbench import old_spellings
 from medbench.outcomes import CheckOutcome, Instances, Materialized
-from medbench.protocols import TaskFamily
+from medbench.protocols import Dataset, TaskFamily
 from pipelines.engine.snapshots import current_snapshot, instances_location, set_current_snapshot
 from pipelines.engine.specs import SpecError, Specs, TaskSpec
 from medbench.layout import DataDir
@@ -53,8 +53,8 @@ def snapshot_options(specs: Specs, dataset_slug: str) -> dict[str, Any]:
 def materialize_snapshot(specs: Specs, data: DataDir, dataset_slug: str, log: Log) -> Materialized:
     """Make the dataset's snapshot in ``data`` and point its ``CURRENT`` at it."""
     spec = specs.datasets[dataset_slug]
-    made = materialize_dataset(specs.plugins.datasets.get(dataset_slug), spec, data,
-                               snapshot_options(specs, dataset_slug), log)
+    made = old_spellings.call(specs.plugins.datasets.get(dataset_slug), Dataset, "materialize", spec, data,
+                              snapshot_options(specs, dataset_slug), log)
     set_current_snapshot(data, dataset_slug, Path(made.path))
     return made
 

@@ -20,7 +20,13 @@ from support.paths import REPO
 from medbench import old_paths
 from medbench.conformance import PluginError
 from medbench.layout import DataDir
-from medbench.old_spellings import materialize
+from medbench.old_spellings import call
+from medbench.protocols import Dataset
+
+
+def materialize(dataset, *args):
+    """What the engine does (``pipelines.engine.inputs``): a dataset's snapshot, by either spelling."""
+    return call(dataset, Dataset, "materialize", *args)
 from medbench.outcomes import Materialized
 from medbench.protocols import Dataset
 from medbench.registry import Plugins
