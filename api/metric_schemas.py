@@ -8,14 +8,12 @@ from typing import Literal
 
 import msgspec
 
-from medbench.records import JudgeRef, UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
+from medbench.records import Estimate, JudgeRef, UsagePart, Withheld  # noqa: F401  (the records' own Structs: same fields, same JSON)
 
 
-class Metric(msgspec.Struct):
-    name: str
-    value: float
-    ci_low: float
-    ci_high: float
+class Metric(Estimate):
+    # the estimate's fields first (name, value, ci_low, ci_high); no docstring: it would become the
+    # JSON Schema's description, and MCP's tools/list is pinned
     method: str  # wilson | bootstrap-percentile | cluster-bootstrap-percentile | cluster-bootstrap-expanded-percentile
     direction: Literal["higher", "lower", "target"] = "higher"  # which way is better, for ranking
     target: float | None = None  # the best value when direction is "target" (e.g. calibration slope 1)

@@ -72,11 +72,18 @@ class ModelRef(msgspec.Struct, frozen=True):
     knowledge_cutoff: dt.date | None = None
 
 
-class MetricValue(msgspec.Struct, frozen=True):
+class Estimate(msgspec.Struct):
+    """A metric's value with its 95% interval: how every published number starts, in a result record
+    (``MetricValue``) and in an API body (``api.schemas.Metric``), which then say how the interval
+    was computed, each with its own types (a body's ``method`` is never null; an old record's may be)."""
+
     name: str
     value: float
     ci_low: float
     ci_high: float
+
+
+class MetricValue(Estimate, frozen=True):
     # how [ci_low, ci_high] was computed: "wilson", "bootstrap-percentile" or
     # "cluster-bootstrap-percentile"; None in results written before methods were recorded
     method: str | None = None
