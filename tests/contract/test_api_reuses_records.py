@@ -14,7 +14,7 @@ import inspect
 
 import msgspec
 
-from medbench.records import ModelCard, ModelType
+from medbench.records import ModelCard
 
 API_MODULES = ("api.schemas", "api.metric_schemas", "api.release_schemas", "api.judge_schemas", "api.tables")
 RECORD_MODULES = ("medbench.records", "medbench.specs", "medbench.submissions.records", "warehouse.schema")
@@ -85,16 +85,9 @@ def test_every_allowance_is_still_needed() -> None:
         assert longest_shared_run(_own_fields(api[body]), _fields(records[record])) > LONGEST_ALLOWED
 
 
-class CopiedModel(msgspec.Struct):
-    """A toy body that writes ModelCard's fields again."""
-
-    slug: str
-    name: str
-    type: ModelType
-    provider: str
-    provider_model_id: str
-    revision: str
-    extra: int
+# A toy body that writes ModelCard's fields again (built from them, so it is an exact copy)
+CopiedModel = msgspec.defstruct("CopiedModel", [(f.name, f.type) for f in msgspec.structs.fields(ModelCard)] + [("extra", int)],
+                                module=__name__)
 
 
 class InheritedModel(ModelCard):
