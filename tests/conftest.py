@@ -31,7 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
     the user's ~/.config, and publishes of real data sign with one test key (``MEDBENCH_SIGNING_KEY``).
     Specs with secret values outside demo data directories hash under one test identity key
     (``MEDBENCH_IDENTITY_KEY``, ``medbench.identity_form``). Subprocesses inherit all three.
-    Tests of a missing key unset them."""
+    Tests of a missing key unset them.
+
+    ``MEDBENCH_DATA`` names an empty directory of the run too: what reads the default data directory
+    (the identity key asks its ``KIND``) never sees the checkout's ``./data``, which ``./scripts/demo``
+    fills with demo data, nor the maintainer's own data directory; a test that needs one sets its own."""
     global _KEY_DIR
     from medbench.identity_form import IDENTITY_KEY_ENV
     from warehouse.keys import KEY_ENV, KEY_HOME_ENV, write_new_key
@@ -42,6 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[KEY_ENV] = str(Path(_KEY_DIR) / "publisher.pem")
     (Path(_KEY_DIR) / "identity.key").write_bytes(os.urandom(32))
     os.environ[IDENTITY_KEY_ENV] = str(Path(_KEY_DIR) / "identity.key")
+    (Path(_KEY_DIR) / "data").mkdir()
+    os.environ["MEDBENCH_DATA"] = str(Path(_KEY_DIR) / "data")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
