@@ -32,12 +32,11 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from medbench.canonical import struct_fields
+from medbench.layout import data_root
 
 IDENTITY_KEY_ENV = "MEDBENCH_IDENTITY_KEY"
 DEMO_IDENTITY_KEY = b"medbench demo identity key v1 (public: it keys demo data only)"
 MARK = "hmac-sha256:"
-_DATA_ENV = "MEDBENCH_DATA"  # medbench.layout's names; the core imports nothing of the warehouse
-_DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 class IdentityKeyError(RuntimeError):
@@ -45,9 +44,8 @@ class IdentityKeyError(RuntimeError):
 
 
 def _data_kind() -> str | None:
-    root = Path(os.environ.get(_DATA_ENV) or _DEFAULT_DATA_DIR)
     try:
-        return (root / "KIND").read_text().strip()
+        return (data_root() / "KIND").read_text().strip()
     except OSError:
         return None
 

@@ -38,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     fills with demo data, nor the maintainer's own data directory; a test that needs one sets its own."""
     global _KEY_DIR
     from medbench.identity_form import IDENTITY_KEY_ENV
+    from medbench.layout import DATA_ENV
     from warehouse.keys import KEY_ENV, KEY_HOME_ENV, write_new_key
 
     _KEY_DIR = tempfile.mkdtemp(prefix="medbench-test-keys-")
@@ -47,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     (Path(_KEY_DIR) / "identity.key").write_bytes(os.urandom(32))
     os.environ[IDENTITY_KEY_ENV] = str(Path(_KEY_DIR) / "identity.key")
     (Path(_KEY_DIR) / "data").mkdir()
-    os.environ["MEDBENCH_DATA"] = str(Path(_KEY_DIR) / "data")
+    os.environ[DATA_ENV] = str(Path(_KEY_DIR) / "data")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
