@@ -28,13 +28,6 @@ class CriterionRate(msgspec.Struct, frozen=True):
     agreement: float    # share of those criteria whose judge samples all agree
 
 
-class Judged(msgspec.Struct, frozen=True):
-    model: str
-    revision: str
-    prompt_sha256: str
-    samples: int
-
-
 class RubricExtras(msgspec.Struct, frozen=True):
     by_criterion: list[CriterionRate]
     judge_samples: int
